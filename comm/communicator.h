@@ -1,0 +1,67 @@
+// communicator: the small interface every rank talks through (Gloo, MPI or single-process),
+// and the factory that picks a backend from the environment (launcher, Open MPI or Slurm).
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+// Who this process is in the job. Filled from the environment by discover_rank_info().
+struct RankInfo {
+  int rank = 0, size = 1;
+  int local_rank = 0, local_size = 1;
+  int cross_rank = 0, cross_size = 1;
+  std::string backend = "single";  // "single", "gloo" or "mpi"
+  std::string source = "none";     // where it came from: "none", "launch", "ompi", "slurm"
+  std::string hostname;            // this rank's host name as the launcher knows it
+  std::string host_addr;           // address Gloo binds to (the address the launcher reached us at)
+  std::string store_addr;          // launcher's rendezvous store "host:port" (gloo)
+  std::string secret;              // per-job secret for the store (from the environment only)
+  std::string job_id;              // rendezvous key prefix
+};
+
+struct CommOptions {
+  std::string backend;        // "" = from environment; else "single", "gloo", "mpi"
+  std::string rendezvous_dir; // non-empty: Gloo FileStore on this shared directory
+  std::string network_interface;  // non-empty: bind Gloo to this interface name or address
+  std::chrono::milliseconds start_timeout{30000};
+  std::chrono::milliseconds comm_timeout{60000};
+};
+
+// Half-precision storage type for fp16 allreduce (IEEE binary16 bits).
+using half_bits = uint16_t;
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual const RankInfo& info() const = 0;
+  int rank() const { return info().rank; }
+  int size() const { return info().size; }
+  int local_rank() const { return info().local_rank; }
+  int local_size() const { return info().local_size; }
+  int cross_rank() const { return info().cross_rank; }
+  int cross_size() const { return info().cross_size; }
+  virtual const char* backend_name() const = 0;
+
+  // In-place element-wise sum over all ranks. n may be 0.
+  virtual void allreduce_sum(float* data, size_t n) = 0;
+  virtual void allreduce_sum(double* data, size_t n) = 0;
+  // In-place sum of IEEE halves (summed in float, rounded to half after each addition as on the wire).
+  virtual void allreduce_sum_f16(half_bits* data, size_t n) = 0;
+  // Root's bytes to every rank.
+  virtual void broadcast(void* data, size_t bytes, int root) = 0;
+  virtual void barrier() = 0;
+  // out (size * bytes) = concatenation of every rank's in (bytes).
+  virtual void allgather(void* out, const void* in, size_t bytes) = 0;
+  // Exchange with one peer: send `send` (bytes) and receive into `recv` (bytes). Both ranks call it.
+  virtual void sendrecv(const void* send, void* recv, size_t bytes, int peer) = 0;
+};
+
+// Rank info from the environment: BARESGD_* (our launcher), OMPI_COMM_WORLD_* (mpirun),
+// SLURM_* (srun), else a single process. Throws std::runtime_error on inconsistent values.
+RankInfo discover_rank_info();
+
+// The communicator for this process (connects, rendezvous, etc.). Throws std::runtime_error
+// with a one-line message naming what failed (rank, host, address, timeout).
+std::unique_ptr<Communicator> make_communicator(const CommOptions& opts);
