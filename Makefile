@@ -16,11 +16,11 @@ CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-unused-parameter -pthread -I. -MMD -MP
 LDLIBS   += -lopenblas -lz -pthread
 
 ifeq ($(SANITIZE),1)
-BUILD    := build-san
+BUILD    ?= build-san
 CXXFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
 else
-BUILD    := build
+BUILD    ?= build
 endif
 
 # Optional backends: Gloo and Open MPI headers appear only inside comm/backend_*.cc.
