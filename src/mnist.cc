@@ -1,0 +1,199 @@
+// mnist: IDX parsing and validation for MNIST, raw (mmap) and gzip (zlib) files.
+#include "src/mnist.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+constexpr uint32_t kImagesMagic = 0x00000803;
+constexpr uint32_t kLabelsMagic = 0x00000801;
+constexpr size_t kMaxInflated = size_t(1) << 31;  // 2 GiB: far beyond any MNIST split
+
+uint32_t be32(const uint8_t* p) {
+  return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | p[3];
+}
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw DataError(path + ": " + what);
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string hex32(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%08x", v);
+  return b;
+}
+
+}  // namespace
+
+FileBytes::FileBytes(FileBytes&& o) noexcept { *this = std::move(o); }
+
+FileBytes& FileBytes::operator=(FileBytes&& o) noexcept {
+  if (this != &o) {
+    if (map_) ::munmap(map_, size_);
+    data_ = o.data_;
+    size_ = o.size_;
+    map_ = o.map_;
+    owned_ = std::move(o.owned_);
+    path_ = std::move(o.path_);
+    o.data_ = nullptr;
+    o.size_ = 0;
+    o.map_ = nullptr;
+  }
+  return *this;
+}
+
+FileBytes::~FileBytes() {
+  if (map_) ::munmap(map_, size_);
+}
+
+FileBytes FileBytes::open(const std::string& path) {
+  FileBytes fb;
+  fb.path_ = path;
+  if (ends_with(path, ".gz")) {
+    gzFile gz = gzopen(path.c_str(), "rb");
+    if (!gz) fail(path, std::string("cannot open: ") + std::strerror(errno));
+    std::vector<uint8_t> buf;
+    uint8_t chunk[1 << 16];
+    for (;;) {
+      int n = gzread(gz, chunk, sizeof chunk);
+      if (n < 0) {
+        int err = 0;
+        std::string msg = gzerror(gz, &err);
+        gzclose(gz);
+        fail(path, "corrupt gzip data (" + msg + ")");
+      }
+      if (n == 0) break;
+      if (buf.size() + size_t(n) > kMaxInflated) {
+        gzclose(gz);
+        fail(path, "inflates to more than 2 GiB; not an MNIST file");
+      }
+      buf.insert(buf.end(), chunk, chunk + n);
+    }
+    // gzread returns 0 on a truncated stream too; zlib reports it through gzerror.
+    int err = Z_OK;
+    const char* msg = gzerror(gz, &err);
+    if (err != Z_OK && err != Z_STREAM_END) {
+      std::string m = msg;
+      gzclose(gz);
+      fail(path, "corrupt or truncated gzip data (" + m + ")");
+    }
+    gzclose(gz);
+    fb.size_ = buf.size();
+    fb.owned_.reset(new uint8_t[buf.size() ? buf.size() : 1]);
+    if (!buf.empty()) std::memcpy(fb.owned_.get(), buf.data(), buf.size());
+    fb.data_ = fb.owned_.get();
+    return fb;
+  }
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(path, "not a regular file");
+  }
+  fb.size_ = size_t(st.st_size);
+  if (fb.size_ > 0) {
+    void* m = ::mmap(nullptr, fb.size_, PROT_READ, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+      ::close(fd);
+      fail(path, std::string("cannot map: ") + std::strerror(errno));
+    }
+    fb.map_ = m;
+    fb.data_ = static_cast<const uint8_t*>(m);
+  }
+  ::close(fd);
+  return fb;
+}
+
+MnistSplit load_mnist_files(const std::string& images_path, const std::string& labels_path) {
+  MnistSplit s;
+  s.image_file = FileBytes::open(images_path);
+  s.label_file = FileBytes::open(labels_path);
+  const FileBytes& im = s.image_file;
+  const FileBytes& lb = s.label_file;
+
+  if (im.size() == 0) fail(images_path, "empty file");
+  if (im.size() < 16) fail(images_path, "truncated IDX header (" + std::to_string(im.size()) + " bytes, need 16)");
+  if (be32(im.data()) != kImagesMagic)
+    fail(images_path, "bad magic " + hex32(be32(im.data())) + " (expected " + hex32(kImagesMagic) +
+                          ", IDX unsigned-byte images)");
+  uint32_t n = be32(im.data() + 4), rows = be32(im.data() + 8), cols = be32(im.data() + 12);
+  if (rows != 28 || cols != 28)
+    fail(images_path, "wrong image size " + std::to_string(rows) + "x" + std::to_string(cols) +
+                          " (MNIST images are 28x28)");
+  if (n == 0) fail(images_path, "holds no images");
+  uint64_t want = 16 + uint64_t(n) * rows * cols;
+  if (im.size() < want)
+    fail(images_path, "truncated: header says " + std::to_string(n) + " images (" +
+                          std::to_string(want) + " bytes) but the file has " + std::to_string(im.size()) + " bytes");
+  if (im.size() > want)
+    fail(images_path, "has " + std::to_string(im.size() - want) + " bytes after the " +
+                          std::to_string(n) + " images its header announces");
+
+  if (lb.size() == 0) fail(labels_path, "empty file");
+  if (lb.size() < 8) fail(labels_path, "truncated IDX header (" + std::to_string(lb.size()) + " bytes, need 8)");
+  if (be32(lb.data()) != kLabelsMagic)
+    fail(labels_path, "bad magic " + hex32(be32(lb.data())) + " (expected " + hex32(kLabelsMagic) +
+                          ", IDX unsigned-byte labels)");
+  uint32_t nl = be32(lb.data() + 4);
+  if (lb.size() < 8 + uint64_t(nl))
+    fail(labels_path, "truncated: header says " + std::to_string(nl) + " labels (" +
+                          std::to_string(8 + uint64_t(nl)) + " bytes) but the file has " +
+                          std::to_string(lb.size()) + " bytes");
+  if (lb.size() > 8 + uint64_t(nl))
+    fail(labels_path, "has " + std::to_string(lb.size() - 8 - nl) + " bytes after the " +
+                          std::to_string(nl) + " labels its header announces");
+  if (nl != n)
+    fail(labels_path, "holds " + std::to_string(nl) + " labels but " + images_path + " holds " +
+                          std::to_string(n) + " images");
+  const uint8_t* labels = lb.data() + 8;
+  for (uint32_t i = 0; i < nl; ++i)
+    if (labels[i] > 9)
+      fail(labels_path, "label " + std::to_string(labels[i]) + " at index " + std::to_string(i) +
+                            " (MNIST labels are 0..9)");
+  s.pixels = im.data() + 16;
+  s.labels = labels;
+  s.count = int(n);
+  s.rows = int(rows);
+  s.cols = int(cols);
+  return s;
+}
+
+MnistSplit load_mnist(const std::string& data_dir, bool train) {
+  const std::string prefix = train ? "train" : "t10k";
+  const std::string names[2] = {prefix + "-images-idx3-ubyte", prefix + "-labels-idx1-ubyte"};
+  std::string dir = data_dir.empty() ? "." : data_dir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const std::string candidates[2] = {dir + "/MNIST/raw", dir};
+  std::string found[2];
+  for (const auto& c : candidates) {
+    for (int k = 0; k < 2; ++k) {
+      if (!found[k].empty()) continue;
+      if (exists(c + "/" + names[k])) found[k] = c + "/" + names[k];
+      else if (exists(c + "/" + names[k] + ".gz")) found[k] = c + "/" + names[k] + ".gz";
+    }
+    if (!found[0].empty() || !found[1].empty()) break;  // one layout per split, never mixed
+  }
+  for (int k = 0; k < 2; ++k)
+    if (found[k].empty())
+      throw DataError("MNIST " + names[k] + "[.gz] not found in " + candidates[0] + "/ or " +
+                      candidates[1] + "/ (run `make data` to fetch it, or pass --data-dir)");
+  return load_mnist_files(found[0], found[1]);
+}

@@ -1,0 +1,174 @@
+// options: parses ./train's flags into Options; every malformed value is a UsageError naming it.
+#include "src/options.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+namespace {
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+long long parse_int(const std::string& flag, const std::string& v, long long lo, long long hi) {
+  errno = 0;
+  char* end = nullptr;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno == ERANGE)
+    throw UsageError{"argument " + flag + ": invalid int value: " + quote(v)};
+  if (x < lo || x > hi)
+    throw UsageError{"argument " + flag + ": " + v + " is out of range [" + std::to_string(lo) +
+                     ", " + std::to_string(hi) + "]"};
+  return x;
+}
+
+double parse_float(const std::string& flag, const std::string& v, double lo, bool lo_open) {
+  errno = 0;
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(x))
+    throw UsageError{"argument " + flag + ": invalid float value: " + quote(v)};
+  if (lo_open ? !(x > lo) : !(x >= lo))
+  {
+    char bound[32];
+    std::snprintf(bound, sizeof bound, "%g", lo);
+    throw UsageError{"argument " + flag + ": " + v + " must be " + (lo_open ? "> " : ">= ") + bound};
+  }
+  return x;
+}
+
+}  // namespace
+
+std::string usage_text() {
+  return
+      "usage: train [--batch-size N] [--test-batch-size N] [--epochs N] [--lr LR]\n"
+      "             [--momentum M] [--no-cuda] [--seed S] [--log-interval N]\n"
+      "             [--fp16-allreduce] [--use-mixed-precision] [--use-adasum]\n"
+      "             [--gradient-predivide-factor F] [--data-dir DIR]\n"
+      "             [--num-proc N] [--hosts H] [--communication gloo|mpi] [baresgd flags]\n"
+      "\n"
+      "baresgd MNIST example (flags and defaults of the Horovod PyTorch MNIST example)\n"
+      "\n"
+      "  --batch-size N                 input batch size for training (default: 64)\n"
+      "  --test-batch-size N            input batch size for testing (default: 1000)\n"
+      "  --epochs N                     number of epochs to train (default: 10)\n"
+      "  --lr LR                        learning rate (default: 0.01), times world size\n"
+      "  --momentum M                   SGD momentum (default: 0.5)\n"
+      "  --no-cuda                      accepted for compatibility; baresgd is CPU only\n"
+      "  --seed S                       random seed (default: 42)\n"
+      "  --log-interval N               batches between training status lines (default: 10)\n"
+      "  --fp16-allreduce               use fp16 compression during allreduce\n"
+      "  --use-mixed-precision          use mixed precision (needs a GPU; not supported)\n"
+      "  --use-adasum                   use the Adasum algorithm to do reduction\n"
+      "  --gradient-predivide-factor F  divide gradients by F before the sum, multiply by\n"
+      "                                 F/size after (default: 1.0)\n"
+      "  --data-dir DIR                 MNIST location: DIR/MNIST/raw/ or DIR itself, raw or\n"
+      "                                 .gz IDX files (default: ./data; fetch with `make data`)\n"
+      "  --num-proc N                   run N ranks through ./launch (like horovod.run)\n"
+      "  --hosts H                      with --num-proc: host:slots,... (default localhost:N)\n"
+      "  --communication gloo|mpi       with --num-proc: the backend (default gloo)\n"
+      "\n"
+      "baresgd flags:\n"
+      "  --backend single|gloo|mpi      force the comm backend (default: from the environment)\n"
+      "  --rendezvous-dir DIR           Gloo rendezvous through files in a shared DIR\n"
+      "  --network-interface IF         Gloo binds this interface name or address\n"
+      "  --start-timeout S              rendezvous timeout in seconds (default: 30)\n"
+      "  --comm-timeout S               timeout of one collective in seconds (default: 60)\n"
+      "  --checkpoint-dir DIR           save a checkpoint at every epoch end (rank 0)\n"
+      "  --checkpoint-every N           also every N optimizer steps\n"
+      "  --resume                       continue from the newest valid checkpoint\n"
+      "  --threads N                    OpenBLAS threads per rank\n"
+      "  --no-dropout                   disable both dropout layers (tests)\n"
+      "  --max-steps N                  stop after N optimizer steps (tests)\n"
+      "  --dump-params FILE             write the final parameters as raw float32 (tests)\n"
+      "  -h, --help                     show this help and exit\n";
+}
+
+Options parse_options(const std::vector<std::string>& args) {
+  Options o;
+  using Setter = std::function<void(const std::string& flag, const std::string& v)>;
+  const long long kMax = 1LL << 40;
+  std::map<std::string, Setter> valued = {
+      {"--batch-size", [&](auto& f, auto& v) { o.batch_size = (int)parse_int(f, v, 1, 1 << 20); }},
+      {"--test-batch-size",
+       [&](auto& f, auto& v) { o.test_batch_size = (int)parse_int(f, v, 1, 1 << 20); }},
+      {"--epochs", [&](auto& f, auto& v) { o.epochs = (int)parse_int(f, v, 0, 1 << 20); }},
+      {"--lr", [&](auto& f, auto& v) { o.lr = parse_float(f, v, 0, false); }},
+      {"--momentum", [&](auto& f, auto& v) { o.momentum = parse_float(f, v, 0, false); }},
+      {"--seed", [&](auto& f, auto& v) { o.seed = parse_int(f, v, -kMax, kMax); }},
+      {"--log-interval",
+       [&](auto& f, auto& v) { o.log_interval = (int)parse_int(f, v, 1, 1 << 30); }},
+      {"--gradient-predivide-factor",
+       [&](auto& f, auto& v) { o.gradient_predivide_factor = parse_float(f, v, 0, true); }},
+      {"--data-dir", [&](auto& f, auto& v) { o.data_dir = v; }},
+      {"--num-proc", [&](auto& f, auto& v) { o.num_proc = (int)parse_int(f, v, 1, 1 << 16); }},
+      {"--hosts", [&](auto& f, auto& v) { o.hosts = v; }},
+      {"--communication",
+       [&](auto& f, auto& v) {
+         if (v != "gloo" && v != "mpi")
+           throw UsageError{"argument " + f + ": invalid choice: " + quote(v) +
+                            " (choose from 'gloo', 'mpi')"};
+         o.communication = v;
+       }},
+      {"--backend",
+       [&](auto& f, auto& v) {
+         if (v != "single" && v != "gloo" && v != "mpi")
+           throw UsageError{"argument " + f + ": invalid choice: " + quote(v) +
+                            " (choose from 'single', 'gloo', 'mpi')"};
+         o.backend = v;
+       }},
+      {"--rendezvous-dir", [&](auto& f, auto& v) { o.rendezvous_dir = v; }},
+      {"--network-interface", [&](auto& f, auto& v) { o.network_interface = v; }},
+      {"--start-timeout", [&](auto& f, auto& v) { o.start_timeout = parse_float(f, v, 0, true); }},
+      {"--comm-timeout", [&](auto& f, auto& v) { o.comm_timeout = parse_float(f, v, 0, true); }},
+      {"--checkpoint-dir", [&](auto& f, auto& v) { o.checkpoint_dir = v; }},
+      {"--checkpoint-every",
+       [&](auto& f, auto& v) { o.checkpoint_every = (int)parse_int(f, v, 1, 1 << 30); }},
+      {"--max-steps", [&](auto& f, auto& v) { o.max_steps = parse_int(f, v, 0, kMax); }},
+      {"--dump-params", [&](auto& f, auto& v) { o.dump_params = v; }},
+      {"--threads", [&](auto& f, auto& v) { o.threads = (int)parse_int(f, v, 1, 1024); }},
+  };
+  std::map<std::string, bool*> switches = {
+      {"--no-cuda", &o.no_cuda},
+      {"--fp16-allreduce", &o.fp16_allreduce},
+      {"--use-mixed-precision", &o.use_mixed_precision},
+      {"--use-adasum", &o.use_adasum},
+      {"--resume", &o.resume},
+      {"--no-dropout", &o.no_dropout},
+      {"--help", &o.help},
+      {"-h", &o.help},
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    std::string value;
+    bool has_value = false;
+    if (a.rfind("--", 0) == 0) {
+      size_t eq = a.find('=');
+      if (eq != std::string::npos) {
+        value = a.substr(eq + 1);
+        a = a.substr(0, eq);
+        has_value = true;
+      }
+    }
+    if (auto s = switches.find(a); s != switches.end()) {
+      if (has_value) throw UsageError{"argument " + a + ": ignored explicit argument " + quote(value)};
+      *s->second = true;
+      continue;
+    }
+    auto it = valued.find(a);
+    if (it == valued.end()) {
+      if (a.empty() || a[0] != '-') throw UsageError{"unrecognized argument: " + quote(args[i])};
+      throw UsageError{"unrecognized argument: " + args[i]};
+    }
+    if (!has_value) {
+      if (i + 1 >= args.size()) throw UsageError{"argument " + a + ": expected one argument"};
+      value = args[++i];
+    }
+    it->second(a, value);
+  }
+  if ((!o.hosts.empty() || !o.communication.empty()) && o.num_proc == 0)
+    throw UsageError{"--hosts and --communication need --num-proc"};
+  return o;
+}

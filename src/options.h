@@ -1,0 +1,48 @@
+// options: ./train's command-line flags (those of the Horovod PyTorch MNIST example, same
+// defaults, plus baresgd's own), parsed argparse-style: `--flag value` or `--flag=value`.
+#pragma once
+#include <string>
+#include <vector>
+
+struct Options {
+  // The Horovod PyTorch MNIST example's flags, same defaults.
+  int batch_size = 64;
+  int test_batch_size = 1000;
+  int epochs = 10;
+  double lr = 0.01;
+  double momentum = 0.5;
+  bool no_cuda = false;  // accepted; baresgd is CPU only
+  long long seed = 42;
+  int log_interval = 10;
+  bool fp16_allreduce = false;
+  bool use_mixed_precision = false;
+  bool use_adasum = false;
+  double gradient_predivide_factor = 1.0;
+  std::string data_dir = "./data";
+  int num_proc = 0;           // > 0: re-launch through ./launch with this many ranks
+  std::string hosts;          // with --num-proc: host:slots,...
+  std::string communication;  // with --num-proc: gloo | mpi
+
+  // baresgd's own.
+  std::string backend;            // --backend single|gloo|mpi (default: from the environment)
+  std::string rendezvous_dir;     // --rendezvous-dir: Gloo FileStore on a shared directory
+  std::string network_interface;  // --network-interface: Gloo binds this interface/address
+  double start_timeout = 30;      // --start-timeout seconds (rendezvous)
+  double comm_timeout = 60;       // --comm-timeout seconds (one collective)
+  std::string checkpoint_dir;     // --checkpoint-dir
+  int checkpoint_every = 0;       // --checkpoint-every N steps (0: epoch ends only)
+  bool resume = false;            // --resume
+  bool no_dropout = false;        // --no-dropout: dropout layers off in training (tests)
+  long long max_steps = -1;       // --max-steps: stop after this many optimizer steps (tests)
+  std::string dump_params;        // --dump-params FILE: raw float32 parameters at the end (tests)
+  int threads = 0;                // --threads: OpenBLAS threads (0: OPENBLAS_NUM_THREADS or 1)
+  bool help = false;
+};
+
+// Parses argv[1..]. On a bad flag throws UsageError (the caller prints usage and exits 2).
+struct UsageError {
+  std::string message;
+};
+Options parse_options(const std::vector<std::string>& args);
+// The usage text printed by --help and on a usage error.
+std::string usage_text();

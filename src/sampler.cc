@@ -1,0 +1,54 @@
+// sampler: DistributedSampler permutation/padding/striding and MNIST batch assembly.
+#include "src/sampler.h"
+
+#include "kernels/rng.h"
+
+std::vector<uint32_t> sampler_permutation(size_t n, uint64_t seed_plus_epoch) {
+  std::vector<uint32_t> p(n);
+  for (size_t i = 0; i < n; ++i) p[i] = uint32_t(i);
+  Rng rng;
+  rng_seed(&rng, seed_plus_epoch);
+  for (size_t i = n; i > 1; --i) {  // Fisher-Yates
+    size_t j = size_t(rng_below(&rng, i));
+    std::swap(p[i - 1], p[j]);
+  }
+  return p;
+}
+
+DistributedSampler::DistributedSampler(size_t dataset_size, int num_replicas, int rank,
+                                       bool shuffle, uint64_t seed)
+    : n_(dataset_size),
+      num_samples_((dataset_size + size_t(num_replicas) - 1) / size_t(num_replicas)),
+      replicas_(num_replicas),
+      rank_(rank),
+      shuffle_(shuffle),
+      seed_(seed) {
+  set_epoch(0);
+}
+
+void DistributedSampler::set_epoch(uint64_t epoch) {
+  std::vector<uint32_t> all;
+  if (shuffle_) {
+    all = sampler_permutation(n_, seed_ + epoch);
+  } else {
+    all.resize(n_);
+    for (size_t i = 0; i < n_; ++i) all[i] = uint32_t(i);
+  }
+  size_t total = num_samples_ * size_t(replicas_);
+  for (size_t k = 0; all.size() < total; ++k) all.push_back(all[k % n_]);  // pad with the head
+  indices_.resize(num_samples_);
+  for (size_t i = 0; i < num_samples_; ++i) indices_[i] = all[size_t(rank_) + i * size_t(replicas_)];
+}
+
+void gather_batch(float* x, int32_t* y, const MnistSplit& split, const uint32_t* idx, int count) {
+  const int plane = split.rows * split.cols;
+  // torchvision: ToTensor (p / 255 in float32), then Normalize((0.1307,), (0.3081,)).
+  float table[256];
+  for (int v = 0; v < 256; ++v) table[v] = (float(v) / 255.0f - 0.1307f) / 0.3081f;
+  for (int b = 0; b < count; ++b) {
+    const uint8_t* px = split.pixels + size_t(idx[b]) * plane;
+    float* out = x + size_t(b) * plane;
+    for (int i = 0; i < plane; ++i) out[i] = table[px[i]];
+    y[b] = split.labels[idx[b]];
+  }
+}

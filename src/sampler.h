@@ -1,0 +1,35 @@
+// sampler: torch's DistributedSampler (shuffle, seed, set_epoch, padding by repeating the head,
+// rank r takes r, r+W, ...) and DataLoader batching (last partial batch kept), plus the batch
+// assembly that turns MNIST bytes into normalized floats.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "src/mnist.h"
+
+class DistributedSampler {
+ public:
+  DistributedSampler(size_t dataset_size, int num_replicas, int rank, bool shuffle, uint64_t seed);
+  void set_epoch(uint64_t epoch);           // re-draws the permutation (seed + epoch)
+  size_t size() const { return num_samples_; }  // ceil(N / W): len(sampler)
+  const std::vector<uint32_t>& indices() const { return indices_; }
+
+ private:
+  size_t n_, num_samples_;
+  int replicas_, rank_;
+  bool shuffle_;
+  uint64_t seed_;
+  std::vector<uint32_t> indices_;
+};
+
+// The permutation of 0..n-1 the sampler uses for (seed + epoch); identical on every rank and for
+// every world size, so W ranks of batch B see the same samples as one rank of batch W*B.
+std::vector<uint32_t> sampler_permutation(size_t n, uint64_t seed_plus_epoch);
+
+// Number of batches the DataLoader yields: ceil(len / batch).
+inline size_t num_batches(size_t len, size_t batch) { return (len + batch - 1) / batch; }
+
+// x (count,1,28,28) = (pixel/255 - 0.1307) / 0.3081, y (count) = label, for the samples
+// idx[0..count) of split.
+void gather_batch(float* x, int32_t* y, const MnistSplit& split, const uint32_t* idx, int count);

@@ -1,0 +1,147 @@
+// train: epochs of momentum SGD with Horovod's DistributedOptimizer semantics, and the test pass.
+#include "src/train.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "comm/distributed_optimizer.h"
+#include "kernels/rng.h"
+#include "kernels/sgd.h"
+#include "src/mnist.h"
+#include "src/net.h"
+#include "src/sampler.h"
+
+namespace {
+
+constexpr uint64_t kSamplerSeed = 0;  // DistributedSampler's default seed
+
+// Dropout masks of one step on one rank come from a generator keyed by (seed, rank, step), so a
+// resumed run draws exactly the masks an uninterrupted one would, with no RNG state to save.
+void seed_dropout(Rng* rng, long long seed, int rank, uint64_t step) {
+  uint64_t k = uint64_t(seed) * 0x9E3779B97F4A7C15ull ^ (uint64_t(rank) << 48) ^ step;
+  rng_seed(rng, k);
+}
+
+struct TestResult {
+  double loss, accuracy;  // averaged over ranks
+};
+
+TestResult evaluate(Net& net, const MnistSplit& test, DistributedSampler& sampler,
+                    int test_batch_size, Communicator& comm, std::vector<float>& x,
+                    std::vector<int32_t>& y) {
+  const auto& idx = sampler.indices();
+  double loss_sum = 0, correct = 0;
+  const int chunk = net.max_batch();
+  // DataLoader batches of test_batch_size; each evaluated in chunks that fit the net's buffers.
+  for (size_t start = 0; start < idx.size(); start += size_t(test_batch_size)) {
+    const size_t end = std::min(idx.size(), start + size_t(test_batch_size));
+    for (size_t s = start; s < end; s += size_t(chunk)) {
+      const int n = int(std::min(end - s, size_t(chunk)));
+      gather_batch(x.data(), y.data(), test, idx.data() + s, n);
+      const float* logp = net.forward(x.data(), n, false);
+      for (int b = 0; b < n; ++b) {
+        const float* row = logp + b * 10;
+        loss_sum -= double(row[y[b]]);
+        int best = 0;
+        for (int c = 1; c < 10; ++c)
+          if (row[c] > row[best]) best = c;
+        correct += (best == y[b]);
+      }
+    }
+  }
+  double m[2] = {loss_sum / double(sampler.size()), correct / double(sampler.size())};
+  comm.allreduce_sum(m, 2);
+  return {m[0] / comm.size(), m[1] / comm.size()};
+}
+
+}  // namespace
+
+void run_training(const Options& opts, Communicator& comm, std::FILE* out) {
+  // Data first: a bad file fails on every rank before any collective.
+  MnistSplit train = load_mnist(opts.data_dir, true);
+  MnistSplit test = load_mnist(opts.data_dir, false);
+
+  const int rank = comm.rank(), size = comm.size();
+  const int eval_chunk = std::min(opts.test_batch_size, std::max(opts.batch_size, 64));
+  Net net(std::max(opts.batch_size, eval_chunk));
+  Rng init_rng;
+  rng_seed(&init_rng, uint64_t(opts.seed));
+  net.init(&init_rng);
+  std::vector<float> momentum(Net::kNumParams, 0.0f);
+
+  // Horovod: broadcast parameters and optimizer state from rank 0.
+  comm.broadcast(net.params.data(), net.params.size() * sizeof(float), 0);
+  comm.broadcast(momentum.data(), momentum.size() * sizeof(float), 0);
+  bool momentum_started = false;
+
+  // Horovod: scale the learning rate by the number of ranks (not with Adasum on CPU).
+  const float lr = float(opts.use_adasum ? opts.lr : opts.lr * size);
+  GradientAveraging how;
+  how.predivide_factor = float(opts.gradient_predivide_factor);
+  how.fp16 = opts.fp16_allreduce;
+  how.adasum = opts.use_adasum;
+  std::vector<Segment> segments;
+  for (const ParamView& p : Net::kParams) segments.push_back({p.offset, p.count});
+
+  DistributedSampler train_sampler(size_t(train.count), size, rank, true, kSamplerSeed);
+  DistributedSampler test_sampler(size_t(test.count), size, rank, true, kSamplerSeed);
+  const size_t batches = num_batches(train_sampler.size(), size_t(opts.batch_size));
+
+  std::vector<float> x(size_t(net.max_batch()) * 784);
+  std::vector<int32_t> y(size_t(net.max_batch()));
+  Rng dropout_rng;
+  uint64_t step = 0;
+  bool stop = false;
+
+  for (int epoch = 1; epoch <= opts.epochs && !stop; ++epoch) {
+    train_sampler.set_epoch(uint64_t(epoch));
+    const auto& idx = train_sampler.indices();
+    for (size_t b = 0; b < batches; ++b) {
+      if (opts.max_steps >= 0 && step >= uint64_t(opts.max_steps)) {
+        stop = true;
+        break;
+      }
+      const size_t start = b * size_t(opts.batch_size);
+      const int n = int(std::min(size_t(opts.batch_size), idx.size() - start));
+      gather_batch(x.data(), y.data(), train, idx.data() + start, n);
+      const bool dropout = !opts.no_dropout;
+      if (dropout) {
+        seed_dropout(&dropout_rng, opts.seed, rank, step);
+        net.sample_dropout_masks(&dropout_rng, n);
+      }
+      net.forward(x.data(), n, dropout);
+      const float loss = net.backward(y.data(), n);
+      if (size > 1)
+        average_gradients(comm, net.grads.data(), net.grads.size(), segments, how);
+      sgd_momentum_step(net.params.data(), momentum.data(), net.grads.data(), net.params.size(), lr,
+                        float(opts.momentum), !momentum_started);
+      momentum_started = true;
+      ++step;
+      if (b % size_t(opts.log_interval) == 0) {
+        std::fprintf(out, "Train Epoch: %d [%zu/%zu (%.0f%%)]\tLoss: %.6f\n", epoch,
+                     b * size_t(n), train_sampler.size(), 100.0 * double(b) / double(batches),
+                     double(loss));
+        std::fflush(out);
+      }
+    }
+    if (stop) break;
+    TestResult r = evaluate(net, test, test_sampler, opts.test_batch_size, comm, x, y);
+    if (rank == 0) {
+      std::fprintf(out, "\nTest set: Average loss: %.4f, Accuracy: %.2f%%\n\n", r.loss,
+                   100.0 * r.accuracy);
+      std::fflush(out);
+    }
+  }
+
+  if (!opts.dump_params.empty() && rank == 0) {
+    std::FILE* f = std::fopen(opts.dump_params.c_str(), "wb");
+    if (!f) throw std::runtime_error(opts.dump_params + ": cannot write: " + std::strerror(errno));
+    size_t w = std::fwrite(net.params.data(), sizeof(float), net.params.size(), f);
+    if (std::fclose(f) != 0 || w != net.params.size())
+      throw std::runtime_error(opts.dump_params + ": write failed: " + std::strerror(errno));
+  }
+}

@@ -1,0 +1,108 @@
+// train_main: ./train — parses the flags, re-launches through ./launch for --num-proc (as the
+// Horovod example does through horovod.run), connects the communicator and runs the job.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <cblas.h>
+
+#include "comm/communicator.h"
+#include "src/options.h"
+#include "src/train.h"
+
+namespace {
+
+std::string self_dir() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  buf[n] = '\0';
+  std::string p(buf);
+  return p.substr(0, p.rfind('/'));
+}
+
+// --num-proc N [--hosts H] [--communication gloo|mpi]: exec ./launch with the same flags minus
+// these three, as horovod.run does for the original example.
+[[noreturn]] void relaunch(const Options& o, const std::vector<std::string>& args) {
+  const std::string dir = self_dir();
+  std::vector<std::string> argv = {dir + "/launch", "-np", std::to_string(o.num_proc),
+                                   o.communication == "mpi" ? "--mpi" : "--gloo"};
+  if (!o.hosts.empty()) argv.insert(argv.end(), {"-H", o.hosts});
+  argv.push_back(dir + "/train");
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    bool takes_value = a == "--num-proc" || a == "--hosts" || a == "--communication";
+    bool inline_value = a.rfind("--num-proc=", 0) == 0 || a.rfind("--hosts=", 0) == 0 ||
+                        a.rfind("--communication=", 0) == 0;
+    if (takes_value) { ++i; continue; }
+    if (inline_value) continue;
+    argv.push_back(a);
+  }
+  std::vector<char*> cargv;
+  for (auto& s : argv) cargv.push_back(const_cast<char*>(s.c_str()));
+  cargv.push_back(nullptr);
+  ::execv(cargv[0], cargv.data());
+  std::fprintf(stderr, "train: error: cannot run %s for --num-proc: %s\n", cargv[0],
+               std::strerror(errno));
+  std::exit(1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  Options opts;
+  try {
+    opts = parse_options(args);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "%strain: error: %s\n", usage_text().substr(0, usage_text().find("\n\n") + 1).c_str(),
+                 e.message.c_str());
+    return 2;
+  }
+  if (opts.help) {
+    std::fputs(usage_text().c_str(), stdout);
+    return 0;
+  }
+  if (opts.use_mixed_precision) {
+    std::fprintf(stderr,
+                 "train: error: --use-mixed-precision needs a GPU (as in the original example); "
+                 "baresgd trains on the CPU in float32\n");
+    return 2;
+  }
+  if (opts.num_proc > 0 && std::getenv("BARESGD_RANK") == nullptr &&
+      std::getenv("OMPI_COMM_WORLD_RANK") == nullptr)
+    relaunch(opts, args);
+
+  try {
+    CommOptions co;
+    co.backend = opts.backend;
+    co.rendezvous_dir = opts.rendezvous_dir;
+    co.network_interface = opts.network_interface;
+    co.start_timeout = std::chrono::milliseconds(long(opts.start_timeout * 1000));
+    co.comm_timeout = std::chrono::milliseconds(long(opts.comm_timeout * 1000));
+    // Threads per rank: --threads, else OPENBLAS_NUM_THREADS (OpenBLAS reads it), else
+    // cores / ranks on this host.
+    RankInfo info = discover_rank_info();
+    if (opts.threads > 0) {
+      openblas_set_num_threads(opts.threads);
+    } else if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
+      int cores = int(std::thread::hardware_concurrency());
+      openblas_set_num_threads(std::max(1, cores / std::max(1, info.local_size)));
+    }
+    auto comm = make_communicator(co);
+    run_training(opts, *comm, stdout);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "train: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

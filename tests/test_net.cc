@@ -1,0 +1,111 @@
+// test_net: the whole seed model against PyTorch — with fixed weights, input and dropout masks
+// the loss, log-probabilities and all 8 gradient tensors match (1e-4), and 10 momentum-SGD steps
+// reproduce PyTorch's loss sequence and final weights (1e-4).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/rng.h"
+#include "kernels/sgd.h"
+#include "src/net.h"
+#include "tests/fixture.h"
+
+namespace {
+
+// max over i of |a-b| / max(|a|,|b|,1)
+double max_rel(const float* a, const float* b, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double d = std::fabs(double(a[i]) - double(b[i]));
+    double s = std::max({std::fabs(double(a[i])), std::fabs(double(b[i])), 1.0});
+    m = std::max(m, d / s);
+  }
+  return m;
+}
+
+TEST(Net, LayoutIsPyTorchOrder) {
+  size_t off = 0;
+  for (const ParamView& p : Net::kParams) {
+    EXPECT_EQ(p.offset, off) << p.name;
+    size_t c = 1;
+    for (int d : p.shape)
+      if (d) c *= size_t(d);
+    EXPECT_EQ(c, p.count) << p.name;
+    off += p.count;
+  }
+  EXPECT_EQ(off, Net::kNumParams);
+}
+
+TEST(Net, ForwardBackwardMatchesPyTorch) {
+  Fixture f("tests/fixtures/net.bin");
+  const auto& x = f.at("x");
+  const int n = int(x.shape[0]);
+  Net net(n);
+  net.params = f.at("params").f;
+  ASSERT_EQ(net.params.size(), Net::kNumParams);
+  std::copy(f.at("mask2d").f.begin(), f.at("mask2d").f.end(), net.mask2d());
+  std::copy(f.at("mask").f.begin(), f.at("mask").f.end(), net.mask());
+  const float* logp = net.forward(x.f.data(), n, true);
+  EXPECT_LT(max_rel(logp, f.at("logp").f.data(), size_t(n) * 10), 1e-4);
+  float loss = net.backward(f.at("target").i.data(), n);
+  EXPECT_NEAR(loss, f.at("loss").f[0], 1e-4);
+  const auto& g = f.at("grad").f;
+  for (const ParamView& p : Net::kParams) {
+    double e = max_rel(net.grads.data() + p.offset, g.data() + p.offset, p.count);
+    EXPECT_LT(e, 1e-4) << p.name;
+    RecordProperty(p.name, std::to_string(e));
+  }
+}
+
+TEST(Net, DropoutMasksChangeTheResult) {
+  // Guards the test above: with the masks ignored, the gradients would not match.
+  Fixture f("tests/fixtures/net.bin");
+  const int n = int(f.at("x").shape[0]);
+  Net net(n);
+  net.params = f.at("params").f;
+  net.forward(f.at("x").f.data(), n, false);
+  net.backward(f.at("target").i.data(), n);
+  EXPECT_GT(max_rel(net.grads.data(), f.at("grad").f.data(), Net::kNumParams), 1e-3);
+}
+
+TEST(Net, TenMomentumStepsMatchPyTorch) {
+  Fixture f("tests/fixtures/sgd_steps.bin");
+  const auto& x = f.at("x");
+  const int steps = int(x.shape[0]), n = int(x.shape[1]);
+  Net net(n);
+  net.params = f.at("params0").f;
+  std::vector<float> buf(Net::kNumParams, 0.0f);
+  const auto& losses = f.at("losses").f;
+  for (int s = 0; s < steps; ++s) {
+    net.forward(x.f.data() + size_t(s) * n * 784, n, false);
+    float loss = net.backward(f.at("target").i.data() + size_t(s) * n, n);
+    EXPECT_NEAR(loss, losses[s], 1e-4) << "step " << s;
+    sgd_momentum_step(net.params.data(), buf.data(), net.grads.data(), Net::kNumParams, 0.01f, 0.5f,
+                      s == 0);
+  }
+  EXPECT_LT(max_rel(net.params.data(), f.at("params10").f.data(), Net::kNumParams), 1e-4);
+}
+
+TEST(Net, InitMatchesPyTorchBounds) {
+  Net net(1);
+  Rng rng;
+  rng_seed(&rng, 42);
+  net.init(&rng);
+  const double fan_in[] = {25, 25, 250, 250, 320, 320, 50, 50};
+  for (int t = 0; t < Net::kNumTensors; ++t) {
+    const ParamView& p = Net::kParams[t];
+    double bound = 1.0 / std::sqrt(fan_in[t]), mx = 0;
+    for (size_t i = 0; i < p.count; ++i) mx = std::max(mx, double(std::fabs(net.params[p.offset + i])));
+    EXPECT_LE(mx, bound) << p.name;
+    if (p.count >= 50) EXPECT_GT(mx, 0.8 * bound) << p.name;
+  }
+}
+
+TEST(Net, BatchSizeOutOfRangeIsAnError) {
+  Net net(4);
+  std::vector<float> x(5 * 784);
+  EXPECT_THROW(net.forward(x.data(), 5, false), std::invalid_argument);
+}
+
+}  // namespace

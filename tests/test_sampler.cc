@@ -1,0 +1,90 @@
+// test_sampler: DistributedSampler semantics (padding with the head, striding by rank, epochs
+// reshuffle), DataLoader batch counts, and the normalization of gather_batch.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "src/sampler.h"
+
+namespace {
+
+TEST(Sampler, PermutationIsAPermutationAndDependsOnSeed) {
+  auto p = sampler_permutation(1000, 7);
+  std::vector<uint32_t> s = p;
+  std::sort(s.begin(), s.end());
+  for (uint32_t i = 0; i < 1000; ++i) ASSERT_EQ(s[i], i);
+  EXPECT_EQ(p, sampler_permutation(1000, 7));
+  EXPECT_NE(p, sampler_permutation(1000, 8));
+}
+
+TEST(Sampler, RanksStrideThePermutation) {
+  const size_t n = 60000;
+  for (int W : {1, 2, 3, 4, 7}) {
+    auto perm = sampler_permutation(n, 0 + 3);
+    std::set<uint32_t> seen;
+    for (int r = 0; r < W; ++r) {
+      DistributedSampler s(n, W, r, true, 0);
+      s.set_epoch(3);
+      ASSERT_EQ(s.size(), (n + W - 1) / W);
+      for (size_t i = 0; i < s.size(); ++i) {
+        size_t g = size_t(r) + i * size_t(W);
+        ASSERT_EQ(s.indices()[i], perm[g % n]);  // padding repeats the head
+        seen.insert(s.indices()[i]);
+      }
+    }
+    EXPECT_EQ(seen.size(), n);
+  }
+}
+
+TEST(Sampler, PaddingRepeatsHead) {
+  // 10 samples over 4 ranks: 12 slots, the last two are perm[0], perm[1].
+  auto perm = sampler_permutation(10, 0);
+  DistributedSampler r2(10, 4, 2, true, 0), r3(10, 4, 3, true, 0);
+  EXPECT_EQ(r2.size(), 3u);
+  EXPECT_EQ(r2.indices()[2], perm[0]);  // slot 10
+  EXPECT_EQ(r3.indices()[2], perm[1]);  // slot 11
+  // More padding than data: 2 samples over 5 ranks.
+  DistributedSampler tiny(2, 5, 4, false, 0);
+  EXPECT_EQ(tiny.size(), 1u);
+  EXPECT_EQ(tiny.indices()[0], 0u);  // slot 4 -> 0,1,0,1,0
+}
+
+TEST(Sampler, EpochReshuffles) {
+  DistributedSampler s(100, 1, 0, true, 0);
+  s.set_epoch(1);
+  auto a = s.indices();
+  s.set_epoch(2);
+  EXPECT_NE(a, s.indices());
+  DistributedSampler plain(5, 1, 0, false, 0);
+  EXPECT_EQ(plain.indices(), (std::vector<uint32_t>{0, 1, 2, 3, 4}));
+}
+
+TEST(Sampler, LoaderKeepsLastPartialBatch) {
+  EXPECT_EQ(num_batches(15000, 64), 235u);  // the last has 15000 - 234*64 = 24
+  EXPECT_EQ(num_batches(60000, 64), 938u);
+  EXPECT_EQ(num_batches(64, 64), 1u);
+}
+
+TEST(Sampler, GatherNormalizesLikeTorchvision) {
+  uint8_t px[2 * 784] = {};
+  px[0] = 255;
+  px[784 + 1] = 128;
+  uint8_t labels[2] = {3, 9};
+  MnistSplit split;
+  split.pixels = px;
+  split.labels = labels;
+  split.count = 2;
+  split.rows = split.cols = 28;
+  float x[2 * 784];
+  int32_t y[2];
+  uint32_t idx[2] = {1, 0};
+  gather_batch(x, y, split, idx, 2);
+  EXPECT_EQ(y[0], 9);
+  EXPECT_EQ(y[1], 3);
+  EXPECT_FLOAT_EQ(x[1], (128.0f / 255.0f - 0.1307f) / 0.3081f);
+  EXPECT_FLOAT_EQ(x[784], (1.0f - 0.1307f) / 0.3081f);
+  EXPECT_FLOAT_EQ(x[785], -0.1307f / 0.3081f);
+}
+
+}  // namespace
