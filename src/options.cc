@@ -82,7 +82,8 @@ std::string usage_text() {
       "  --threads N                    OpenBLAS threads per rank\n"
       "  --no-dropout                   disable both dropout layers (tests)\n"
       "  --max-steps N                  stop after N optimizer steps (tests)\n"
-      "  --dump-params FILE             write the final parameters as raw float32 (tests)\n"
+      "  --dump-params FILE             write the final parameters as raw float32 (tests);\n"
+      "                                 a %r in FILE is replaced by the rank, every rank writes\n"
       "  -h, --help                     show this help and exit\n";
 }
 

@@ -137,11 +137,15 @@ void run_training(const Options& opts, Communicator& comm, std::FILE* out) {
     }
   }
 
-  if (!opts.dump_params.empty() && rank == 0) {
-    std::FILE* f = std::fopen(opts.dump_params.c_str(), "wb");
-    if (!f) throw std::runtime_error(opts.dump_params + ": cannot write: " + std::strerror(errno));
+  // --dump-params FILE: rank 0 writes FILE; a "%r" in FILE makes every rank write its own.
+  std::string dump = opts.dump_params;
+  const size_t r_at = dump.find("%r");
+  if (r_at != std::string::npos) dump.replace(r_at, 2, std::to_string(rank));
+  if (!dump.empty() && (rank == 0 || r_at != std::string::npos)) {
+    std::FILE* f = std::fopen(dump.c_str(), "wb");
+    if (!f) throw std::runtime_error(dump + ": cannot write: " + std::strerror(errno));
     size_t w = std::fwrite(net.params.data(), sizeof(float), net.params.size(), f);
     if (std::fclose(f) != 0 || w != net.params.size())
-      throw std::runtime_error(opts.dump_params + ": write failed: " + std::strerror(errno));
+      throw std::runtime_error(dump + ": write failed: " + std::strerror(errno));
   }
 }

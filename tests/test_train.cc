@@ -1,0 +1,76 @@
+// test_train: ./train end to end on real MNIST (data/, fetched by `make data`): the example's
+// log lines byte for byte, test accuracy after 1 and 10 epochs, the test-only flags.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <sstream>
+
+#include "tests/test_util.h"
+
+namespace {
+
+double accuracy_of(const std::string& out) {
+  std::smatch m;
+  std::string last;
+  std::regex re(R"(Test set: Average loss: [0-9.]+, Accuracy: ([0-9.]+)%)");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), re); it != std::sregex_iterator(); ++it)
+    last = (*it)[1];
+  return last.empty() ? -1 : std::stod(last);
+}
+
+void require_data() {
+  ASSERT_TRUE(testutil::have_mnist()) << "real MNIST missing in data/MNIST/raw: run `make data`";
+}
+
+TEST(TrainEndToEnd, OneEpochLogLinesAndAccuracy) {
+  require_data();
+  auto r = testutil::run(testutil::train_bin() + " --epochs 1", 600);
+  ASSERT_EQ(r.status, 0) << r.err;
+  // 938 batches, a line every 10: batch 0, 10, ..., 930.
+  std::istringstream in(r.out);
+  std::string line;
+  int train_lines = 0;
+  std::regex train_re(R"(Train Epoch: 1 \[(\d+)/60000 \((\d+)%\)\]\tLoss: \d+\.\d{6})");
+  while (std::getline(in, line)) {
+    if (line.rfind("Train Epoch", 0) != 0) continue;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, train_re)) << line;
+    EXPECT_EQ(std::stoi(m[1]), train_lines * 10 * 64) << line;
+    ++train_lines;
+  }
+  EXPECT_EQ(train_lines, 94);
+  EXPECT_NE(r.out.find("Train Epoch: 1 [59520/60000 (99%)]\tLoss: "), std::string::npos);
+  std::regex tail(R"(\n\nTest set: Average loss: \d+\.\d{4}, Accuracy: \d+\.\d{2}%\n\n$)");
+  EXPECT_TRUE(std::regex_search(r.out, tail)) << r.out.substr(r.out.size() - 200);
+  double acc = accuracy_of(r.out);
+  RecordProperty("accuracy_1_epoch", std::to_string(acc));
+  std::printf("1 epoch: %.2f%% in %.1f s\n", acc, r.seconds);
+  EXPECT_GE(acc, 93.0);
+}
+
+TEST(TrainEndToEnd, TenEpochsReach98) {
+  require_data();
+  auto r = testutil::run(testutil::train_bin() + " --epochs 10 --log-interval 1000", 1800);
+  ASSERT_EQ(r.status, 0) << r.err;
+  double acc = accuracy_of(r.out);
+  std::printf("10 epochs: %.2f%% in %.1f s\n", acc, r.seconds);
+  EXPECT_GE(acc, 98.0);
+}
+
+TEST(TrainEndToEnd, MaxStepsAndDumpParams) {
+  require_data();
+  std::string dir = testutil::make_temp_dir("dump");
+  auto r = testutil::run(testutil::train_bin() + " --max-steps 3 --dump-params " + dir + "/p.bin", 120);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(testutil::read_file(dir + "/p.bin").size(), 21840u * 4);
+  EXPECT_EQ(r.out.find("Test set"), std::string::npos);  // stopped before the epoch ended
+  auto r2 = testutil::run(testutil::train_bin() + " --max-steps 3 --dump-params " + dir + "/q.bin", 120);
+  EXPECT_EQ(testutil::read_file(dir + "/p.bin"), testutil::read_file(dir + "/q.bin"))
+      << "same seed, same steps: bit-identical weights";
+  auto bad = testutil::run(testutil::train_bin() + " --max-steps 1 --dump-params /nonexistent/x.bin", 120);
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("/nonexistent/x.bin: cannot write"), std::string::npos) << bad.err;
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+}  // namespace
