@@ -1,4 +1,7 @@
 // store_client: a rank's authenticated connection to the launcher's rendezvous store.
+// Not thread-safe: one client per thread (or guard it). Every request (send + reply) must finish
+// within max(timeout, 5 s), else it throws; after any error the connection is closed and further
+// calls throw too.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -20,6 +23,15 @@ class StoreClient {
   int64_t add(const std::string& key, int64_t delta);
 
  private:
+  enum class Handshake { kOk, kRetry };
+  Handshake handshake(const std::string& secret, std::chrono::steady_clock::time_point deadline,
+                      std::string* why);
+  // Sends one request frame and returns the reply frame's body.
+  std::string request(const std::string& body, const char* what, const std::string& key);
+  [[noreturn]] void fail(const std::string& what);  // closes the socket, throws naming addr_
+  void close_socket();
+
   int fd_ = -1;
   std::string addr_;
+  std::chrono::milliseconds io_timeout_;
 };

@@ -1,7 +1,11 @@
 // train: epochs of momentum SGD with Horovod's DistributedOptimizer semantics, and the test pass.
 #include "src/train.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cinttypes>
 #include <cstring>
 #include <stdexcept>
@@ -58,9 +62,39 @@ TestResult evaluate(Net& net, const MnistSplit& test, DistributedSampler& sample
   return {m[0] / comm.size(), m[1] / comm.size()};
 }
 
+// Seconds since this process started (from /proc/self/stat's start time).
+double process_seconds() {
+  std::FILE* f = std::fopen("/proc/self/stat", "r");
+  if (!f) return -1;
+  char buf[1024];
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');
+  if (!p) return -1;
+  unsigned long long start = 0;
+  // Fields after the command: state is field 3; starttime is field 22.
+  int field = 2;
+  for (const char* q = p + 1; *q && field < 22; ++q)
+    if (*q == ' ' && ++field == 22) start = std::strtoull(q + 1, nullptr, 10);
+  double uptime = 0;
+  if (std::FILE* u = std::fopen("/proc/uptime", "r")) {
+    if (std::fscanf(u, "%lf", &uptime) != 1) uptime = 0;
+    std::fclose(u);
+  }
+  return uptime - double(start) / double(sysconf(_SC_CLK_TCK));
+}
+
 }  // namespace
 
 void run_training(const Options& opts, Communicator& comm, std::FILE* out) {
+  // BARESGD_TIMING=1: one machine-readable line per rank on stderr at the end (bench/).
+  using Clock = std::chrono::steady_clock;
+  const char* timing_env = std::getenv("BARESGD_TIMING");
+  const bool timing = timing_env && std::string(timing_env) == "1";
+  double train_s = 0, test_s = 0, startup_s = -1;
+  auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+
   // Data first: a bad file fails on every rank before any collective.
   MnistSplit train = load_mnist(opts.data_dir, true);
   MnistSplit test = load_mnist(opts.data_dir, false);
@@ -98,6 +132,8 @@ void run_training(const Options& opts, Communicator& comm, std::FILE* out) {
   bool stop = false;
 
   for (int epoch = 1; epoch <= opts.epochs && !stop; ++epoch) {
+    const auto t_epoch = Clock::now();
+    if (startup_s < 0) startup_s = process_seconds();
     train_sampler.set_epoch(uint64_t(epoch));
     const auto& idx = train_sampler.indices();
     for (size_t b = 0; b < batches; ++b) {
@@ -128,14 +164,20 @@ void run_training(const Options& opts, Communicator& comm, std::FILE* out) {
         std::fflush(out);
       }
     }
+    train_s += since(t_epoch);
     if (stop) break;
+    const auto t_test = Clock::now();
     TestResult r = evaluate(net, test, test_sampler, opts.test_batch_size, comm, x, y);
     if (rank == 0) {
       std::fprintf(out, "\nTest set: Average loss: %.4f, Accuracy: %.2f%%\n\n", r.loss,
                    100.0 * r.accuracy);
       std::fflush(out);
     }
+    test_s += since(t_test);
   }
+  if (timing)
+    std::fprintf(stderr, "timing: rank=%d startup_s=%.4f train_s=%.4f test_s=%.4f\n", rank,
+                 startup_s, train_s, test_s);
 
   // --dump-params FILE: rank 0 writes FILE; a "%r" in FILE makes every rank write its own.
   std::string dump = opts.dump_params;

@@ -1,0 +1,201 @@
+// store_session: see store_session.h.
+#include "launcher/store_session.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace {
+// Buffers that grew for one large frame are released once empty, so an idle connection that once
+// carried 64 MiB does not keep holding it.
+constexpr size_t kKeepCapacity = size_t(1) << 20;
+
+void release_if_large(std::string* s) {
+  if (s->capacity() > kKeepCapacity) std::string().swap(*s);
+}
+}  // namespace
+
+const std::string* StoreTable::find(const std::string& key) const {
+  auto it = kv_.find(key);
+  return it == kv_.end() ? nullptr : &it->second;
+}
+
+bool StoreTable::set(const std::string& key, const std::string& value) {
+  auto it = kv_.find(key);
+  const uint64_t old_cost = it == kv_.end() ? 0 : cost(key.size(), it->second.size());
+  const uint64_t new_bytes = bytes_ - old_cost + cost(key.size(), value.size());
+  if (new_bytes > max_bytes_) return false;
+  if (it == kv_.end()) {
+    kv_.emplace(key, value);
+  } else {
+    it->second = value;
+  }
+  bytes_ = new_bytes;
+  return true;
+}
+
+StoreTable::AddResult StoreTable::add(const std::string& key, int64_t delta, int64_t* result) {
+  int64_t current = 0;
+  if (const std::string* v = find(key)) {
+    if (!parse_decimal_i64(*v, &current)) return AddResult::kNotInteger;
+  }
+  int64_t sum;
+  if (__builtin_add_overflow(current, delta, &sum)) return AddResult::kOverflow;
+  if (!set(key, std::to_string(sum))) return AddResult::kFull;
+  *result = sum;
+  return AddResult::kOk;
+}
+
+StoreSession::StoreSession(StoreTable* table, const std::string& secret, const std::string& nonce,
+                           const StoreLimits& limits)
+    : table_(table), limits_(limits), expected_mac_(hmac_sha256(secret, nonce)) {
+  reply(std::string(kStoreGreeting) + nonce);
+}
+
+void StoreSession::on_input(const char* data, size_t n) {
+  if (state_ != State::kAuthenticating && state_ != State::kReady) return;
+  if (peer_eof_) return;
+  in_.append(data, n);
+  process();
+}
+
+void StoreSession::on_input_closed() {
+  peer_eof_ = true;
+  process();
+}
+
+void StoreSession::on_output_written(size_t n) {
+  out_pos_ += std::min(n, output_size());
+  if (out_pos_ == out_.size()) {
+    out_.clear();
+    out_pos_ = 0;
+    release_if_large(&out_);
+  }
+  process();  // parsing may have paused for backpressure
+}
+
+bool StoreSession::wants_input() const {
+  return (state_ == State::kAuthenticating || state_ == State::kReady) && !peer_eof_ &&
+         output_size() < limits_.max_pending_output;
+}
+
+bool StoreSession::done() const {
+  return state_ == State::kClosed || (state_ == State::kClosing && output_size() == 0);
+}
+
+void StoreSession::process() {
+  bool paused = false;
+  while (state_ == State::kAuthenticating || state_ == State::kReady) {
+    if (output_size() >= limits_.max_pending_output) {
+      paused = true;
+      break;
+    }
+    const size_t avail = in_.size() - in_pos_;
+    if (avail < 4) break;
+    const uint32_t len = get_u32be(in_.data() + in_pos_);
+    if (state_ == State::kAuthenticating ? len != kStoreMacBytes : len > limits_.max_frame_bytes) {
+      close_now(CloseReason::kMalformed);
+      return;
+    }
+    if (avail - 4 < len) break;
+    const char* body = in_.data() + in_pos_ + 4;
+    in_pos_ += 4 + size_t(len);
+    if (state_ == State::kAuthenticating) {
+      handle_auth(body, len);
+    } else {
+      handle_request(body, len);
+    }
+  }
+  if (state_ == State::kClosed) return;
+  // Drop the consumed prefix (cheap: at most one partial frame remains behind it).
+  if (in_pos_ == in_.size()) {
+    in_.clear();
+    in_pos_ = 0;
+    release_if_large(&in_);
+  } else if (in_pos_ > 0) {
+    in_.erase(0, in_pos_);
+    in_pos_ = 0;
+  }
+  if (peer_eof_ && !paused && (state_ == State::kAuthenticating || state_ == State::kReady)) {
+    // Nothing more will arrive; a partial frame left in in_ can never complete.
+    close_after_flush(CloseReason::kPeerClosed);
+  }
+}
+
+void StoreSession::handle_auth(const char* body, size_t n) {
+  if (constant_time_equal(std::string(body, n), expected_mac_)) {
+    state_ = State::kReady;
+    reply("OK");
+  } else {
+    reply("DENIED");
+    close_after_flush(CloseReason::kDenied);
+  }
+}
+
+void StoreSession::handle_request(const char* body, size_t n) {
+  if (!parse_store_request(body, n, &req_)) {
+    close_now(CloseReason::kMalformed);
+    return;
+  }
+  switch (req_.op) {
+    case 'S':
+      reply(table_->set(req_.key, req_.value) ? std::string("OK")
+                                              : std::string(kStoreErrorPrefix) + "store full");
+      break;
+    case 'G': {
+      const std::string* v = table_->find(req_.key);
+      if (v == nullptr) {
+        reply("N");
+      } else {
+        std::string body_out;
+        body_out.reserve(1 + v->size());
+        body_out.push_back('F');
+        body_out += *v;
+        reply(body_out);
+      }
+      break;
+    }
+    case 'A': {
+      int64_t result = 0;
+      switch (table_->add(req_.key, req_.delta, &result)) {
+        case StoreTable::AddResult::kOk: {
+          std::string body_out;
+          put_i64be(&body_out, result);
+          reply(body_out);
+          break;
+        }
+        case StoreTable::AddResult::kNotInteger:
+          reply(std::string(kStoreErrorPrefix) + "value is not a decimal integer");
+          break;
+        case StoreTable::AddResult::kOverflow:
+          reply(std::string(kStoreErrorPrefix) + "counter would overflow int64");
+          break;
+        case StoreTable::AddResult::kFull:
+          reply(std::string(kStoreErrorPrefix) + "store full");
+          break;
+      }
+      break;
+    }
+  }
+  // Values can be large; do not keep the last one alive in the reused request.
+  if (req_.value.capacity() > kKeepCapacity) std::string().swap(req_.value);
+}
+
+void StoreSession::reply(const std::string& body) {
+  put_u32be(&out_, static_cast<uint32_t>(body.size()));
+  out_ += body;
+}
+
+void StoreSession::close_now(CloseReason reason) {
+  state_ = State::kClosed;
+  reason_ = reason;
+  std::string().swap(in_);
+  std::string().swap(out_);
+  in_pos_ = out_pos_ = 0;
+}
+
+void StoreSession::close_after_flush(CloseReason reason) {
+  state_ = State::kClosing;
+  reason_ = reason;
+  std::string().swap(in_);
+  in_pos_ = 0;
+}
