@@ -1,0 +1,205 @@
+// checkpoint: encode/decode/verify checkpoint files and save/load them atomically.
+#include "src/checkpoint.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace {
+
+constexpr char kMagic[8] = {'B', 'S', 'G', 'D', 'C', 'K', 'P', 'T'};
+constexpr uint32_t kVersion = 1;
+// magic, version, world, batch, seed, epoch, batch index, step, started, nparams
+constexpr size_t kHeaderBytes = 8 + 4 + 4 + 4 + 8 + 4 + 8 + 8 + 4 + 8;
+
+template <class T>
+void put(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+template <class T>
+T get(const std::string& in, size_t* at) {
+  T v;
+  std::memcpy(&v, in.data() + *at, sizeof v);
+  *at += sizeof v;
+  return v;
+}
+
+std::string err(const std::string& path, const std::string& what) {
+  return path + ": " + what + ": " + std::strerror(errno);
+}
+
+void write_all(int fd, const std::string& bytes, const std::string& path) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error(err(path, "write failed"));
+    done += size_t(n);
+  }
+}
+
+bool parse_step(const std::string& name, long long* step) {
+  if (name.size() < 10 || name.rfind("ckpt-", 0) != 0 || name.substr(name.size() - 4) != ".bin")
+    return false;
+  std::string num = name.substr(5, name.size() - 9);
+  if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos) return false;
+  *step = std::stoll(num);
+  return true;
+}
+
+std::vector<std::pair<long long, std::string>> list_checkpoints(const std::string& dir) {
+  std::vector<std::pair<long long, std::string>> found;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return found;
+  while (dirent* e = ::readdir(d)) {
+    long long step;
+    if (parse_step(e->d_name, &step)) found.emplace_back(step, dir + "/" + e->d_name);
+  }
+  ::closedir(d);
+  std::sort(found.rbegin(), found.rend());  // newest first
+  return found;
+}
+
+}  // namespace
+
+std::string encode_checkpoint(const TrainState& s) {
+  std::string out;
+  out.append(kMagic, 8);
+  put<uint32_t>(out, kVersion);
+  put<int32_t>(out, s.world_size);
+  put<int32_t>(out, s.batch_size);
+  put<int64_t>(out, s.seed);
+  put<int32_t>(out, s.epoch);
+  put<int64_t>(out, s.batch);
+  put<int64_t>(out, s.step);
+  put<int32_t>(out, s.momentum_started ? 1 : 0);
+  put<uint64_t>(out, s.params.size());
+  out.append(reinterpret_cast<const char*>(s.params.data()), s.params.size() * sizeof(float));
+  out.append(reinterpret_cast<const char*>(s.momentum.data()), s.momentum.size() * sizeof(float));
+  uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(out.data()), uInt(out.size()));
+  put<uint32_t>(out, uint32_t(crc));
+  return out;
+}
+
+TrainState decode_checkpoint(const std::string& in, size_t expect_params) {
+  if (in.size() < kHeaderBytes + 4)
+    throw std::runtime_error("truncated (" + std::to_string(in.size()) + " bytes)");
+  if (std::memcmp(in.data(), kMagic, 8) != 0) throw std::runtime_error("bad magic (not a baresgd checkpoint)");
+  size_t at = 8;
+  uint32_t version = get<uint32_t>(in, &at);
+  if (version != kVersion)
+    throw std::runtime_error("unsupported version " + std::to_string(version) + " (expected " +
+                             std::to_string(kVersion) + ")");
+  TrainState s;
+  s.world_size = get<int32_t>(in, &at);
+  s.batch_size = get<int32_t>(in, &at);
+  s.seed = get<int64_t>(in, &at);
+  s.epoch = get<int32_t>(in, &at);
+  s.batch = get<int64_t>(in, &at);
+  s.step = get<int64_t>(in, &at);
+  s.momentum_started = get<int32_t>(in, &at) != 0;
+  uint64_t n = get<uint64_t>(in, &at);
+  if (n != expect_params)
+    throw std::runtime_error("holds " + std::to_string(n) + " parameters, the model has " +
+                             std::to_string(expect_params));
+  const size_t want = kHeaderBytes + 2 * n * sizeof(float) + 4;
+  if (in.size() != want)
+    throw std::runtime_error("truncated or padded (" + std::to_string(in.size()) + " bytes, expected " +
+                             std::to_string(want) + ")");
+  uint32_t stored;
+  std::memcpy(&stored, in.data() + want - 4, 4);
+  uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(in.data()), uInt(want - 4));
+  if (uint32_t(crc) != stored) throw std::runtime_error("checksum mismatch (corrupt file)");
+  if (s.world_size < 1 || s.batch_size < 1 || s.epoch < 1 || s.batch < 0 || s.step < 0)
+    throw std::runtime_error("impossible training position in header");
+  s.params.resize(n);
+  s.momentum.resize(n);
+  std::memcpy(s.params.data(), in.data() + at, n * sizeof(float));
+  std::memcpy(s.momentum.data(), in.data() + at + n * sizeof(float), n * sizeof(float));
+  return s;
+}
+
+void prepare_checkpoint_dir(const std::string& dir) {
+  if (dir.empty()) throw std::runtime_error("--checkpoint-dir is empty");
+  std::string partial;
+  for (size_t i = 0; i <= dir.size(); ++i) {
+    if (i == dir.size() || (dir[i] == '/' && i > 0)) {
+      partial = dir.substr(0, i);
+      if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
+        throw std::runtime_error(err(partial, "cannot create checkpoint directory"));
+    }
+  }
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR;
+    throw std::runtime_error(err(dir, "checkpoint directory"));
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw std::runtime_error(err(dir, "checkpoint directory is not writable"));
+}
+
+std::string save_checkpoint(const std::string& dir, const TrainState& s, int keep) {
+  char name[64];
+  std::snprintf(name, sizeof name, "ckpt-%012lld.bin", (long long)s.step);
+  const std::string path = dir + "/" + name;
+  const std::string tmp = dir + "/." + name + ".tmp";
+  const std::string bytes = encode_checkpoint(s);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(err(tmp, "cannot create checkpoint"));
+  try {
+    write_all(fd, bytes, tmp);
+    if (::fsync(fd) != 0) throw std::runtime_error(err(tmp, "fsync failed"));
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  if (::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(err(tmp, "close failed"));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(err(path, "rename failed"));
+  }
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  auto all = list_checkpoints(dir);
+  for (size_t i = size_t(std::max(keep, 1)); i < all.size(); ++i) ::unlink(all[i].second.c_str());
+  return path;
+}
+
+bool load_newest_checkpoint(const std::string& dir, size_t expect_params, TrainState* out,
+                            std::string* path, std::vector<std::string>* warnings) {
+  for (const auto& [step, p] : list_checkpoints(dir)) {
+    int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      warnings->push_back(err(p, "cannot open checkpoint"));
+      continue;
+    }
+    std::string bytes;
+    char buf[1 << 16];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0) bytes.append(buf, size_t(n));
+    ::close(fd);
+    try {
+      *out = decode_checkpoint(bytes, expect_params);
+      *path = p;
+      return true;
+    } catch (const std::exception& e) {
+      warnings->push_back(p + ": " + e.what() + "; skipping it");
+    }
+  }
+  return false;
+}

@@ -1,0 +1,35 @@
+// checkpoint: the training state saved by rank 0 (parameters, momentum, epoch/batch position,
+// step; dropout masks are keyed by (seed, rank, step), so the step is the RNG state), written
+// atomically (temp file, fsync, rename, fsync dir) with a magic, version and CRC-32 checksum.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+struct TrainState {
+  int world_size = 1;
+  int batch_size = 64;
+  int64_t seed = 42;
+  int epoch = 1;              // epoch to continue in (1-based)
+  int64_t batch = 0;          // next batch index inside that epoch
+  int64_t step = 0;           // optimizer steps taken so far (all epochs)
+  bool momentum_started = false;
+  std::vector<float> params, momentum;
+};
+
+// Bytes of a checkpoint file for state (magic "BSGDCKPT", version, fields, floats, CRC-32).
+std::string encode_checkpoint(const TrainState& s);
+// Parses and verifies bytes; throws std::runtime_error("<what is wrong>") on any defect.
+TrainState decode_checkpoint(const std::string& bytes, size_t expect_params);
+
+// Writes DIR/ckpt-<step>.bin atomically and keeps the newest `keep` files; returns the path.
+// Throws std::runtime_error naming the path and the OS error (unwritable dir, disk full).
+std::string save_checkpoint(const std::string& dir, const TrainState& s, int keep = 3);
+
+// The newest valid checkpoint in dir. Corrupt/truncated ones are named on `warn` (one line each)
+// and skipped. Returns false when dir holds none.
+bool load_newest_checkpoint(const std::string& dir, size_t expect_params, TrainState* out,
+                            std::string* path, std::vector<std::string>* warnings);
+
+// Creates dir (and parents) if needed and checks it is a writable directory; throws naming it.
+void prepare_checkpoint_dir(const std::string& dir);
