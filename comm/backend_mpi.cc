@@ -1,0 +1,223 @@
+// backend_mpi: the Communicator over MPI (the only file that includes mpi.h).
+//
+// MPI_Init_thread(SERIALIZED) at construction (unless the process already initialized MPI),
+// MPI_Finalize at destruction. All calls go through a duplicate of MPI_COMM_WORLD with
+// MPI_ERRORS_RETURN, and any failure becomes a one-line std::runtime_error naming the rank, the
+// MPI call and the MPI error string. Counts above INT_MAX are split into several calls.
+// fp16 sums use a 2-byte contiguous datatype and a commutative user op that adds in float and
+// rounds to half (round-to-nearest-even), like Horovod's float16_sum.
+// cross_rank/cross_size come from MPI_Comm_split(world, color = local_rank, key = rank).
+// MPI has no timeouts: CommOptions' timeouts do not apply here.
+//
+// Shutdown: MPI_Finalize is a collective fence in Open MPI; a rank that finalizes while the
+// others still wait in a collective would hang there. So after a failed MPI call, or when the
+// communicator is destroyed during stack unwinding, we skip MPI_Finalize and let the process exit:
+// mpirun/srun then reports the failed rank and tears the job down.
+// C API only: skip the deprecated C++ bindings (and their warnings).
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "comm/comm_internal.h"
+#include "comm/distributed_optimizer.h"
+
+namespace {
+
+constexpr size_t kMaxChunk = size_t(1) << 30;  // elements or bytes per MPI call (< INT_MAX)
+constexpr int kSendRecvTag = 0x5e5d;
+
+void half_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  const half_bits* a = static_cast<const half_bits*>(in);
+  half_bits* b = static_cast<half_bits*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = float_to_half(half_to_float(a[i]) + half_to_float(b[i]));
+}
+
+std::string mpi_error_string(int rc) {
+  char buf[MPI_MAX_ERROR_STRING + 1] = {0};
+  int len = 0;
+  if (MPI_Error_string(rc, buf, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(rc);
+  return std::string(buf, static_cast<size_t>(len));
+}
+
+bool ranges_overlap(const void* a, size_t an, const void* b, size_t bn) {
+  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
+  return an && bn && pa < pb + bn && pb < pa + an;
+}
+
+class MpiCommunicator : public Communicator {
+ public:
+  MpiCommunicator(const RankInfo& env, const CommOptions&) : info_(env) {
+    info_.backend = "mpi";
+    try {
+      init();
+    } catch (...) {
+      release(/*finalize=*/!broken_);
+      throw;
+    }
+  }
+
+  ~MpiCommunicator() override { release(!broken_ && std::uncaught_exceptions() == 0); }
+
+  const RankInfo& info() const override { return info_; }
+  const char* backend_name() const override { return "mpi"; }
+
+  void allreduce_sum(float* data, size_t n) override { allreduce(data, n, MPI_FLOAT, MPI_SUM); }
+  void allreduce_sum(double* data, size_t n) override { allreduce(data, n, MPI_DOUBLE, MPI_SUM); }
+  void allreduce_sum_f16(half_bits* data, size_t n) override { allreduce(data, n, f16_type_, f16_sum_); }
+
+  void broadcast(void* data, size_t bytes, int root) override {
+    check_peer(info_, root, "broadcast from root");
+    char* p = static_cast<char*>(data);
+    for (size_t off = 0; off < bytes; off += kMaxChunk) {
+      int count = static_cast<int>(std::min(kMaxChunk, bytes - off));
+      check(MPI_Bcast(p + off, count, MPI_BYTE, root, comm_), "MPI_Bcast from root " + std::to_string(root));
+    }
+  }
+
+  void barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }
+
+  void allgather(void* out, const void* in, size_t bytes) override {
+    if (bytes == 0) return;
+    char* o = static_cast<char*>(out);
+    const size_t n = static_cast<size_t>(info_.size);
+    if (bytes <= kMaxChunk) {
+      const void* src = in;
+      if (in == o + info_.rank * bytes) {
+        src = MPI_IN_PLACE;
+      } else if (ranges_overlap(in, bytes, out, bytes * n)) {
+        copy_.assign(static_cast<const char*>(in), static_cast<const char*>(in) + bytes);
+        src = copy_.data();
+      }
+      int count = static_cast<int>(bytes);
+      check(MPI_Allgather(src, src == MPI_IN_PLACE ? 0 : count, MPI_BYTE, o, count, MPI_BYTE, comm_),
+            "MPI_Allgather");
+      return;
+    }
+    // Per-rank blocks larger than INT_MAX bytes: gather chunk by chunk through a scratch buffer.
+    std::vector<char> src(static_cast<const char*>(in), static_cast<const char*>(in) + bytes);
+    std::vector<char> tmp;
+    for (size_t off = 0; off < bytes; off += kMaxChunk) {
+      size_t len = std::min(kMaxChunk, bytes - off);
+      tmp.resize(len * n);
+      check(MPI_Allgather(src.data() + off, static_cast<int>(len), MPI_BYTE, tmp.data(), static_cast<int>(len),
+                          MPI_BYTE, comm_),
+            "MPI_Allgather");
+      for (size_t r = 0; r < n; ++r) std::memcpy(o + r * bytes + off, tmp.data() + r * len, len);
+    }
+  }
+
+  void sendrecv(const void* send, void* recv, size_t bytes, int peer) override {
+    check_peer(info_, peer, "sendrecv");
+    if (bytes == 0) return;
+    if (peer == info_.rank) {
+      std::memmove(recv, send, bytes);
+      return;
+    }
+    if (ranges_overlap(send, bytes, recv, bytes)) {
+      copy_.assign(static_cast<const char*>(send), static_cast<const char*>(send) + bytes);
+      send = copy_.data();
+    }
+    const char* s = static_cast<const char*>(send);
+    char* r = static_cast<char*>(recv);
+    for (size_t off = 0; off < bytes; off += kMaxChunk) {
+      int count = static_cast<int>(std::min(kMaxChunk, bytes - off));
+      check(MPI_Sendrecv(s + off, count, MPI_BYTE, peer, kSendRecvTag, r + off, count, MPI_BYTE, peer, kSendRecvTag,
+                         comm_, MPI_STATUS_IGNORE),
+            "MPI_Sendrecv with rank " + std::to_string(peer));
+    }
+  }
+
+ private:
+  void init() {
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (finalized)
+      throw std::runtime_error(describe_rank(info_) +
+                               ": MPI was already finalized in this process (MPI allows one init per process)");
+    if (!initialized) {
+      int provided = 0;
+      int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+      if (rc != MPI_SUCCESS) throw std::runtime_error("MPI_Init_thread failed: " + mpi_error_string(rc));
+      owns_mpi_ = true;
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+    check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    int rank = 0, size = 1;
+    check(MPI_Comm_rank(comm_, &rank), "MPI_Comm_rank");
+    check(MPI_Comm_size(comm_, &size), "MPI_Comm_size");
+    if (info_.source != "none" && (rank != info_.rank || size != info_.size)) {
+      throw std::runtime_error(
+          describe_rank(info_) + ": MPI_COMM_WORLD says rank " + std::to_string(rank) + " of " + std::to_string(size) + " but the " +
+          (info_.source == "launch" ? std::string("launcher's BARESGD_*") : info_.source) +
+          " environment says rank " + std::to_string(info_.rank) + " of " + std::to_string(info_.size) +
+          ": MPI ranks must be started by mpirun (or srun --mpi=pmix), or use --communication gloo");
+    }
+    info_.rank = rank;
+    info_.size = size;
+    if (info_.source == "none") {  // MPI singleton or unknown launcher: ask MPI who shares this node
+      MPI_Comm local;
+      check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local), "MPI_Comm_split_type");
+      MPI_Comm_rank(local, &info_.local_rank);
+      MPI_Comm_size(local, &info_.local_size);
+      MPI_Comm_free(&local);
+    }
+    check(MPI_Comm_split(comm_, info_.local_rank, rank, &cross_), "MPI_Comm_split by local rank");
+    check(MPI_Comm_rank(cross_, &info_.cross_rank), "MPI_Comm_rank(cross)");
+    check(MPI_Comm_size(cross_, &info_.cross_size), "MPI_Comm_size(cross)");
+    check(MPI_Type_contiguous(2, MPI_BYTE, &f16_type_), "MPI_Type_contiguous");
+    check(MPI_Type_commit(&f16_type_), "MPI_Type_commit");
+    check(MPI_Op_create(&half_sum, /*commute=*/1, &f16_sum_), "MPI_Op_create");
+  }
+
+  void release(bool finalize) {
+    if (f16_sum_ != MPI_OP_NULL) MPI_Op_free(&f16_sum_);
+    if (f16_type_ != MPI_DATATYPE_NULL) MPI_Type_free(&f16_type_);
+    if (cross_ != MPI_COMM_NULL) MPI_Comm_free(&cross_);
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    if (owns_mpi_ && finalize) {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (!finalized) MPI_Finalize();
+    }
+    owns_mpi_ = false;
+  }
+
+  template <typename T>
+  void allreduce(T* data, size_t n, MPI_Datatype type, MPI_Op op) {
+    for (size_t off = 0; off < n; off += kMaxChunk) {
+      int count = static_cast<int>(std::min(kMaxChunk, n - off));
+      check(MPI_Allreduce(MPI_IN_PLACE, data + off, count, type, op, comm_), "MPI_Allreduce");
+    }
+  }
+
+  void check(int rc, const std::string& what) {
+    if (rc == MPI_SUCCESS) return;
+    broken_ = true;
+    throw std::runtime_error(describe_rank(info_) + ": " + what + " failed: " + mpi_error_string(rc));
+  }
+
+  RankInfo info_;
+  bool owns_mpi_ = false;
+  bool broken_ = false;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm cross_ = MPI_COMM_NULL;
+  MPI_Datatype f16_type_ = MPI_DATATYPE_NULL;
+  MPI_Op f16_sum_ = MPI_OP_NULL;
+  std::vector<char> copy_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi_communicator(const RankInfo& info, const CommOptions& opts) {
+  return std::unique_ptr<Communicator>(new MpiCommunicator(info, opts));
+}

@@ -1,0 +1,97 @@
+// communicator: the backend factory (picks single, Gloo or MPI from the options or environment)
+// and small helpers every backend shares.
+#include "comm/communicator.h"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "comm/comm_internal.h"
+
+namespace {
+
+[[noreturn]] void fail(const std::string& msg) { throw std::runtime_error(msg); }
+
+std::string launched_by(const RankInfo& info) {
+  if (info.source == "launch") return "started by ./launch";
+  if (info.source == "ompi") return "started by mpirun";
+  if (info.source == "slurm") return "started by srun";
+  return "a single process";
+}
+
+}  // namespace
+
+std::string describe_rank(const RankInfo& info) {
+  std::string s = "rank " + std::to_string(info.rank);
+  if (!info.hostname.empty() && info.size > 1) s += " (host " + info.hostname + ")";
+  return s;
+}
+
+void check_peer(const RankInfo& info, int peer, const char* op) {
+  if (peer < 0 || peer >= info.size)
+    throw std::invalid_argument("rank " + std::to_string(info.rank) + ": " + op + " with rank " +
+                                std::to_string(peer) + ", but the world has ranks 0.." +
+                                std::to_string(info.size - 1));
+}
+
+void assign_cross_ranks(RankInfo* info, const std::vector<int>& local_rank_of_rank) {
+  int cross_rank = 0, cross_size = 0;
+  for (int r = 0; r < static_cast<int>(local_rank_of_rank.size()); ++r) {
+    if (local_rank_of_rank[r] != info->local_rank) continue;
+    if (r < info->rank) ++cross_rank;
+    ++cross_size;
+  }
+  info->cross_rank = cross_rank;
+  info->cross_size = cross_size;
+}
+
+std::unique_ptr<Communicator> make_communicator(const CommOptions& opts) {
+  RankInfo info = discover_rank_info();
+  std::string backend = opts.backend.empty() ? info.backend : opts.backend;
+  if (backend != "single" && backend != "gloo" && backend != "mpi")
+    fail("unknown communication backend '" + backend + "' (expected gloo, mpi or single)");
+  if (opts.start_timeout.count() <= 0 || opts.comm_timeout.count() <= 0)
+    fail("communication timeouts must be positive (start " + std::to_string(opts.start_timeout.count()) +
+         " ms, comm " + std::to_string(opts.comm_timeout.count()) + " ms)");
+  info.backend = backend;
+
+  if (backend == "single") {
+    if (info.size != 1)
+      fail("--communication single, but this process was " + launched_by(info) + " as rank " +
+           std::to_string(info.rank) + " of " + std::to_string(info.size));
+    return make_single_communicator(info);
+  }
+  if (backend == "gloo") {
+#if BARESGD_HAVE_GLOO
+    if (info.size > 1 && info.store_addr.empty() && opts.rendezvous_dir.empty()) {
+      std::string why = info.source == "slurm"
+                            ? std::string("srun started the ranks without MPI")
+#if BARESGD_HAVE_MPI
+                                  + " (no PMI_*/PMIX_* variables: use srun --mpi=pmix for MPI)"
+#else
+                                  + " (this ./train was built without MPI)"
+#endif
+                            : launched_by(info) + " without BARESGD_STORE_ADDR";
+      fail(describe_rank(info) + ": Gloo needs a rendezvous: " + why +
+           "; pass --rendezvous-dir DIR (a directory every rank can reach, e.g. on a shared filesystem)");
+    }
+    if (!info.store_addr.empty() && opts.rendezvous_dir.empty() && info.secret.empty())
+      fail(describe_rank(info) + ": BARESGD_STORE_ADDR=" + info.store_addr +
+           " is set but BARESGD_SECRET is not (the launcher passes both)");
+    return make_gloo_communicator(info, opts);
+#else
+    fail("this ./train was built without Gloo (libgloo-dev missing); rebuild with libgloo-dev "
+         "installed or use --communication mpi");
+#endif
+  }
+  // mpi
+#if BARESGD_HAVE_MPI
+  return make_mpi_communicator(info, opts);
+#else
+  fail(std::string("this ./train was built without MPI (libopenmpi-dev missing); rebuild or use "
+                   "--communication gloo") +
+       (info.source == "ompi" || info.source == "slurm"
+            ? " with --rendezvous-dir DIR (" + launched_by(info) + ")"
+            : ""));
+#endif
+}

@@ -1,0 +1,297 @@
+// rank_env: who this process is, from the environment.
+//
+// Sources, first match wins:
+//   1. our launcher (./launch): BARESGD_RANK / BARESGD_SIZE present;
+//   2. Open MPI's mpirun: OMPI_COMM_WORLD_RANK present;
+//   3. Slurm's srun: SLURM_PROCID present;
+//   4. otherwise a single process.
+// Per-job variables read with every source: BARESGD_COMM (backend preference: gloo|mpi|single),
+// BARESGD_HOSTNAME, BARESGD_HOST_ADDR, BARESGD_STORE_ADDR, BARESGD_SECRET, BARESGD_JOB_ID.
+// Every integer must parse completely; inconsistent values throw std::runtime_error naming the
+// variable and its value.
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "comm/comm_internal.h"
+#include "comm/communicator.h"
+
+namespace {
+
+[[noreturn]] void fail(const std::string& msg) { throw std::runtime_error(msg); }
+
+std::string quoted(const char* v) { return std::string("'") + (v ? v : "") + "'"; }
+
+class Env {
+ public:
+  explicit Env(const EnvLookup& get) : get_(get) {}
+  const char* raw(const char* name) const { return get_(name); }
+  bool has(const char* name) const { return get_(name) != nullptr; }
+  std::string str(const char* name, const std::string& fallback = "") const {
+    const char* v = get_(name);
+    return v ? std::string(v) : fallback;
+  }
+  // Strict decimal int: optional '-', digits only, no spaces, fits in int.
+  int integer(const char* name) const {
+    const char* v = get_(name);
+    if (!v) fail(std::string(name) + " is not set");
+    const char* p = v;
+    if (*p == '-') ++p;
+    if (*p == '\0') fail(std::string(name) + "=" + quoted(v) + " is not an integer");
+    for (const char* q = p; *q; ++q)
+      if (*q < '0' || *q > '9') fail(std::string(name) + "=" + quoted(v) + " is not an integer");
+    errno = 0;
+    char* end = nullptr;
+    long long x = std::strtoll(v, &end, 10);
+    if (errno == ERANGE || *end != '\0' || x < INT_MIN || x > INT_MAX)
+      fail(std::string(name) + "=" + quoted(v) + " is out of range for an int");
+    return static_cast<int>(x);
+  }
+  int integer_or(const char* name, int fallback) const {
+    return has(name) ? integer(name) : fallback;
+  }
+
+ private:
+  const EnvLookup& get_;
+};
+
+std::string name_val(const char* name, int v) { return std::string(name) + "=" + std::to_string(v); }
+
+void check_size(const char* name, int size) {
+  if (size < 1) fail(name_val(name, size) + " must be >= 1");
+}
+// 0 <= value < bound, where bound came from bound_name.
+void check_index(const char* name, int v, const char* bound_name, int bound) {
+  if (v < 0 || v >= bound)
+    fail(name_val(name, v) + " is out of range: need 0 <= " + name + " < " + bound_name + " (" +
+         std::to_string(bound) + ")");
+}
+void check_at_most(const char* name, int v, const char* bound_name, int bound) {
+  if (v > bound)
+    fail(name_val(name, v) + " is larger than " + bound_name + "=" + std::to_string(bound));
+}
+// Both of a pair of variables, or neither.
+bool pair_present(const Env& env, const char* a, const char* b) {
+  bool ha = env.has(a), hb = env.has(b);
+  if (ha != hb) fail(std::string(ha ? a : b) + " is set but " + (ha ? b : a) + " is not");
+  return ha;
+}
+
+std::string local_hostname() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+std::string backend_pref(const Env& env, const std::string& fallback) {
+  if (!env.has("BARESGD_COMM")) return fallback;
+  std::string v = env.str("BARESGD_COMM");
+  if (v != "gloo" && v != "mpi" && v != "single")
+    fail("BARESGD_COMM=" + quoted(v.c_str()) + " is not one of gloo, mpi, single");
+  return v;
+}
+
+// "host:port" (host may be "[v6]"); port 1..65535.
+void check_store_addr(const std::string& addr) {
+  size_t colon = addr.rfind(':');
+  bool ok = colon != std::string::npos && colon > 0 && colon + 1 < addr.size();
+  if (ok) {
+    std::string port = addr.substr(colon + 1);
+    for (char c : port) ok = ok && c >= '0' && c <= '9';
+    ok = ok && port.size() <= 5 && std::atoi(port.c_str()) >= 1 && std::atoi(port.c_str()) <= 65535;
+  }
+  if (!ok) fail("BARESGD_STORE_ADDR=" + quoted(addr.c_str()) + " is not host:port (port 1..65535)");
+}
+
+// Slurm's compressed per-node task counts: "2(x3),1" -> {2,2,2,1}. Empty vector if malformed.
+std::vector<int> parse_tasks_per_node(const std::string& s) {
+  std::vector<int> out;
+  size_t i = 0;
+  auto number = [&](long* v) {
+    size_t start = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+    if (i == start || i - start > 9) return false;
+    *v = std::strtol(s.substr(start, i - start).c_str(), nullptr, 10);
+    return true;
+  };
+  while (i < s.size()) {
+    long count = 0, reps = 1;
+    if (!number(&count)) return {};
+    if (i < s.size() && s[i] == '(') {
+      if (s.compare(i, 2, "(x") != 0) return {};
+      i += 2;
+      if (!number(&reps) || i >= s.size() || s[i] != ')') return {};
+      ++i;
+    }
+    if (reps < 1 || reps > 1000000 || out.size() + reps > 1000000) return {};
+    out.insert(out.end(), static_cast<size_t>(reps), static_cast<int>(count));
+    if (i < s.size()) {
+      if (s[i] != ',') return {};
+      ++i;
+      if (i == s.size()) return {};
+    }
+  }
+  return out;
+}
+
+[[maybe_unused]] bool pmi_present(const Env& env) {
+  return env.has("PMIX_RANK") || env.has("PMIX_NAMESPACE") || env.has("PMI_RANK") ||
+         env.has("PMI_FD") || env.has("PMI_SIZE");
+}
+
+void from_launcher(const Env& env, RankInfo* r) {
+  r->source = "launch";
+  if (!env.has("BARESGD_RANK")) fail("BARESGD_SIZE is set but BARESGD_RANK is not");
+  if (!env.has("BARESGD_SIZE")) fail("BARESGD_RANK is set but BARESGD_SIZE is not");
+  r->size = env.integer("BARESGD_SIZE");
+  check_size("BARESGD_SIZE", r->size);
+  r->rank = env.integer("BARESGD_RANK");
+  check_index("BARESGD_RANK", r->rank, "BARESGD_SIZE", r->size);
+  if (pair_present(env, "BARESGD_LOCAL_RANK", "BARESGD_LOCAL_SIZE")) {
+    r->local_size = env.integer("BARESGD_LOCAL_SIZE");
+    check_size("BARESGD_LOCAL_SIZE", r->local_size);
+    check_at_most("BARESGD_LOCAL_SIZE", r->local_size, "BARESGD_SIZE", r->size);
+    r->local_rank = env.integer("BARESGD_LOCAL_RANK");
+    check_index("BARESGD_LOCAL_RANK", r->local_rank, "BARESGD_LOCAL_SIZE", r->local_size);
+  } else {  // one host
+    r->local_rank = r->rank;
+    r->local_size = r->size;
+  }
+  if (pair_present(env, "BARESGD_CROSS_RANK", "BARESGD_CROSS_SIZE")) {
+    r->cross_size = env.integer("BARESGD_CROSS_SIZE");
+    check_size("BARESGD_CROSS_SIZE", r->cross_size);
+    check_at_most("BARESGD_CROSS_SIZE", r->cross_size, "BARESGD_SIZE", r->size);
+    r->cross_rank = env.integer("BARESGD_CROSS_RANK");
+    check_index("BARESGD_CROSS_RANK", r->cross_rank, "BARESGD_CROSS_SIZE", r->cross_size);
+  } else if (r->local_size == r->size) {
+    r->cross_rank = 0;
+    r->cross_size = 1;
+  } else {
+    r->cross_rank = r->cross_size = -1;  // computed after connecting
+  }
+  r->backend = backend_pref(env, "gloo");
+}
+
+void from_open_mpi(const Env& env, RankInfo* r) {
+  r->source = "ompi";
+  if (!env.has("OMPI_COMM_WORLD_SIZE")) fail("OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not");
+  r->size = env.integer("OMPI_COMM_WORLD_SIZE");
+  check_size("OMPI_COMM_WORLD_SIZE", r->size);
+  r->rank = env.integer("OMPI_COMM_WORLD_RANK");
+  check_index("OMPI_COMM_WORLD_RANK", r->rank, "OMPI_COMM_WORLD_SIZE", r->size);
+  if (!pair_present(env, "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"))
+    fail("OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_LOCAL_RANK/LOCAL_SIZE are not "
+         "(start the ranks with Open MPI's mpirun)");
+  r->local_size = env.integer("OMPI_COMM_WORLD_LOCAL_SIZE");
+  check_size("OMPI_COMM_WORLD_LOCAL_SIZE", r->local_size);
+  check_at_most("OMPI_COMM_WORLD_LOCAL_SIZE", r->local_size, "OMPI_COMM_WORLD_SIZE", r->size);
+  r->local_rank = env.integer("OMPI_COMM_WORLD_LOCAL_RANK");
+  check_index("OMPI_COMM_WORLD_LOCAL_RANK", r->local_rank, "OMPI_COMM_WORLD_LOCAL_SIZE", r->local_size);
+  if (r->local_size == r->size) {
+    r->cross_rank = 0;
+    r->cross_size = 1;
+  } else {
+    r->cross_rank = r->cross_size = -1;  // computed after MPI init (split by local rank)
+  }
+  r->backend = backend_pref(env, "mpi");
+  if (!env.has("BARESGD_JOB_ID")) r->job_id = env.str("OMPI_MCA_ess_base_jobid", "ompi");
+}
+
+void from_slurm(const Env& env, RankInfo* r) {
+  r->source = "slurm";
+  const char* ntasks_var = env.has("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS"
+                           : env.has("SLURM_NTASKS")       ? "SLURM_NTASKS"
+                                                           : "SLURM_NPROCS";
+  if (!env.has(ntasks_var)) fail("SLURM_PROCID is set but SLURM_NTASKS is not");
+  r->size = env.integer(ntasks_var);
+  check_size(ntasks_var, r->size);
+  r->rank = env.integer("SLURM_PROCID");
+  check_index("SLURM_PROCID", r->rank, ntasks_var, r->size);
+  if (!env.has("SLURM_LOCALID")) fail("SLURM_PROCID is set but SLURM_LOCALID is not (start the ranks with srun)");
+  r->local_rank = env.integer("SLURM_LOCALID");
+  const char* nnodes_var = env.has("SLURM_STEP_NUM_NODES") ? "SLURM_STEP_NUM_NODES"
+                           : env.has("SLURM_NNODES")       ? "SLURM_NNODES"
+                                                           : "SLURM_JOB_NUM_NODES";
+  int nnodes = env.integer_or(nnodes_var, 1);
+  check_size(nnodes_var, nnodes);
+  check_at_most(nnodes_var, nnodes, ntasks_var, r->size);
+  int node_id = env.integer_or("SLURM_NODEID", 0);
+  check_index("SLURM_NODEID", node_id, nnodes_var, nnodes);
+
+  const char* tpn_var = env.has("SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE"
+                                                             : "SLURM_TASKS_PER_NODE";
+  std::vector<int> per_node = parse_tasks_per_node(env.str(tpn_var));
+  long total = 0;
+  for (int c : per_node) total += c;
+  if (env.has(tpn_var) && (per_node.size() != static_cast<size_t>(nnodes) || total != r->size))
+    per_node.clear();  // a different layout than this step's: fall back below
+  if (!per_node.empty()) {
+    r->local_size = per_node[node_id];
+    r->cross_size = r->cross_rank = 0;
+    for (int n = 0; n < nnodes; ++n) {
+      if (per_node[n] > r->local_rank) {
+        if (n < node_id) ++r->cross_rank;
+        ++r->cross_size;
+      }
+    }
+  } else {
+    if (r->size % nnodes != 0)
+      fail(std::string("cannot tell how many tasks run on this node: ") + tpn_var + "=" +
+           quoted(env.raw(tpn_var)) + " does not match " + name_val(ntasks_var, r->size) + " over " +
+           name_val(nnodes_var, nnodes));
+    r->local_size = r->size / nnodes;
+    r->cross_rank = node_id;
+    r->cross_size = nnodes;
+  }
+  check_size("local size", r->local_size);
+  check_index("SLURM_LOCALID", r->local_rank, "tasks on this node", r->local_size);
+#if BARESGD_HAVE_MPI
+  const bool mpi_ok = pmi_present(env);
+#else
+  const bool mpi_ok = false;
+#endif
+  r->backend = backend_pref(env, mpi_ok ? "mpi" : "gloo");
+  if (!env.has("BARESGD_JOB_ID"))
+    r->job_id = "slurm-" + env.str("SLURM_JOB_ID", "0") + "." +
+                env.str("SLURM_STEP_ID", env.str("SLURM_STEPID", "0"));
+  if (!env.has("BARESGD_HOSTNAME") && env.has("SLURMD_NODENAME")) r->hostname = env.str("SLURMD_NODENAME");
+}
+
+}  // namespace
+
+RankInfo discover_rank_info(const EnvLookup& get) {
+  Env env(get);
+  RankInfo r;
+  r.hostname = env.has("BARESGD_HOSTNAME") ? env.str("BARESGD_HOSTNAME") : local_hostname();
+  r.host_addr = env.str("BARESGD_HOST_ADDR");
+  r.store_addr = env.str("BARESGD_STORE_ADDR");
+  if (env.has("BARESGD_STORE_ADDR")) check_store_addr(r.store_addr);
+  r.secret = env.str("BARESGD_SECRET");
+  r.job_id = env.str("BARESGD_JOB_ID", "baresgd");
+  if (r.job_id.empty()) fail("BARESGD_JOB_ID is set but empty");
+
+  if (env.has("BARESGD_RANK") || env.has("BARESGD_SIZE")) {
+    from_launcher(env, &r);
+  } else if (env.has("OMPI_COMM_WORLD_RANK")) {
+    from_open_mpi(env, &r);
+  } else if (env.has("SLURM_PROCID")) {
+    from_slurm(env, &r);
+  } else {
+    r.source = "none";
+    r.backend = "single";
+  }
+  if (r.backend == "single" && r.size != 1)
+    fail("BARESGD_COMM=single but the " + r.source + " environment says the world has " +
+         std::to_string(r.size) + " ranks");
+  return r;
+}
+
+RankInfo discover_rank_info() {
+  return discover_rank_info([](const char* name) -> const char* { return std::getenv(name); });
+}

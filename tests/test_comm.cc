@@ -1,0 +1,884 @@
+// test_comm: the communicator backends, rank discovery and Horovod's gradient semantics.
+//   HalfConversion   IEEE binary16 bit patterns, rounding, subnormals, inf/NaN
+//   RankEnv          the environment contract (launcher, Open MPI, Slurm, single) and its errors
+//   AdasumCombine    the pairwise rule on hand-computed vectors
+//   SingleBackend    the size-1 backend and the factory's errors
+//   GlooThreads      W = 1..8 in-process Gloo ranks: closed forms, Adasum by hand, timeouts
+//   GlooProcesses    tests/tool_comm_worker started as W processes through make_communicator
+//   MpiProcesses     the same tool under mpirun (skipped only if mpirun is not installed)
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/comm_internal.h"
+#include "comm/communicator.h"
+#include "comm/distributed_optimizer.h"
+#include "comm/store_protocol.h"
+#include "launcher/store_server.h"
+#include "tests/comm_checks.h"
+#include "tests/comm_test_util.h"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+float bits_to_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint32_t float_to_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+bool has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Half precision
+
+TEST(HalfConversion, KnownBitPatterns) {
+  EXPECT_EQ(float_to_half(1.0f), 0x3C00);
+  EXPECT_EQ(float_to_half(-2.0f), 0xC000);
+  EXPECT_EQ(float_to_half(0.5f), 0x3800);
+  EXPECT_EQ(float_to_half(0.1f), 0x2E66);
+  EXPECT_EQ(float_to_half(65504.0f), 0x7BFF);             // largest finite half
+  EXPECT_EQ(float_to_half(std::nextafter(65520.0f, 0.0f)), 0x7BFF);
+  EXPECT_EQ(float_to_half(65520.0f), 0x7C00);             // halfway to 65536: rounds to even = inf
+  EXPECT_EQ(float_to_half(-65520.0f), 0xFC00);
+  EXPECT_EQ(float_to_half(1e10f), 0x7C00);
+  EXPECT_EQ(float_to_half(0.0f), 0x0000);
+  EXPECT_EQ(float_to_half(-0.0f), 0x8000);
+  EXPECT_EQ(float_to_half(std::ldexp(1.0f, -14)), 0x0400);  // smallest normal
+  EXPECT_EQ(float_to_half(std::ldexp(1023.0f, -24)), 0x03FF);  // largest subnormal
+  EXPECT_EQ(float_to_half(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
+  EXPECT_EQ(float_to_half(-std::ldexp(1.0f, -24)), 0x8001);
+  EXPECT_EQ(float_to_half(std::numeric_limits<float>::infinity()), 0x7C00);
+  EXPECT_EQ(float_to_half(-std::numeric_limits<float>::infinity()), 0xFC00);
+  EXPECT_EQ(float_to_half(std::numeric_limits<float>::denorm_min()), 0x0000);
+}
+
+TEST(HalfConversion, RoundsHalfToEven) {
+  // Normal range: 1 + 2^-11 is halfway between 0x3C00 and 0x3C01 -> even 0x3C00.
+  EXPECT_EQ(float_to_half(1.0f + std::ldexp(1.0f, -11)), 0x3C00);
+  EXPECT_EQ(float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);  // between 0x3C01 and 0x3C02 -> even
+  EXPECT_EQ(float_to_half(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)), 0x3C01);  // just above half
+  EXPECT_EQ(float_to_half(2049.0f), 0x6800);  // halfway 2048/2050 -> 2048
+  EXPECT_EQ(float_to_half(2051.0f), 0x6802);  // halfway 2050/2052 -> 2052
+  EXPECT_EQ(float_to_half(2050.0f), 0x6801);
+  // Mantissa carry into the exponent: just below 2 rounds up to 2.0.
+  EXPECT_EQ(float_to_half(std::nextafter(2.0f, 0.0f)), 0x4000);
+  // Subnormal range.
+  EXPECT_EQ(float_to_half(std::ldexp(1.0f, -25)), 0x0000);           // halfway 0 / 2^-24 -> 0
+  EXPECT_EQ(float_to_half(std::ldexp(1.5f, -25)), 0x0001);           // 0.75 units -> 1
+  EXPECT_EQ(float_to_half(std::ldexp(3.0f, -25)), 0x0002);           // 1.5 units -> even 2
+  EXPECT_EQ(float_to_half(std::ldexp(5.0f, -25)), 0x0002);           // 2.5 units -> even 2
+  EXPECT_EQ(float_to_half(std::nextafter(std::ldexp(1.0f, -25), 1.0f)), 0x0001);  // just above half a unit
+  EXPECT_EQ(float_to_half(std::ldexp(2047.0f, -25)), 0x0400);        // 1023.5 units -> 1024 = smallest normal
+}
+
+TEST(HalfConversion, InfinityAndNan) {
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  half_bits h = float_to_half(nan);
+  EXPECT_EQ(h & 0x7C00, 0x7C00);
+  EXPECT_NE(h & 0x03FF, 0);
+  EXPECT_TRUE(std::isnan(half_to_float(h)));
+  // A signalling NaN whose payload sits only in the low bits still converts to a (quiet) NaN.
+  half_bits s = float_to_half(bits_to_float(0x7F800001u));
+  EXPECT_EQ(s & 0x7E00, 0x7E00);
+  EXPECT_EQ(float_to_half(bits_to_float(0xFFC00000u)) & 0x8000, 0x8000);  // sign kept
+  EXPECT_TRUE(std::isnan(half_to_float(0x7C01)));
+  EXPECT_TRUE(std::isnan(half_to_float(0xFE00)));
+  EXPECT_EQ(half_to_float(0x7C00), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(half_to_float(0xFC00), -std::numeric_limits<float>::infinity());
+}
+
+TEST(HalfConversion, HalfToFloatValues) {
+  EXPECT_EQ(half_to_float(0x3C00), 1.0f);
+  EXPECT_EQ(half_to_float(0x7BFF), 65504.0f);
+  EXPECT_EQ(half_to_float(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(half_to_float(0x03FF), std::ldexp(1023.0f, -24));
+  EXPECT_EQ(half_to_float(0x0400), std::ldexp(1.0f, -14));
+  EXPECT_EQ(half_to_float(0x3555), 0.333251953125f);
+  EXPECT_EQ(float_to_bits(half_to_float(0x8000)), 0x80000000u);
+  EXPECT_EQ(half_to_float(0xC000), -2.0f);
+}
+
+TEST(HalfConversion, EveryHalfRoundTrips) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    float f = half_to_float(static_cast<half_bits>(h));
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(half_to_float(float_to_half(f)))) << h;
+      continue;
+    }
+    ASSERT_EQ(float_to_half(f), h) << "half 0x" << std::hex << h;
+  }
+}
+
+// Cross-check against the compiler's own conversion over a sweep of float bit patterns.
+TEST(HalfConversion, MatchesCompilerFloat16) {
+#ifdef __FLT16_MAX__
+  size_t checked = 0;
+  for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 65537) {
+    float f = bits_to_float(static_cast<uint32_t>(u));
+    if (std::isnan(f)) continue;
+    _Float16 ref = static_cast<_Float16>(f);
+    uint16_t rb;
+    std::memcpy(&rb, &ref, 2);
+    ASSERT_EQ(float_to_half(f), rb) << "float bits 0x" << std::hex << u;
+    ++checked;
+  }
+  // Dense sweep around the subnormal/normal boundary and the overflow threshold.
+  for (uint32_t u = 0x33000000u - 4096; u < 0x38800000u + 65536; u += 7) {
+    _Float16 ref = static_cast<_Float16>(bits_to_float(u));
+    uint16_t rb;
+    std::memcpy(&rb, &ref, 2);
+    ASSERT_EQ(float_to_half(bits_to_float(u)), rb) << std::hex << u;
+  }
+  for (uint32_t u = 0x477FE000u - 100; u < 0x47800000u + 100; ++u) {
+    _Float16 ref = static_cast<_Float16>(bits_to_float(u));
+    uint16_t rb;
+    std::memcpy(&rb, &ref, 2);
+    ASSERT_EQ(float_to_half(bits_to_float(u)), rb) << std::hex << u;
+  }
+  EXPECT_GT(checked, 60000u);
+#else
+  GTEST_SKIP() << "compiler has no _Float16";
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rank discovery
+
+namespace {
+
+using EnvMap = std::map<std::string, std::string>;
+
+RankInfo discover(const EnvMap& env) {
+  return discover_rank_info([&env](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+}
+
+std::string discover_error(const EnvMap& env) {
+  try {
+    discover(env);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+EnvMap launcher_env() {
+  return {{"BARESGD_RANK", "3"},        {"BARESGD_SIZE", "4"},         {"BARESGD_LOCAL_RANK", "1"},
+          {"BARESGD_LOCAL_SIZE", "2"},  {"BARESGD_CROSS_RANK", "1"},   {"BARESGD_CROSS_SIZE", "2"},
+          {"BARESGD_COMM", "gloo"},     {"BARESGD_HOSTNAME", "hpc03"}, {"BARESGD_HOST_ADDR", "127.0.0.3"},
+          {"BARESGD_STORE_ADDR", "127.0.0.1:29500"}, {"BARESGD_SECRET", "s3cret"}, {"BARESGD_JOB_ID", "job7"}};
+}
+
+}  // namespace
+
+TEST(RankEnv, LauncherVariables) {
+  RankInfo r = discover(launcher_env());
+  EXPECT_EQ(r.source, "launch");
+  EXPECT_EQ(r.backend, "gloo");
+  EXPECT_EQ(r.rank, 3);
+  EXPECT_EQ(r.size, 4);
+  EXPECT_EQ(r.local_rank, 1);
+  EXPECT_EQ(r.local_size, 2);
+  EXPECT_EQ(r.cross_rank, 1);
+  EXPECT_EQ(r.cross_size, 2);
+  EXPECT_EQ(r.hostname, "hpc03");
+  EXPECT_EQ(r.host_addr, "127.0.0.3");
+  EXPECT_EQ(r.store_addr, "127.0.0.1:29500");
+  EXPECT_EQ(r.secret, "s3cret");
+  EXPECT_EQ(r.job_id, "job7");
+}
+
+TEST(RankEnv, LauncherDefaults) {
+  // Only rank and size: one host, gloo, cross 0/1.
+  RankInfo r = discover({{"BARESGD_RANK", "2"}, {"BARESGD_SIZE", "3"}});
+  EXPECT_EQ(r.backend, "gloo");
+  EXPECT_EQ(r.local_rank, 2);
+  EXPECT_EQ(r.local_size, 3);
+  EXPECT_EQ(r.cross_rank, 0);
+  EXPECT_EQ(r.cross_size, 1);
+  EXPECT_FALSE(r.hostname.empty());
+  // Local given, cross not: computed after connecting (-1 until then).
+  RankInfo c = discover({{"BARESGD_RANK", "2"}, {"BARESGD_SIZE", "4"}, {"BARESGD_LOCAL_RANK", "0"},
+                         {"BARESGD_LOCAL_SIZE", "2"}});
+  EXPECT_EQ(c.cross_rank, -1);
+  EXPECT_EQ(c.cross_size, -1);
+  // Launcher wins over Open MPI and Slurm variables.
+  EnvMap both = launcher_env();
+  both["OMPI_COMM_WORLD_RANK"] = "0";
+  both["SLURM_PROCID"] = "0";
+  EXPECT_EQ(discover(both).source, "launch");
+  EnvMap mpi = launcher_env();
+  mpi["BARESGD_COMM"] = "mpi";
+  EXPECT_EQ(discover(mpi).backend, "mpi");
+}
+
+TEST(RankEnv, LauncherErrorsNameVariableAndValue) {
+  auto with = [](const char* k, const char* v) {
+    EnvMap e = launcher_env();
+    e[k] = v;
+    return discover_error(e);
+  };
+  auto without = [](const char* k) {
+    EnvMap e = launcher_env();
+    e.erase(k);
+    return discover_error(e);
+  };
+  EXPECT_TRUE(has(with("BARESGD_RANK", "3x"), "BARESGD_RANK='3x' is not an integer"));
+  EXPECT_TRUE(has(with("BARESGD_RANK", ""), "BARESGD_RANK='' is not an integer"));
+  EXPECT_TRUE(has(with("BARESGD_RANK", " 3"), "BARESGD_RANK=' 3' is not an integer"));
+  EXPECT_TRUE(has(with("BARESGD_RANK", "+3"), "BARESGD_RANK='+3' is not an integer"));
+  EXPECT_TRUE(has(with("BARESGD_RANK", "4"), "BARESGD_RANK=4 is out of range"));
+  EXPECT_TRUE(has(with("BARESGD_RANK", "-1"), "BARESGD_RANK=-1 is out of range"));
+  EXPECT_TRUE(has(with("BARESGD_SIZE", "0"), "BARESGD_SIZE=0 must be >= 1"));
+  EXPECT_TRUE(has(with("BARESGD_SIZE", "99999999999"), "BARESGD_SIZE='99999999999' is out of range"));
+  EXPECT_TRUE(has(with("BARESGD_LOCAL_RANK", "2"), "BARESGD_LOCAL_RANK=2 is out of range"));
+  EXPECT_TRUE(has(with("BARESGD_LOCAL_SIZE", "5"), "BARESGD_LOCAL_SIZE=5 is larger than BARESGD_SIZE=4"));
+  EXPECT_TRUE(has(with("BARESGD_CROSS_RANK", "x"), "BARESGD_CROSS_RANK='x'"));
+  EXPECT_TRUE(has(with("BARESGD_COMM", "nccl"), "BARESGD_COMM='nccl' is not one of gloo, mpi"));
+  EXPECT_TRUE(has(with("BARESGD_STORE_ADDR", "127.0.0.1"), "BARESGD_STORE_ADDR='127.0.0.1' is not host:port"));
+  EXPECT_TRUE(has(with("BARESGD_STORE_ADDR", "h:70000"), "BARESGD_STORE_ADDR='h:70000'"));
+  EXPECT_TRUE(has(with("BARESGD_JOB_ID", ""), "BARESGD_JOB_ID is set but empty"));
+  EXPECT_TRUE(has(without("BARESGD_SIZE"), "BARESGD_RANK is set but BARESGD_SIZE is not"));
+  EXPECT_TRUE(has(without("BARESGD_LOCAL_SIZE"), "BARESGD_LOCAL_RANK is set but BARESGD_LOCAL_SIZE is not"));
+  EXPECT_TRUE(has(without("BARESGD_CROSS_RANK"), "BARESGD_CROSS_SIZE is set but BARESGD_CROSS_RANK is not"));
+  EXPECT_TRUE(has(discover_error({{"BARESGD_RANK", "1"}, {"BARESGD_SIZE", "2"}, {"BARESGD_COMM", "single"}}),
+                  "BARESGD_COMM=single but"));
+}
+
+TEST(RankEnv, OpenMpi) {
+  RankInfo r = discover({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+                         {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+  EXPECT_EQ(r.source, "ompi");
+  EXPECT_EQ(r.backend, "mpi");
+  EXPECT_EQ(r.rank, 3);
+  EXPECT_EQ(r.size, 4);
+  EXPECT_EQ(r.local_rank, 1);
+  EXPECT_EQ(r.local_size, 2);
+  EXPECT_EQ(r.cross_rank, -1);  // after MPI init
+  RankInfo one_host = discover({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+                                {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                                {"BARESGD_COMM", "gloo"}});
+  EXPECT_EQ(one_host.cross_rank, 0);
+  EXPECT_EQ(one_host.cross_size, 1);
+  EXPECT_EQ(one_host.backend, "gloo");
+  EXPECT_TRUE(has(discover_error({{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+                                  {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}}),
+                  "OMPI_COMM_WORLD_RANK=2 is out of range"));
+  EXPECT_TRUE(has(discover_error({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}}),
+                  "OMPI_COMM_WORLD_LOCAL_RANK"));
+}
+
+TEST(RankEnv, Slurm) {
+  EnvMap env = {{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "5"},   {"SLURM_LOCALID", "0"},
+                {"SLURM_NNODES", "3"}, {"SLURM_NODEID", "2"},   {"SLURM_TASKS_PER_NODE", "2(x2),1"},
+                {"SLURM_JOB_ID", "77"}, {"SLURM_STEP_ID", "0"}, {"SLURMD_NODENAME", "node9"}};
+  RankInfo r = discover(env);
+  EXPECT_EQ(r.source, "slurm");
+  EXPECT_EQ(r.rank, 4);
+  EXPECT_EQ(r.size, 5);
+  EXPECT_EQ(r.local_rank, 0);
+  EXPECT_EQ(r.local_size, 1);
+  EXPECT_EQ(r.cross_rank, 2);  // third node holding a local rank 0
+  EXPECT_EQ(r.cross_size, 3);
+  EXPECT_EQ(r.job_id, "slurm-77.0");
+  EXPECT_EQ(r.hostname, "node9");
+  EXPECT_EQ(r.backend, "gloo");  // no PMI in the environment
+  env["SLURM_PROCID"] = "1";
+  env["SLURM_LOCALID"] = "1";
+  env["SLURM_NODEID"] = "0";
+  RankInfo r1 = discover(env);
+  EXPECT_EQ(r1.local_size, 2);
+  EXPECT_EQ(r1.cross_rank, 0);
+  EXPECT_EQ(r1.cross_size, 2);  // only two nodes have a local rank 1
+  env["PMIX_RANK"] = "1";
+#if BARESGD_HAVE_MPI
+  EXPECT_EQ(discover(env).backend, "mpi");
+#else
+  EXPECT_EQ(discover(env).backend, "gloo");
+#endif
+  env["SLURM_NODEID"] = "3";
+  EXPECT_TRUE(has(discover_error(env), "SLURM_NODEID=3 is out of range"));
+  // No per-node counts: even split.
+  RankInfo even = discover({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"},
+                            {"SLURM_NNODES", "2"}, {"SLURM_NODEID", "1"}});
+  EXPECT_EQ(even.local_size, 2);
+  EXPECT_EQ(even.cross_rank, 1);
+  EXPECT_EQ(even.cross_size, 2);
+}
+
+TEST(RankEnv, SingleProcess) {
+  RankInfo r = discover({});
+  EXPECT_EQ(r.source, "none");
+  EXPECT_EQ(r.backend, "single");
+  EXPECT_EQ(r.rank, 0);
+  EXPECT_EQ(r.size, 1);
+  EXPECT_EQ(r.cross_size, 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Adasum rule
+
+TEST(AdasumCombine, HandComputed) {
+  // a=(1,2), b=(3,4): a.b=11, |a|^2=5, |b|^2=25 -> (1-11/10) a + (1-11/50) b = -0.1 a + 0.78 b.
+  float a[] = {1, 2}, b[] = {3, 4}, out[2];
+  adasum_combine(out, a, b, {{0, 2}});
+  EXPECT_NEAR(out[0], 2.24f, 1e-6);
+  EXPECT_NEAR(out[1], 2.92f, 1e-6);
+}
+
+TEST(AdasumCombine, OrthogonalIsSumIdenticalIsVector) {
+  float a[] = {1, 0, 0}, b[] = {0, 2, 0}, out[3];
+  adasum_combine(out, a, b, {{0, 3}});
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], 2.0f);
+  EXPECT_EQ(out[2], 0.0f);
+  float c[] = {3, -4, 0.5f};
+  adasum_combine(out, c, c, {{0, 3}});
+  for (int i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(out[i], c[i]);
+}
+
+TEST(AdasumCombine, ZeroNormGivesTheOtherVector) {
+  float z[] = {0, 0, 0}, b[] = {1, -2, 3}, out[3];
+  adasum_combine(out, z, b, {{0, 3}});
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(out[i], b[i]);
+  adasum_combine(out, b, z, {{0, 3}});
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(out[i], b[i]);
+  adasum_combine(out, z, z, {{0, 3}});
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(out[i], 0.0f);
+}
+
+TEST(AdasumCombine, PerSegment) {
+  // Segment 0 as HandComputed, segment 1 orthogonal: the rule applies per segment, not globally.
+  float a[] = {1, 2, 1, 0}, b[] = {3, 4, 0, 5}, out[4];
+  adasum_combine(out, a, b, {{0, 2}, {2, 2}});
+  EXPECT_NEAR(out[0], 2.24f, 1e-6);
+  EXPECT_NEAR(out[1], 2.92f, 1e-6);
+  EXPECT_EQ(out[2], 1.0f);
+  EXPECT_EQ(out[3], 5.0f);
+  // One segment over everything gives something else.
+  adasum_combine(out, a, b, {{0, 4}});
+  EXPECT_GT(std::fabs(out[2] - 1.0f), 1e-3);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Single-process backend and the factory
+
+TEST(SingleBackend, CollectivesAreIdentity) {
+  CommOptions opts;
+  opts.backend = "single";
+  auto comm = make_communicator(opts);
+  EXPECT_STREQ(comm->backend_name(), "single");
+  EXPECT_EQ(comm->size(), 1);
+  EXPECT_EQ(comm->rank(), 0);
+  commcheck::Checker c{*comm, {}};
+  c.run_all(false);
+  for (const auto& f : c.failures) ADD_FAILURE() << f;
+  float g[] = {1.0f, -3.0f};
+  GradientAveraging how;
+  how.predivide_factor = 2.5f;
+  average_gradients(*comm, g, 2, {}, how);
+  EXPECT_FLOAT_EQ(g[0], 1.0f);
+  EXPECT_FLOAT_EQ(g[1], -3.0f);
+  EXPECT_THROW(comm->broadcast(g, 4, 1), std::invalid_argument);
+  EXPECT_THROW(comm->sendrecv(g, g, 4, 1), std::invalid_argument);
+}
+
+TEST(SingleBackend, FactoryErrors) {
+  CommOptions opts;
+  opts.backend = "nccl";
+  try {
+    make_communicator(opts);
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_TRUE(has(e.what(), "unknown communication backend 'nccl'")) << e.what();
+  }
+}
+
+TEST(SingleBackend, BackendsMissingFromTheBuildAreExplained) {
+  auto error_for = [](const char* backend) {
+    CommOptions opts;
+    opts.backend = backend;
+    try {
+      make_communicator(opts);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  (void)error_for;
+#if !BARESGD_HAVE_MPI
+  EXPECT_TRUE(has(error_for("mpi"), "this ./train was built without MPI (libopenmpi-dev missing); rebuild or use "
+                                    "--communication gloo"));
+#endif
+#if !BARESGD_HAVE_GLOO
+  EXPECT_TRUE(has(error_for("gloo"), "this ./train was built without Gloo (libgloo-dev missing)"));
+#endif
+#if BARESGD_HAVE_MPI && BARESGD_HAVE_GLOO
+  GTEST_SKIP() << "both backends are built in";
+#endif
+}
+
+TEST(SingleBackend, AverageGradientsArgumentErrors) {
+  CommOptions opts;
+  opts.backend = "single";
+  auto comm = make_communicator(opts);
+  float g[4] = {1, 2, 3, 4};
+  GradientAveraging bad;
+  bad.predivide_factor = 0;
+  EXPECT_THROW(average_gradients(*comm, g, 4, {}, bad), std::invalid_argument);
+  GradientAveraging ada;
+  ada.adasum = true;
+  ada.predivide_factor = 2;
+  EXPECT_THROW(average_gradients(*comm, g, 4, {}, ada), std::invalid_argument);  // Horovod: Average only
+  ada.predivide_factor = 1;
+  EXPECT_THROW(average_gradients(*comm, g, 4, {{0, 3}}, ada), std::invalid_argument);  // segments short
+  EXPECT_THROW(average_gradients(*comm, g, 4, {{1, 3}}, ada), std::invalid_argument);  // gap at the front
+  EXPECT_NO_THROW(average_gradients(*comm, g, 4, {{0, 1}, {1, 3}}, ada));
+  EXPECT_EQ(g[3], 4.0f);  // Adasum of one rank is the identity
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gloo, in-process ranks
+
+#if BARESGD_HAVE_GLOO
+
+namespace {
+
+void expect_no_errors(const commtest::ThreadResult& r) {
+  for (size_t k = 0; k < r.errors.size(); ++k) EXPECT_EQ(r.errors[k], "") << "thread " << k;
+}
+
+// Runs the scripted checks on W threads; returns the failures of all ranks.
+void gloo_closed_forms(int w, bool big) {
+  std::mutex mu;
+  std::vector<std::string> failures;
+  CommOptions opts;
+  opts.start_timeout = 20s;
+  opts.comm_timeout = 60s;
+  auto res = commtest::run_gloo_threads(w, [&](Communicator& comm) {
+    EXPECT_STREQ(comm.backend_name(), "gloo");
+    commcheck::Checker c{comm, {}};
+    c.run_all(big);
+    std::lock_guard<std::mutex> lock(mu);
+    failures.insert(failures.end(), c.failures.begin(), c.failures.end());
+  }, opts);
+  expect_no_errors(res);
+  for (const auto& f : failures) ADD_FAILURE() << "world " << w << ": " << f;
+}
+
+}  // namespace
+
+TEST(GlooThreads, ClosedFormsWorlds1to4) {
+  for (int w = 1; w <= 4; ++w) gloo_closed_forms(w, /*big=*/true);
+}
+
+TEST(GlooThreads, ClosedFormsWorlds5to8) {
+  for (int w = 5; w <= 8; ++w) gloo_closed_forms(w, /*big=*/w == 8);
+}
+
+TEST(GlooThreads, AdasumTwoRanksByHand) {
+  // Segment 0: (1,2) and (3,4) -> -0.1 a + 0.78 b = (2.24, 2.92).
+  // Segment 1 (3 elements, odd): (1,0,0) and (0,2,0) orthogonal -> their sum (1,2,0).
+  std::vector<std::vector<float>> in = {{1, 2, 1, 0, 0}, {3, 4, 0, 2, 0}};
+  std::vector<std::vector<float>> out(2);
+  auto res = commtest::run_gloo_threads(2, [&](Communicator& comm) {
+    std::vector<float> g = in[comm.rank()];
+    GradientAveraging how;
+    how.adasum = true;
+    average_gradients(comm, g.data(), g.size(), {{0, 2}, {2, 3}}, how);
+    out[comm.rank()] = g;
+  }, CommOptions());
+  expect_no_errors(res);
+  const float want[] = {2.24f, 2.92f, 1, 2, 0};
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(out[r].size(), 5u);
+    for (int i = 0; i < 5; ++i) EXPECT_NEAR(out[r][i], want[i], 1e-6) << "rank " << r << " element " << i;
+  }
+}
+
+TEST(GlooThreads, AdasumFourRanksByHand) {
+  // Recursive rule: level 1 combines ranks (0,1) and (2,3), level 2 combines the two results.
+  // Segment 0 (2 elements): v0=(1,0), v1=(0,1) orthogonal -> A=(1,1); v2=v3=(2,0) -> B=(2,0);
+  //   A.B=2, |A|^2=2, |B|^2=4 -> (1-2/4) A + (1-2/8) B = 0.5 (1,1) + 0.75 (2,0) = (2, 0.5).
+  //   (Pairing (0,2),(1,3) first would give (1.9, 0.7): the test pins the pairing order.)
+  // Segment 1 (3 elements): v0=v1=(1,1,1) -> A=(1,1,1); v2=0, v3=(0,0,3) -> zero norm: B=(0,0,3);
+  //   A.B=3, |A|^2=3, |B|^2=9 -> 0.5 A + (5/6) B = (0.5, 0.5, 3).
+  std::vector<std::vector<float>> in = {
+      {1, 0, 1, 1, 1}, {0, 1, 1, 1, 1}, {2, 0, 0, 0, 0}, {2, 0, 0, 0, 3}};
+  std::vector<std::vector<float>> out(4);
+  auto res = commtest::run_gloo_threads(4, [&](Communicator& comm) {
+    std::vector<float> g = in[comm.rank()];
+    GradientAveraging how;
+    how.adasum = true;
+    average_gradients(comm, g.data(), g.size(), {{0, 2}, {2, 3}}, how);
+    out[comm.rank()] = g;
+  }, CommOptions());
+  expect_no_errors(res);
+  const float want[] = {2, 0.5f, 0.5f, 0.5f, 3};
+  for (int r = 0; r < 4; ++r) {
+    ASSERT_EQ(out[r].size(), 5u);
+    for (int i = 0; i < 5; ++i) EXPECT_NEAR(out[r][i], want[i], 1e-6) << "rank " << r << " element " << i;
+  }
+}
+
+TEST(GlooThreads, AdasumIdenticalAndOrthogonalVectors) {
+  const int w = 8;
+  const size_t n = 37;
+  std::vector<std::vector<float>> same(w), orth(w);
+  auto res = commtest::run_gloo_threads(w, [&](Communicator& comm) {
+    const int r = comm.rank();
+    GradientAveraging how;
+    how.adasum = true;
+    std::vector<float> g(n);
+    for (size_t i = 0; i < n; ++i) g[i] = 0.25f * static_cast<float>(i) - 3;
+    average_gradients(comm, g.data(), n, {{0, 10}, {10, 27}}, how);
+    same[r] = g;
+    std::vector<float> e(n, 0.0f);
+    e[r * 4] = static_cast<float>(r + 1);  // distinct basis directions: pairwise orthogonal
+    average_gradients(comm, e.data(), n, {}, how);
+    orth[r] = e;
+  }, CommOptions());
+  expect_no_errors(res);
+  for (int r = 0; r < w; ++r) {
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(same[r][i], 0.25f * static_cast<float>(i) - 3, 1e-5) << r << " " << i;
+      float want = (i % 4 == 0 && i / 4 < static_cast<size_t>(w)) ? static_cast<float>(i / 4 + 1) : 0.0f;
+      EXPECT_EQ(orth[r][i], want) << r << " " << i;
+    }
+  }
+}
+
+TEST(GlooThreads, CommTimeoutNamesOperationAndPeer) {
+  // Rank 2 stops responding for longer than the timeout; ranks 0 and 1 must name it.
+  CommOptions opts;
+  opts.comm_timeout = 700ms;
+  std::string errors[2], second[2];
+  double took[2] = {0, 0};
+  auto res = commtest::run_gloo_threads(3, [&](Communicator& comm) {
+    std::vector<float> v(1000, 1.0f);
+    const int r = comm.rank();
+    if (r == 2) {
+      std::this_thread::sleep_for(2500ms);
+      try {
+        comm.allreduce_sum(v.data(), v.size());
+      } catch (const std::exception&) {
+      }
+      return;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      comm.allreduce_sum(v.data(), v.size());
+    } catch (const std::runtime_error& e) {
+      errors[r] = e.what();
+    }
+    took[r] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    try {
+      comm.barrier();
+    } catch (const std::runtime_error& e) {
+      second[r] = e.what();
+    }
+  }, opts);
+  expect_no_errors(res);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(has(errors[r], "rank " + std::to_string(r) + " (host localhost): gloo allreduce timed out after 0.7 s "
+                                "waiting for rank 2 (a peer stopped responding)"))
+        << errors[r];
+    EXPECT_EQ(errors[r].find('\n'), std::string::npos) << errors[r];
+    EXPECT_GE(took[r], 0.6);
+    EXPECT_LT(took[r], 2.4);
+    EXPECT_TRUE(has(second[r], "refused: the communicator failed earlier")) << second[r];
+  }
+}
+
+TEST(GlooThreads, PeerExitIsReportedQuickly) {
+  CommOptions opts;
+  opts.comm_timeout = 30s;
+  std::string error0;
+  double took = 0;
+  auto res = commtest::run_gloo_threads(2, [&](Communicator& comm) {
+    comm.barrier();
+    if (comm.rank() == 1) return;  // rank 1 goes away: its communicator closes its sockets
+    std::this_thread::sleep_for(300ms);
+    std::vector<float> v(1000, 1.0f);
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      comm.allreduce_sum(v.data(), v.size());
+    } catch (const std::runtime_error& e) {
+      error0 = e.what();
+    }
+    took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }, opts);
+  expect_no_errors(res);
+  EXPECT_TRUE(has(error0, "rank 0")) << error0;
+  EXPECT_TRUE(has(error0, "gloo allreduce lost the connection to rank 1 (did a rank exit?)")) << error0;
+  EXPECT_LT(took, 5.0);  // not the 30 s timeout
+}
+
+TEST(GlooThreads, MissingRankTimesOutNamingIt) {
+  CommOptions opts;
+  opts.start_timeout = 1000ms;
+  auto t0 = std::chrono::steady_clock::now();
+  auto res = commtest::run_gloo_threads(3, [](Communicator&) {}, opts, /*ranks=*/{0, 2});
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(res.errors.size(), 2u);
+  for (const auto& e : res.errors) {
+    EXPECT_TRUE(has(e, "gloo rendezvous timed out after 1 s: rank 1 never registered (2 of 3 ranks arrived")) << e;
+  }
+  EXPECT_TRUE(has(res.errors[0], "rank 0")) << res.errors[0];
+  EXPECT_LT(took, 3.0);
+}
+
+TEST(GlooThreads, WorldSizeMismatchIsReported) {
+  CommOptions opts;
+  opts.start_timeout = 1500ms;
+  auto res = commtest::run_gloo_threads(2, [](Communicator&) {}, opts, {}, [](RankInfo& info) {
+    if (info.rank == 1) info.size = 3;
+  });
+  EXPECT_TRUE(has(res.errors[0], "rank 1 (host localhost) registered with world size 3 but this rank has 2"))
+      << res.errors[0];
+  EXPECT_FALSE(res.errors[1].empty());
+}
+
+TEST(GlooThreads, DuplicateRankIsReported) {
+  CommOptions opts;
+  opts.start_timeout = 1000ms;
+  auto res = commtest::run_gloo_threads(2, [](Communicator&) {}, opts, /*ranks=*/{0, 0});
+  int dup = 0;
+  for (const auto& e : res.errors) dup += has(e, "rank 0 of job") && has(e, "is already registered");
+  EXPECT_EQ(dup, 1) << res.errors[0] << " | " << res.errors[1];
+}
+
+TEST(GlooThreads, PeerArgumentsAreChecked) {
+  auto res = commtest::run_gloo_threads(2, [](Communicator& comm) {
+    char b[4] = {0};
+    EXPECT_THROW(comm.broadcast(b, 4, 2), std::invalid_argument);
+    EXPECT_THROW(comm.sendrecv(b, b, 4, -1), std::invalid_argument);
+    comm.barrier();
+  }, CommOptions());
+  expect_no_errors(res);
+}
+
+#endif  // BARESGD_HAVE_GLOO
+
+// ---------------------------------------------------------------------------------------------
+// Processes through make_communicator (tests/tool_comm_worker)
+
+namespace {
+
+[[maybe_unused]] std::vector<commtest::ProcSpec> gloo_world(int w, const std::vector<std::string>& args,
+                                           const std::vector<std::string>& extra_env = {}) {
+  std::vector<commtest::ProcSpec> specs;
+  const std::string job = commtest::unique_job("procs");
+  for (int r = 0; r < w; ++r) {
+    commtest::ProcSpec s;
+    s.argv = {commtest::tool_path()};
+    s.argv.insert(s.argv.end(), args.begin(), args.end());
+    s.env = {"BARESGD_RANK=" + std::to_string(r), "BARESGD_SIZE=" + std::to_string(w),
+             "BARESGD_LOCAL_RANK=" + std::to_string(r), "BARESGD_LOCAL_SIZE=" + std::to_string(w),
+             "BARESGD_CROSS_RANK=0", "BARESGD_CROSS_SIZE=1", "BARESGD_COMM=gloo",
+             "BARESGD_HOSTNAME=localhost", "BARESGD_HOST_ADDR=127.0.0.1", "BARESGD_JOB_ID=" + job};
+    s.env.insert(s.env.end(), extra_env.begin(), extra_env.end());
+    specs.push_back(s);
+  }
+  return specs;
+}
+
+[[maybe_unused]] void expect_all_ok(const commtest::RunAll& run, const char* backend) {
+  ASSERT_FALSE(run.timed_out) << run.describe();
+  for (size_t i = 0; i < run.procs.size(); ++i) {
+    EXPECT_EQ(run.procs[i].status, 0) << run.describe();
+    EXPECT_TRUE(has(run.procs[i].out, std::string("OK rank=")) && has(run.procs[i].out, std::string("backend=") + backend))
+        << run.describe();
+  }
+}
+
+}  // namespace
+
+#if BARESGD_HAVE_GLOO
+
+TEST(GlooProcesses, ClosedFormsWithRendezvousDir) {
+  ASSERT_EQ(access(commtest::tool_path().c_str(), X_OK), 0) << "missing " << commtest::tool_path();
+  for (int w = 1; w <= 4; ++w) {
+    commtest::TempDir dir("rdv");
+    auto run = commtest::run_processes(gloo_world(w, {"--rendezvous-dir", dir.path(), "--big"}), 120);
+    expect_all_ok(run, "gloo");
+    for (int r = 0; r < w; ++r)
+      EXPECT_TRUE(has(run.procs[r].out, "OK rank=" + std::to_string(r) + " size=" + std::to_string(w)))
+          << run.describe();
+  }
+}
+
+TEST(GlooProcesses, StaleRendezvousDirIsReported) {
+  commtest::TempDir dir("stale");
+  auto specs = gloo_world(2, {"--rendezvous-dir", dir.path(), "--script", "info", "--start-timeout-ms", "2000"});
+  auto first = commtest::run_processes(specs, 60);
+  for (const auto& p : first.procs) EXPECT_EQ(p.status, 0) << first.describe();
+  auto again = commtest::run_processes(specs, 60);  // same directory, same job id
+  for (const auto& p : again.procs) {
+    EXPECT_EQ(p.status, 2) << again.describe();
+    EXPECT_TRUE(has(p.err, "is already registered in rendezvous dir " + dir.path())) << again.describe();
+  }
+}
+
+TEST(GlooProcesses, ClosedFormsThroughLauncherStore) {
+  const std::string secret = random_secret_hex();
+  StoreServer server("127.0.0.1", 0, secret);
+  server.start();
+  const std::string addr = "127.0.0.1:" + std::to_string(server.port());
+  auto run = commtest::run_processes(
+      gloo_world(3, {}, {"BARESGD_STORE_ADDR=" + addr, "BARESGD_SECRET=" + secret}), 120);
+  expect_all_ok(run, "gloo");
+  // A wrong secret is refused with a message naming the store.
+  auto bad = commtest::run_processes(
+      gloo_world(2, {"--start-timeout-ms", "3000"}, {"BARESGD_STORE_ADDR=" + addr, "BARESGD_SECRET=wrong"}), 30);
+  for (const auto& p : bad.procs) {
+    EXPECT_EQ(p.status, 2) << bad.describe();
+    EXPECT_TRUE(has(p.err, "cannot reach the launcher's rendezvous store at " + addr)) << bad.describe();
+  }
+  server.stop();
+}
+
+TEST(GlooProcesses, BindsTheGivenLoopbackAddresses) {
+  // Ranks 0, 1, 2 bind 127.0.0.2, .3, .4. Gloo's lower rank of each pair accepts on its bound
+  // address and the higher rank connects to it, so ranks 0 and 1 must show accepted sockets on
+  // their own address and rank 2 connections to .2 and .3 (its own is never dialled).
+  commtest::TempDir dir("bind");
+  auto specs = gloo_world(3, {"--rendezvous-dir", dir.path(), "--script", "info"});
+  for (int r = 0; r < 3; ++r) {
+    auto& env = specs[r].env;
+    env.erase(std::find(env.begin(), env.end(), "BARESGD_HOST_ADDR=127.0.0.1"));
+    env.push_back("BARESGD_HOST_ADDR=127.0.0." + std::to_string(r + 2));
+  }
+  auto run = commtest::run_processes(specs, 60);
+  ASSERT_FALSE(run.timed_out) << run.describe();
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_EQ(run.procs[r].status, 0) << run.describe();
+    std::smatch m;
+    std::string out = run.procs[r].out;
+    ASSERT_TRUE(std::regex_search(out, m, std::regex("SOCKETS ([^\n]*)"))) << out;
+    const std::string socks = " " + m[1].str() + " ";
+    if (r < 2) {
+      EXPECT_TRUE(has(socks, " 127.0.0." + std::to_string(r + 2) + "->")) << out;
+    } else {
+      EXPECT_TRUE(has(socks, "->127.0.0.2 ") && has(socks, "->127.0.0.3 ")) << out;
+    }
+    std::stringstream ss(m[1].str());
+    std::string pair;
+    while (ss >> pair) {  // nothing outside 127.0.0.0/8
+      EXPECT_EQ(pair.rfind("127.", 0), 0u) << out;
+      EXPECT_TRUE(pair.find("->127.") != std::string::npos || has(pair, "->listen")) << out;
+    }
+  }
+}
+
+TEST(GlooProcesses, NetworkInterfaceByName) {
+  commtest::TempDir dir("iface");
+  auto run = commtest::run_processes(gloo_world(2, {"--rendezvous-dir", dir.path(), "--network-interface", "lo"}), 60);
+  expect_all_ok(run, "gloo");
+  auto bad = commtest::run_processes(
+      gloo_world(2, {"--rendezvous-dir", dir.path(), "--network-interface", "nosuchif0"}), 30);
+  for (const auto& p : bad.procs)
+    EXPECT_TRUE(has(p.err, "--network-interface nosuchif0 is neither an IP address nor a network interface"))
+        << bad.describe();
+}
+
+TEST(GlooProcesses, CrossRanksComputedFromLocalRanks) {
+  // Two "hosts" of two ranks each, no BARESGD_CROSS_*: cross ranks come from an allgather.
+  commtest::TempDir dir("cross");
+  auto specs = gloo_world(4, {"--rendezvous-dir", dir.path(), "--script", "info"});
+  for (int r = 0; r < 4; ++r) {
+    auto& env = specs[r].env;
+    env.erase(std::remove_if(env.begin(), env.end(),
+                             [](const std::string& kv) { return kv.rfind("BARESGD_LOCAL_", 0) == 0 ||
+                                                                kv.rfind("BARESGD_CROSS_", 0) == 0; }),
+              env.end());
+    env.push_back("BARESGD_LOCAL_RANK=" + std::to_string(r % 2));
+    env.push_back("BARESGD_LOCAL_SIZE=2");
+  }
+  auto run = commtest::run_processes(specs, 60);
+  ASSERT_FALSE(run.timed_out) << run.describe();
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(run.procs[r].status, 0) << run.describe();
+    EXPECT_TRUE(has(run.procs[r].out, "local=" + std::to_string(r % 2) + "/2 cross=" + std::to_string(r / 2) + "/2"))
+        << run.describe();
+  }
+}
+
+TEST(GlooProcesses, MissingRankFailsWithinStartTimeout) {
+  commtest::TempDir dir("missing");
+  auto specs = gloo_world(2, {"--rendezvous-dir", dir.path(), "--start-timeout-ms", "1500"});
+  specs.pop_back();  // rank 1 never shows up
+  auto run = commtest::run_processes(specs, 30);
+  ASSERT_FALSE(run.timed_out) << run.describe();
+  EXPECT_EQ(run.procs[0].status, 2) << run.describe();
+  EXPECT_TRUE(has(run.procs[0].err, "rank 0 (host localhost): gloo rendezvous timed out after 1.5 s: rank 1 never "
+                                    "registered (1 of 2 ranks arrived"))
+      << run.describe();
+  EXPECT_LT(run.seconds, 4.0);
+}
+
+TEST(GlooProcesses, UnbindableAddressIsReported) {
+  // 192.0.2.1 (TEST-NET-1) is not an address of this host: bind(2) fails locally, nothing is sent.
+  commtest::TempDir dir("unbindable");
+  auto specs = gloo_world(2, {"--rendezvous-dir", dir.path(), "--start-timeout-ms", "2000"});
+  auto& env = specs[0].env;
+  env.erase(std::find(env.begin(), env.end(), "BARESGD_HOST_ADDR=127.0.0.1"));
+  env.push_back("BARESGD_HOST_ADDR=192.0.2.1");
+  auto run = commtest::run_processes({specs[0]}, 30);
+  EXPECT_EQ(run.procs[0].status, 2) << run.describe();
+  EXPECT_TRUE(has(run.procs[0].err, "rank 0 (host localhost): cannot bind Gloo to 192.0.2.1")) << run.describe();
+}
+
+TEST(GlooProcesses, NeedsARendezvous) {
+  auto specs = gloo_world(2, {});
+  auto run = commtest::run_processes({specs[0]}, 30);
+  EXPECT_EQ(run.procs[0].status, 2) << run.describe();
+  EXPECT_TRUE(has(run.procs[0].err, "Gloo needs a rendezvous")) << run.describe();
+  EXPECT_TRUE(has(run.procs[0].err, "--rendezvous-dir")) << run.describe();
+}
+
+#endif  // BARESGD_HAVE_GLOO
+
+TEST(MpiProcesses, ClosedFormsUnderMpirun) {
+  const std::string mpirun = commtest::find_in_path("mpirun");
+  if (mpirun.empty()) GTEST_SKIP() << "mpirun is not installed";
+#if !BARESGD_HAVE_MPI
+  // Built without MPI: the tool must say so clearly.
+  commtest::ProcSpec s{{mpirun, "--allow-run-as-root", "-np", "1", commtest::tool_path()}, {}};
+  auto run = commtest::run_processes({s}, 60);
+  EXPECT_TRUE(has(run.procs[0].err, "built without MPI")) << run.describe();
+#else
+  for (int w = 1; w <= 4; ++w) {
+    commtest::ProcSpec s{{mpirun, "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(w),
+                          commtest::tool_path(), "--script", "check"},
+                         {}};
+    if (w == 4) s.argv.push_back("--big");
+    auto run = commtest::run_processes({s}, 180);
+    ASSERT_FALSE(run.timed_out) << run.describe();
+    EXPECT_EQ(run.procs[0].status, 0) << run.describe();
+    for (int r = 0; r < w; ++r)
+      EXPECT_TRUE(has(run.procs[0].out, "OK rank=" + std::to_string(r) + " size=" + std::to_string(w) +
+                                            " backend=mpi source=ompi local=" + std::to_string(r) + "/" +
+                                            std::to_string(w) + " cross=0/1"))
+          << run.describe();
+  }
+#endif
+}
