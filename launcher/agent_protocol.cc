@@ -1,0 +1,140 @@
+// agent_protocol: encoding of the launcher -> agent spawn request and the agent's status lines.
+#include "launcher/agent_protocol.h"
+
+#include <sys/wait.h>
+
+#include <csignal>
+#include <cstdlib>
+
+namespace {
+
+void put_u32(std::string* out, uint32_t v) {
+  char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+               static_cast<char>(v)};
+  out->append(b, 4);
+}
+
+void put_str(std::string* out, const std::string& s) {
+  put_u32(out, static_cast<uint32_t>(s.size()));
+  out->append(s);
+}
+
+struct Reader {
+  const std::string& b;
+  size_t pos = 0;
+  bool u32(uint32_t* v) {
+    if (b.size() - pos < 4) return false;
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(b.data() + pos);
+    *v = (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
+    pos += 4;
+    return true;
+  }
+  bool str(std::string* s) {
+    uint32_t n;
+    if (!u32(&n) || b.size() - pos < n) return false;
+    s->assign(b, pos, n);
+    pos += n;
+    return true;
+  }
+  bool integer(long* v, long lo, long hi) {
+    std::string s;
+    if (!str(&s) || s.empty() || s.size() > 10) return false;
+    for (char c : s)
+      if (c < '0' || c > '9') return false;
+    *v = std::strtol(s.c_str(), nullptr, 10);
+    return *v >= lo && *v <= hi;
+  }
+};
+
+}  // namespace
+
+std::string encode_agent_request(const AgentRequest& req) {
+  std::string body;
+  put_str(&body, req.nonce);
+  put_str(&body, std::to_string(req.openblas_local_size));
+  put_str(&body, std::to_string(req.env.size()));
+  for (const std::string& e : req.env) put_str(&body, e);
+  put_str(&body, std::to_string(req.argv.size()));
+  for (const std::string& a : req.argv) put_str(&body, a);
+  std::string out = kAgentMagic;
+  put_u32(&out, static_cast<uint32_t>(body.size()));
+  out += body;
+  return out;
+}
+
+bool decode_agent_request(const std::string& body, AgentRequest* req) {
+  Reader r{body};
+  long n = 0;
+  if (!r.str(&req->nonce) || req->nonce.empty()) return false;
+  if (!r.integer(&n, 0, 1 << 20)) return false;
+  req->openblas_local_size = static_cast<int>(n);
+  if (!r.integer(&n, 0, 1 << 20)) return false;
+  req->env.clear();
+  for (long k = 0; k < n; ++k) {
+    std::string e;
+    if (!r.str(&e) || e.find('=') == std::string::npos || e[0] == '=' ||
+        e.find('\0') != std::string::npos)
+      return false;
+    req->env.push_back(std::move(e));
+  }
+  if (!r.integer(&n, 1, 1 << 20)) return false;
+  req->argv.clear();
+  for (long k = 0; k < n; ++k) {
+    std::string a;
+    if (!r.str(&a) || a.find('\0') != std::string::npos) return false;
+    req->argv.push_back(std::move(a));
+  }
+  if (req->argv[0].empty()) return false;
+  return r.pos == body.size();
+}
+
+char agent_control_byte(int sig) {
+  switch (sig) {
+    case SIGTERM: return 'T';
+    case SIGINT: return 'I';
+    case SIGHUP: return 'H';
+    case SIGKILL: return 'K';
+    default: return 0;
+  }
+}
+
+int agent_control_signal(char c) {
+  switch (c) {
+    case 'T': return SIGTERM;
+    case 'I': return SIGINT;
+    case 'H': return SIGHUP;
+    case 'K': return SIGKILL;
+    default: return 0;
+  }
+}
+
+std::string agent_marker_prefix(const std::string& nonce) { return "@@BSGD-AGENT " + nonce + " "; }
+
+std::string agent_pid_line(const std::string& nonce, long pid) {
+  return agent_marker_prefix(nonce) + "pid " + std::to_string(pid) + "\n";
+}
+
+std::string agent_status_line(const std::string& nonce, int wait_status) {
+  if (WIFSIGNALED(wait_status))
+    return agent_marker_prefix(nonce) + "signal " + std::to_string(WTERMSIG(wait_status)) + "\n";
+  return agent_marker_prefix(nonce) + "exit " + std::to_string(WEXITSTATUS(wait_status)) + "\n";
+}
+
+bool parse_agent_marker(const std::string& text, const std::string& nonce, std::string* before,
+                        std::string* kind, long* value) {
+  std::string prefix = agent_marker_prefix(nonce);
+  size_t at = text.rfind(prefix);
+  if (at == std::string::npos) return false;
+  std::string rest = text.substr(at + prefix.size());
+  size_t sp = rest.find(' ');
+  if (sp == std::string::npos) return false;
+  std::string k = rest.substr(0, sp), v = rest.substr(sp + 1);
+  if (k != "pid" && k != "exit" && k != "signal") return false;
+  if (v.empty() || v.size() > 10) return false;
+  for (char c : v)
+    if (c < '0' || c > '9') return false;
+  *before = text.substr(0, at);
+  *kind = k;
+  *value = std::strtol(v.c_str(), nullptr, 10);
+  return true;
+}

@@ -1,0 +1,35 @@
+// mpirun: the Open MPI command line and environment ./launch --mpi runs (pure; the supervisor runs
+// it and re-tags its `[1,R]<stdout>:` output, see tagger.h parse_mpi_tag).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "launcher/hosts.h"
+#include "launcher/spawn.h"
+
+struct MpirunInputs {
+  int np = 0;
+  std::vector<HostSlots> hosts;        // hosts with the ranks placed on them (slots = ranks there)
+  std::vector<std::string> command;    // CMD ARGS (CMD already resolved to a path or as given)
+  std::vector<std::string> base_env;   // the launcher's environment
+  SshOptions ssh;                      // -p/-i/-F -> plm_rsh_args
+  bool as_root = false;                // --allow-run-as-root
+  bool all_loopback = false;           // every host is this machine or a 127.x address
+  std::string network_interface;       // --network-interface
+  int openblas_threads = 1;            // used unless the user set OPENBLAS_NUM_THREADS
+  std::string job_id, secret;
+};
+
+struct MpirunPlan {
+  std::vector<std::string> argv;  // argv[0] = "mpirun"
+  std::vector<std::string> env;   // mpirun's complete environment (secret only here, never in argv)
+};
+
+// mpirun [--allow-run-as-root] -np N -H h:s,... -bind-to none -map-by slot --tag-output
+//        -x BARESGD_COMM=mpi -x OPENBLAS_NUM_THREADS -x BARESGD_JOB_ID -x BARESGD_SECRET
+//        -x OMPI_MCA_... [-mca plm_rsh_args "-F cfg -p P -i key"] CMD ARGS
+// Environment: the launcher's, without inherited BARESGD_* (the per-rank ones come from Open MPI),
+// plus the -x values. For an all-loopback job, Open MPI is pinned to lo and told not to resolve
+// host names (which would send DNS queries for names only ssh_config knows), unless the user set
+// those OMPI_MCA_* variables; likewise --network-interface sets the tcp if_include variables.
+MpirunPlan build_mpirun_plan(const MpirunInputs& in);

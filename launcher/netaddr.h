@@ -1,0 +1,16 @@
+// netaddr: IPv4 address helpers for ./launch — resolving a host name, loopback tests, the local
+// address that routes to a peer (connected UDP socket, no packet sent) and an interface's address.
+#pragma once
+#include <string>
+
+// A numeric IPv4 address stays as it is; a name is resolved with getaddrinfo (AF_INET).
+// Throws std::runtime_error naming the host.
+std::string resolve_ipv4(const std::string& host);
+bool is_ipv4_literal(const std::string& s);
+bool is_loopback_ipv4(const std::string& addr);  // 127.0.0.0/8
+// The local source address the kernel would use to reach peer (UDP connect + getsockname).
+std::string route_source_ipv4(const std::string& peer);
+// The first IPv4 address of interface ifname. Throws if it has none.
+std::string interface_ipv4(const std::string& ifname);
+// Whether addr is assigned to one of this machine's interfaces.
+bool is_own_ipv4(const std::string& addr);

@@ -1,0 +1,171 @@
+// options: parsing ./launch's flags into LaunchOptions, with one-line errors (see options.h).
+#include "launcher/options.h"
+
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+
+namespace {
+
+int parse_int_flag(const std::string& flag, const std::string& v) {
+  if (v.empty()) throw UsageError(flag + " needs a whole number", true);
+  size_t i = (v[0] == '-' || v[0] == '+') ? 1 : 0;
+  if (i == v.size()) throw UsageError(flag + " '" + v + "' is not a whole number", true);
+  for (size_t k = i; k < v.size(); ++k)
+    if (v[k] < '0' || v[k] > '9') throw UsageError(flag + " '" + v + "' is not a whole number", true);
+  errno = 0;
+  long long x = std::strtoll(v.c_str(), nullptr, 10);
+  if (errno == ERANGE || x > INT_MAX || x < INT_MIN) throw UsageError(flag + " '" + v + "' is out of range", true);
+  return static_cast<int>(x);
+}
+
+double parse_seconds_flag(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || end == v.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(x))
+    throw UsageError(flag + " '" + v + "' is not a number of seconds", true);
+  if (x <= 0) throw UsageError(flag + " must be > 0 seconds (got " + v + ")", true);
+  if (x > 1e8) throw UsageError(flag + " '" + v + "' is too large", true);
+  return x;
+}
+
+}  // namespace
+
+const char* launch_usage_line() {
+  return "usage: launch -np N (--gloo|--mpi) [-H host:slots,...|--hostfile FILE] [options] CMD [ARGS...]";
+}
+
+const char* launch_help_text() {
+  return "usage: launch -np N (--gloo|--mpi) [-H host:slots,...|--hostfile FILE] [options] CMD [ARGS...]\n"
+         "\n"
+         "Starts N ranks of CMD over the hosts' slots (filled in order) and tags their output.\n"
+         "\n"
+         "  -np, --num-proc N         number of ranks (required)\n"
+         "  -H, --hosts LIST          host or host:slots, comma separated (default localhost:N)\n"
+         "      --hostfile FILE       lines 'host slots=K'; '#' comments\n"
+         "      --gloo                start the ranks ourselves (local fork, ssh + agent) with a\n"
+         "                            rendezvous store for Gloo\n"
+         "      --mpi                 start the ranks with Open MPI's mpirun\n"
+         "  -p, --ssh-port PORT       ssh port (passed to ssh and mpirun)\n"
+         "  -i, --ssh-identity-file F ssh identity file\n"
+         "  -F, --ssh-config FILE     ssh config file\n"
+         "      --tag-format FMT      horovod ([0]<stdout>:, default), mpi ([1,0]<stdout>:),\n"
+         "                            short ([0]:) or host ([host:0]<stdout>:)\n"
+         "      --output-filename DIR also write DIR/rank.N/stdout and DIR/rank.N/stderr\n"
+         "      --timestamp           prefix each line with the time\n"
+         "      --verbose             print the rank table and the commands run\n"
+         "      --start-timeout SEC   give up when hosts cannot be reached in SEC (default 30)\n"
+         "      --timeout SEC         stop the job after SEC seconds (exit 124)\n"
+         "      --network-interface IF  bind the store to IF's address; ranks use it (and mpirun's\n"
+         "                            btl/oob_tcp_if_include)\n"
+         "      --bind-addr ADDR      bind the store to ADDR; local ranks get it as BARESGD_HOST_ADDR\n"
+         "  -h, --help                this text\n"
+         "\n"
+         "Exit status: the first failing rank's (128+signal for a signal), 124 on --timeout,\n"
+         "128+signal when the launcher itself is stopped by a signal, 2 for a bad command line,\n"
+         "1 for other launch errors.\n";
+}
+
+LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
+  LaunchOptions o;
+  if (args.empty()) throw UsageError("nothing to launch", true);
+  bool saw_gloo = false, saw_mpi = false, saw_np = false;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.size() < 2 || a[0] != '-') break;  // CMD
+    std::string name = a, value;
+    bool has_inline = false;
+    if (a.compare(0, 2, "--") == 0) {
+      size_t eq = a.find('=');
+      if (eq != std::string::npos) {
+        name = a.substr(0, eq);
+        value = a.substr(eq + 1);
+        has_inline = true;
+      }
+    }
+    auto need_value = [&](const std::string& flag) -> std::string {
+      if (has_inline) return value;
+      if (i + 1 >= args.size()) throw UsageError(flag + " needs a value", true);
+      return args[++i];
+    };
+    auto no_value = [&](const std::string& flag) {
+      if (has_inline) throw UsageError(flag + " takes no value", true);
+    };
+    if (name == "-np" || name == "--num-proc" || name == "-n") {
+      o.np = parse_int_flag(name, need_value(name));
+      saw_np = true;
+    } else if (name == "-H" || name == "--hosts") {
+      o.hosts = need_value(name);
+      if (o.hosts.empty()) throw UsageError(name + ": empty host list", true);
+    } else if (name == "--hostfile") {
+      o.hostfile = need_value(name);
+      if (o.hostfile.empty()) throw UsageError("--hostfile: empty file name", true);
+    } else if (name == "--gloo") {
+      no_value(name);
+      saw_gloo = true;
+    } else if (name == "--mpi") {
+      no_value(name);
+      saw_mpi = true;
+    } else if (name == "-p" || name == "--ssh-port") {
+      o.ssh_port = need_value(name);
+      int p = parse_int_flag(name, o.ssh_port);
+      if (p < 1 || p > 65535) throw UsageError(name + " must be 1..65535 (got " + o.ssh_port + ")", true);
+      o.ssh_port = std::to_string(p);
+    } else if (name == "-i" || name == "--ssh-identity-file") {
+      o.ssh_identity = need_value(name);
+      if (o.ssh_identity.empty()) throw UsageError(name + ": empty file name", true);
+    } else if (name == "-F" || name == "--ssh-config") {
+      o.ssh_config = need_value(name);
+      if (o.ssh_config.empty()) throw UsageError(name + ": empty file name", true);
+    } else if (name == "--tag-format") {
+      std::string v = need_value(name);
+      if (!parse_tag_format(v, &o.tag_format))
+        throw UsageError("--tag-format '" + v + "' is not one of horovod, mpi, short, host", true);
+    } else if (name == "--output-filename") {
+      o.output_dir = need_value(name);
+      if (o.output_dir.empty()) throw UsageError("--output-filename: empty directory name", true);
+    } else if (name == "--timestamp" || name == "--prefix-output-with-timestamp") {
+      no_value(name);
+      o.timestamp = true;
+    } else if (name == "--verbose" || name == "-v") {
+      no_value(name);
+      o.verbose = true;
+    } else if (name == "--start-timeout") {
+      o.start_timeout = parse_seconds_flag(name, need_value(name));
+    } else if (name == "--timeout") {
+      o.timeout = parse_seconds_flag(name, need_value(name));
+    } else if (name == "--network-interface") {
+      o.network_interface = need_value(name);
+      if (o.network_interface.empty()) throw UsageError("--network-interface: empty name", true);
+    } else if (name == "--bind-addr") {
+      o.bind_addr = need_value(name);
+      if (o.bind_addr.empty()) throw UsageError("--bind-addr: empty address", true);
+    } else if (name == "-h" || name == "--help") {
+      o.help = true;
+      return o;
+    } else {
+      throw UsageError("unknown option '" + a + "'", true);
+    }
+  }
+  o.command.assign(args.begin() + i, args.end());
+
+  if (saw_gloo && saw_mpi) throw UsageError("--gloo and --mpi are mutually exclusive: pick one", false);
+  if (!saw_np) throw UsageError("-np N is required (the number of ranks)", false);
+  if (o.np <= 0) throw UsageError("-np must be >= 1 (got " + std::to_string(o.np) + ")", false);
+  if (!saw_gloo && !saw_mpi) throw UsageError("choose how to start the ranks: --gloo or --mpi", false);
+  o.transport = saw_gloo ? Transport::kGloo : Transport::kMpi;
+  if (!o.hosts.empty() && !o.hostfile.empty())
+    throw UsageError("-H and --hostfile are mutually exclusive: pick one", false);
+  if (!o.network_interface.empty() && !o.bind_addr.empty())
+    throw UsageError("--network-interface and --bind-addr are mutually exclusive: pick one", false);
+  if (o.command.empty()) throw UsageError("missing CMD: what should each rank run?", false);
+  if (o.command[0].empty()) throw UsageError("CMD is an empty string", false);
+  return o;
+}

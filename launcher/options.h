@@ -1,0 +1,44 @@
+// options: ./launch's command line, parsed (pure; errors are thrown as UsageError).
+#pragma once
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "launcher/tagger.h"
+
+// A bad command line (exit status 2). show_usage: unknown or malformed flags, where the usage line
+// follows the message; missing -np/CMD/transport and the like are one-line errors.
+struct UsageError : std::runtime_error {
+  UsageError(const std::string& msg, bool usage) : std::runtime_error(msg), show_usage(usage) {}
+  bool show_usage;
+};
+
+enum class Transport { kNone, kGloo, kMpi };
+
+struct LaunchOptions {
+  int np = 0;
+  std::string hosts;     // -H
+  std::string hostfile;  // --hostfile
+  Transport transport = Transport::kNone;
+  std::string ssh_port;      // -p
+  std::string ssh_identity;  // -i
+  std::string ssh_config;    // -F
+  TagFormat tag_format = TagFormat::kHorovod;
+  std::string output_dir;  // --output-filename
+  bool timestamp = false;
+  bool verbose = false;
+  double start_timeout = 30;  // seconds
+  double timeout = 0;         // seconds, 0 = none
+  std::string network_interface;
+  std::string bind_addr;
+  bool help = false;
+  std::vector<std::string> command;  // CMD ARGS...
+};
+
+// Parses argv[1..argc). Options end at the first word that is not an option (or after "--").
+// Both "--flag value" and "--flag=value" work for long flags. Throws UsageError.
+LaunchOptions parse_launch_options(const std::vector<std::string>& args);
+
+// The one-line usage and the full --help text.
+const char* launch_usage_line();
+const char* launch_help_text();

@@ -1,0 +1,485 @@
+// supervisor: the launcher's poll loop over rank output, process exits, signals and deadlines.
+#include "launcher/supervisor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include "launcher/agent_protocol.h"
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+int g_sig_pipe[2] = {-1, -1};
+volatile sig_atomic_t g_stop_signal = 0;
+volatile sig_atomic_t g_stop_count = 0;
+
+void on_signal(int sig) {
+  int saved = errno;
+  if (sig != SIGCHLD) {
+    if (g_stop_signal == 0) g_stop_signal = sig;
+    g_stop_count = g_stop_count + 1;
+  }
+  unsigned char b = static_cast<unsigned char>(sig);
+  if (g_sig_pipe[1] >= 0) {
+    ssize_t ignored = write(g_sig_pipe[1], &b, 1);
+    (void)ignored;
+  }
+  errno = saved;
+}
+
+void drain_signal_pipe() {
+  unsigned char buf[256];
+  while (g_sig_pipe[0] >= 0 && read(g_sig_pipe[0], buf, sizeof buf) > 0) {
+  }
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+// A wait status for an agent's report.
+int synth_status(const std::string& kind, long value) {
+  if (kind == "signal") return static_cast<int>(value & 0x7f);
+  return static_cast<int>((value & 0xff) << 8);
+}
+
+}  // namespace
+
+void install_launcher_signal_handlers() {
+  if (g_sig_pipe[0] < 0) {
+    if (pipe2(g_sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) g_sig_pipe[0] = g_sig_pipe[1] = -1;
+  }
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaction(s, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+int launcher_stop_signal() { return g_stop_signal; }
+
+enum class Kind { kLocal, kRemote, kMpirun };
+
+struct Supervisor::Child {
+  Kind kind = Kind::kLocal;
+  int rank = -1;
+  std::string host;
+  pid_t pid = -1;  // the local process: rank, ssh or mpirun (each leads its own process group)
+  int fd[2] = {-1, -1};  // stdout, stderr
+  int ctl_fd = -1;       // ssh stdin
+  std::string ctl_buf;
+  bool ctl_close = false;  // close ctl_fd once ctl_buf is written
+  LineSplitter split[2];
+  Clock::time_point last_data[2];
+  bool reaped = false;
+  int ssh_status = 0;  // the local process's wait status
+  Clock::time_point reaped_at;
+  bool leftovers_killed = false;
+  long remote_pid = -1;
+  bool status_known = false;  // rank status known (local: reaped; remote: agent said)
+  int status = 0;
+  bool reported = false;  // failure judged
+  bool finished = false;
+  explicit Child(bool split_cr) : split{LineSplitter(split_cr), LineSplitter(split_cr)} {}
+};
+
+Supervisor::Supervisor(OutputSink* sink, Watchdog* watchdog, const SupervisorConfig& cfg)
+    : sink_(sink), watchdog_(watchdog), cfg_(cfg), start_(Clock::now()) {}
+
+Supervisor::~Supervisor() {
+  for (auto& c : children_) {
+    close_fd(&c->fd[0]);
+    close_fd(&c->fd[1]);
+    close_fd(&c->ctl_fd);
+  }
+}
+
+void Supervisor::add_local(int rank, const std::string& host, const SpawnedChild& sc) {
+  auto c = std::make_unique<Child>(true);
+  c->kind = Kind::kLocal;
+  c->rank = rank;
+  c->host = host;
+  c->pid = sc.pid;
+  c->fd[0] = sc.out_fd;
+  c->fd[1] = sc.err_fd;
+  c->ctl_fd = sc.in_fd;
+  if (watchdog_) watchdog_->watch(sc.pid);
+  children_.push_back(std::move(c));
+}
+
+void Supervisor::add_remote(int rank, const std::string& host, const SpawnedChild& ssh, const std::string& request) {
+  auto c = std::make_unique<Child>(true);
+  c->kind = Kind::kRemote;
+  c->rank = rank;
+  c->host = host;
+  c->pid = ssh.pid;
+  c->fd[0] = ssh.out_fd;
+  c->fd[1] = ssh.err_fd;
+  c->ctl_fd = ssh.in_fd;
+  c->ctl_buf = request;
+  if (watchdog_) watchdog_->watch(ssh.pid);
+  children_.push_back(std::move(c));
+}
+
+void Supervisor::add_mpirun(const SpawnedChild& sc) {
+  auto c = std::make_unique<Child>(false);  // mpirun tags by '\n'; '\r' inside a line is the rank's
+  c->kind = Kind::kMpirun;
+  c->pid = sc.pid;
+  c->host = "mpirun";
+  c->fd[0] = sc.out_fd;
+  c->fd[1] = sc.err_fd;
+  c->ctl_fd = sc.in_fd;
+  if (watchdog_) watchdog_->watch(sc.pid);
+  children_.push_back(std::move(c));
+}
+
+void Supervisor::handle_lines(Child* c, int which, std::vector<Line>* lines) {
+  Stream stream = which == 0 ? Stream::kStdout : Stream::kStderr;
+  for (Line& l : *lines) {
+    if (c->kind == Kind::kLocal) {
+      sink_->emit(c->rank, stream, l);
+    } else if (c->kind == Kind::kRemote) {
+      std::string before, kind;
+      long value = 0;
+      if (which == 1 && !l.continuation && parse_agent_marker(l.text, cfg_.nonce, &before, &kind, &value)) {
+        if (!before.empty()) {
+          Line head;
+          head.text = before;
+          sink_->emit(c->rank, stream, head);
+        }
+        if (kind == "pid") {
+          c->remote_pid = value;
+        } else if (!c->status_known) {
+          c->status_known = true;
+          c->status = synth_status(kind, value);
+          on_rank_status(c, c->status, true);
+        }
+        continue;
+      }
+      sink_->emit(c->rank, stream, l);
+    } else {  // mpirun: "[1,R]<stdout>:text" -> re-tag; anything else is mpirun's own
+      std::vector<MpiPiece> pieces;
+      if (!l.continuation) pieces = split_mpi_line(l);
+      if (!pieces.empty()) {
+        for (MpiPiece& pc : pieces) {
+          // '\r' inside the rank's text ends lines too.
+          const std::string& t = pc.line.text;
+          size_t pos = 0;
+          while (true) {
+            size_t cr = t.find('\r', pos);
+            Line part;
+            if (cr == std::string::npos) {
+              part.text = t.substr(pos);
+              part.end = pc.line.end;
+            } else {
+              part.text = t.substr(pos, cr - pos);
+              part.end = "\r";
+              if (cr + 1 == t.size()) {  // the piece ends in '\r': merge with its terminator
+                part.end = pc.line.end == "\n" ? "\r\n" : "\r";
+                cr = std::string::npos;
+              }
+            }
+            if (!part.text.empty() || !part.end.empty()) sink_->emit(pc.rank, pc.stream, part);
+            if (cr == std::string::npos) break;
+            pos = cr + 1;
+          }
+        }
+      } else {
+        sink_->raw(stream, l.text + (l.end.empty() ? "\n" : l.end));
+      }
+    }
+  }
+  lines->clear();
+}
+
+void Supervisor::read_child(Child* c, int which, bool to_eof) {
+  int& fd = c->fd[which];
+  if (fd < 0) return;
+  static char buf[65536];
+  std::vector<Line> lines;
+  const int max_rounds = to_eof ? 1024 : 16;  // to_eof: the writer is dead; take what is buffered
+  for (int rounds = 0; rounds < max_rounds; ++rounds) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      c->split[which].feed(buf, static_cast<size_t>(n), &lines);
+      c->last_data[which] = Clock::now();
+      handle_lines(c, which, &lines);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // a writer is still alive
+    // EOF or error.
+    c->split[which].finish(&lines);
+    handle_lines(c, which, &lines);
+    close_fd(&fd);
+    return;
+  }
+}
+
+void Supervisor::on_rank_status(Child* c, int wait_status, bool from_agent) {
+  if (c->reported) return;
+  c->reported = true;
+  bool ok = WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
+  if (ok || stopping_) return;
+  // The first failure decides.
+  failure_code_ = wait_status_code(wait_status);
+  if (c->kind == Kind::kMpirun) return;  // mpirun already said which rank failed; its status is ours
+  std::string who;
+  if (c->kind == Kind::kRemote && c->remote_pid < 0) {
+    who = "rank " + std::to_string(c->rank) + " (" + c->host + ", ssh pid " + std::to_string(c->pid) + ")";
+  } else {
+    long pid = c->kind == Kind::kRemote ? c->remote_pid : c->pid;
+    who = "rank " + std::to_string(c->rank) + " (" + c->host + ", pid " + std::to_string(pid) + ")";
+  }
+  std::string what = describe_wait_status(wait_status);
+  if (c->kind == Kind::kRemote && !from_agent) {
+    if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 255)
+      what = "lost its agent or its ssh connection (ssh exited with status 255)";
+    else
+      what = "ended before its agent reported (ssh " + describe_wait_status(wait_status) + ")";
+  }
+  int code = failure_code_;
+  sink_->message("launch: " + who + " " + what + "; stopping the job");
+  begin_stop(SIGTERM, code);
+  failure_code_ = code;
+}
+
+void Supervisor::signal_child(Child* c, int sig) {
+  if (c->finished) return;
+  switch (c->kind) {
+    case Kind::kLocal:
+      kill(-c->pid, sig);
+      break;
+    case Kind::kRemote:
+      if (c->ctl_fd >= 0) {
+        char b = agent_control_byte(sig);
+        if (b) c->ctl_buf += b;
+      } else if (!c->reaped && sig == SIGKILL) {
+        kill(-c->pid, SIGKILL);
+      }
+      break;
+    case Kind::kMpirun:
+      if (!c->reaped) kill(c->pid, sig);
+      else kill(-c->pid, sig);
+      break;
+  }
+}
+
+void Supervisor::begin_stop(int sig, int exit_code) {
+  if (stopping_) return;
+  stopping_ = true;
+  stop_code_ = exit_code;
+  auto now = Clock::now();
+  kill_at_ = now + std::chrono::milliseconds(cfg_.grace_ms);
+  hard_kill_at_ = kill_at_ + std::chrono::seconds(5);
+  give_up_at_ = hard_kill_at_ + std::chrono::seconds(3);
+  for (auto& c : children_) signal_child(c.get(), sig);
+}
+
+void Supervisor::kill_all() {
+  killed_ = true;
+  for (auto& c : children_) {
+    if (c->finished) continue;
+    signal_child(c.get(), SIGKILL);
+    if (c->kind == Kind::kRemote) c->ctl_close = true;  // EOF: the agent kills and exits too
+    if (c->kind == Kind::kMpirun) kill(-c->pid, SIGKILL);
+  }
+}
+
+void Supervisor::reap() {
+  while (true) {
+    int st;
+    pid_t w = waitpid(-1, &st, WNOHANG);
+    if (w <= 0) return;
+    if (watchdog_ && w == watchdog_->pid()) watchdog_->forget();
+    for (auto& c : children_) {
+      if (c->pid != w || c->reaped) continue;
+      c->reaped = true;
+      c->ssh_status = st;
+      c->reaped_at = Clock::now();
+      // Take what it wrote before dying, then judge.
+      read_child(c.get(), 0, true);
+      read_child(c.get(), 1, true);
+      if (c->kind == Kind::kLocal || c->kind == Kind::kMpirun) {
+        c->status_known = true;
+        c->status = st;
+        on_rank_status(c.get(), st, false);
+      }
+      break;
+    }
+  }
+}
+
+void Supervisor::finish_child(Child* c) {
+  c->finished = true;
+  close_fd(&c->ctl_fd);
+  // Leftovers of a finished rank (background processes) go too; then the watchdog can forget it.
+  kill(-c->pid, SIGKILL);
+  if (watchdog_) watchdog_->unwatch(c->pid);
+  if (c->kind == Kind::kRemote && !c->status_known) {
+    c->status_known = true;
+    c->status = c->ssh_status;
+    on_rank_status(c, c->ssh_status, false);
+  }
+}
+
+bool Supervisor::step(int poll_ms) {
+  auto now = Clock::now();
+  // Deadlines.
+  if (cfg_.timeout_s > 0 && !stopping_ && now - start_ >= std::chrono::duration<double>(cfg_.timeout_s)) {
+    sink_->message("launch: the job ran longer than --timeout " + seconds_text(cfg_.timeout_s) + " s; stopping it");
+    begin_stop(SIGTERM, kTimeoutExitCode);
+  }
+  if (g_stop_count != seen_stop_count_) {
+    seen_stop_count_ = g_stop_count;
+    int sig = g_stop_signal;
+    if (!stopping_) {
+      sink_->message("launch: received " + signal_name(sig) + "; stopping the job");
+      begin_stop(sig, 128 + sig);
+    } else if (!killed_) {
+      sink_->message("launch: received a signal while stopping; killing the job");
+      kill_all();
+      hard_kill_at_ = Clock::now() + std::chrono::seconds(5);
+      give_up_at_ = hard_kill_at_ + std::chrono::seconds(3);
+    }
+  }
+  if (stopping_ && !killed_ && now >= kill_at_) {
+    kill_all();
+    hard_kill_at_ = now + std::chrono::seconds(5);
+    give_up_at_ = hard_kill_at_ + std::chrono::seconds(3);
+  }
+  if (killed_ && !hard_killed_ && now >= hard_kill_at_) {
+    hard_killed_ = true;
+    for (auto& c : children_)
+      if (!c->finished && !c->reaped) kill(-c->pid, SIGKILL), kill(c->pid, SIGKILL);
+  }
+  bool give_up = hard_killed_ && now >= give_up_at_;
+
+  // Poll.
+  std::vector<struct pollfd> pfds;
+  std::vector<std::pair<Child*, int>> who;  // which = 0/1 output, 2 ctl
+  pfds.push_back({g_sig_pipe[0], POLLIN, 0});
+  who.push_back({nullptr, -1});
+  for (auto& c : children_) {
+    for (int w = 0; w < 2; ++w) {
+      if (c->fd[w] >= 0) {
+        pfds.push_back({c->fd[w], POLLIN, 0});
+        who.push_back({c.get(), w});
+      }
+    }
+    if (c->ctl_fd >= 0 && (!c->ctl_buf.empty() || c->ctl_close)) {
+      pfds.push_back({c->ctl_fd, POLLOUT, 0});
+      who.push_back({c.get(), 2});
+    }
+  }
+  int r = poll(pfds.data(), pfds.size(), poll_ms);
+  if (r < 0 && errno != EINTR) return false;
+  drain_signal_pipe();
+  for (size_t k = 1; k < pfds.size(); ++k) {
+    if (!pfds[k].revents) continue;
+    Child* c = who[k].first;
+    int w = who[k].second;
+    if (w < 2) {
+      read_child(c, w, false);
+    } else if (c->ctl_fd >= 0) {
+      if (pfds[k].revents & (POLLERR | POLLHUP)) {
+        close_fd(&c->ctl_fd);
+        c->ctl_buf.clear();
+        continue;
+      }
+      while (!c->ctl_buf.empty()) {
+        ssize_t n = write(c->ctl_fd, c->ctl_buf.data(), c->ctl_buf.size());
+        if (n > 0) {
+          c->ctl_buf.erase(0, static_cast<size_t>(n));
+          continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        close_fd(&c->ctl_fd);  // EPIPE: the ssh is gone
+        c->ctl_buf.clear();
+        break;
+      }
+      if (c->ctl_fd >= 0 && c->ctl_buf.empty() && c->ctl_close) close_fd(&c->ctl_fd);
+    }
+  }
+  reap();
+
+  now = Clock::now();
+  bool all_done = true;
+  for (auto& c : children_) {
+    if (c->finished) continue;
+    // A '\r'-ended line waiting >100 ms for a possible '\n': show it now.
+    for (int w = 0; w < 2; ++w) {
+      if (c->fd[w] >= 0 && c->split[w].has_pending_cr() && now - c->last_data[w] > std::chrono::milliseconds(100)) {
+        std::vector<Line> lines;
+        c->split[w].flush_cr(&lines);
+        handle_lines(c.get(), w, &lines);
+      }
+    }
+    if (c->reaped && (c->fd[0] >= 0 || c->fd[1] >= 0)) {
+      // Something else still holds the pipes (a background child of the rank).
+      if (!c->leftovers_killed && now - c->reaped_at > std::chrono::milliseconds(1000)) {
+        c->leftovers_killed = true;
+        kill(-c->pid, SIGKILL);
+      }
+      if (now - c->reaped_at > std::chrono::milliseconds(3000) || give_up) {
+        for (int w = 0; w < 2; ++w) {
+          if (c->fd[w] < 0) continue;
+          read_child(c.get(), w, false);
+          std::vector<Line> lines;
+          c->split[w].finish(&lines);
+          handle_lines(c.get(), w, &lines);
+          close_fd(&c->fd[w]);
+        }
+      }
+    }
+    if (c->reaped && c->fd[0] < 0 && c->fd[1] < 0) {
+      finish_child(c.get());
+      continue;
+    }
+    if (give_up && !c->reaped) {
+      sink_->message("launch: giving up on " + (c->rank >= 0 ? "rank " + std::to_string(c->rank) : c->host) +
+                     " (pid " + std::to_string(c->pid) + "), which does not exit");
+      c->finished = true;
+      continue;
+    }
+    all_done = false;
+  }
+  sink_->flush();
+  return !all_done;
+}
+
+int Supervisor::abort_start(const std::string& message, int exit_code) {
+  sink_->message(message);
+  begin_stop(SIGTERM, exit_code);
+  failure_code_ = exit_code;
+  return run();
+}
+
+int Supervisor::run() {
+  while (step(stopping_ ? 20 : 100)) {
+  }
+  sink_->flush();
+  for (auto& c : children_) {
+    close_fd(&c->ctl_fd);
+    close_fd(&c->fd[0]);
+    close_fd(&c->fd[1]);
+  }
+  int code = failure_code_ >= 0 ? failure_code_ : (stopping_ ? stop_code_ : 0);
+  if (code == 0 && !sink_->file_error().empty()) {
+    sink_->message(sink_->file_error());
+    code = 1;
+  }
+  return code;
+}

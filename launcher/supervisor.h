@@ -1,0 +1,73 @@
+// supervisor: ./launch's event loop — reads every rank's stdout/stderr (one poll loop, whole lines
+// out), reaps processes, stops the whole job on the first failure, on SIGINT/SIGTERM/SIGHUP and on
+// --timeout, escalating SIGTERM -> SIGKILL, and decides the exit status.
+//
+// Children are local ranks (own process group), ssh processes carrying a remote rank's agent
+// (control bytes on their stdin, status lines on their stderr; see agent_protocol.h), or one
+// mpirun whose `[1,R]<stdout>:` lines are re-tagged.
+#pragma once
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "launcher/output.h"
+#include "launcher/spawn.h"
+#include "launcher/tagger.h"
+#include "launcher/watchdog.h"
+
+// Exit status for --timeout, as timeout(1).
+constexpr int kTimeoutExitCode = 124;
+
+struct SupervisorConfig {
+  double timeout_s = 0;  // 0 = no --timeout
+  int grace_ms = 3000;   // SIGTERM -> SIGKILL
+  std::string nonce;     // of the agents' status lines
+};
+
+// SIGINT/SIGTERM/SIGHUP/SIGCHLD are caught into a self-pipe; SIGPIPE is ignored. Call once, early.
+void install_launcher_signal_handlers();
+// The first SIGINT/SIGTERM/SIGHUP received so far, or 0.
+int launcher_stop_signal();
+
+class Supervisor {
+ public:
+  Supervisor(OutputSink* sink, Watchdog* watchdog, const SupervisorConfig& cfg);
+  ~Supervisor();
+
+  void add_local(int rank, const std::string& host, const SpawnedChild& c);
+  // request: the agent spawn request, written to the ssh's stdin by the loop.
+  void add_remote(int rank, const std::string& host, const SpawnedChild& ssh, const std::string& request);
+  // mpirun; host_of_rank names hosts for messages.
+  void add_mpirun(const SpawnedChild& c);
+
+  // Stops what was started so far (message first) and returns exit_code once all is gone. For a
+  // start that fails half way.
+  int abort_start(const std::string& message, int exit_code);
+  // Runs until every child is gone; returns the launcher's exit status.
+  int run();
+
+ private:
+  struct Child;
+  void read_child(Child* c, int which, bool to_eof);
+  void handle_lines(Child* c, int which, std::vector<Line>* lines);
+  void on_rank_status(Child* c, int wait_status, bool from_agent);
+  void finish_child(Child* c);
+  void begin_stop(int sig, int exit_code);
+  void signal_child(Child* c, int sig);
+  void kill_all();
+  void reap();
+  bool step(int poll_ms);
+
+  OutputSink* sink_;
+  Watchdog* watchdog_;
+  SupervisorConfig cfg_;
+  std::vector<std::unique_ptr<Child>> children_;
+  bool stopping_ = false, killed_ = false, hard_killed_ = false;
+  int stop_code_ = 0;       // from a signal or --timeout
+  int failure_code_ = -1;   // from the first failing rank
+  int seen_stop_count_ = 0;  // signals handled so far
+  std::chrono::steady_clock::time_point start_, kill_at_, hard_kill_at_, give_up_at_;
+};

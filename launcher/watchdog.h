@@ -1,0 +1,34 @@
+// watchdog: a tiny helper process, forked by ./launch before any rank, that kills the ranks'
+// process groups if the launcher dies (even by kill -9).
+//
+// PR_SET_PDEATHSIG only reaches a rank's first process; its children (sh -c '...; sleep') would
+// survive. The watchdog is in its own session, ignores job-control signals and reads a pipe from
+// the launcher on which the launcher registers "+pgid" / "-pgid". On EOF (the launcher is gone,
+// however it went) it SIGTERMs every group still registered, SIGKILLs them after a grace period
+// and exits. A launcher that finishes normally unregisters its groups first, so the watchdog then
+// exits at once.
+#pragma once
+#include <sys/types.h>
+
+class Watchdog {
+ public:
+  Watchdog() = default;
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  // Forks the watchdog. grace_ms: SIGTERM -> SIGKILL delay when it has to act.
+  void start(int grace_ms);
+  void watch(pid_t pgid);
+  void unwatch(pid_t pgid);
+  // Closes the pipe (the watchdog cleans up whatever is still registered) and reaps it.
+  void stop();
+  pid_t pid() const { return pid_; }
+  // The caller reaped the watchdog itself (a waitpid(-1) loop); stop() then does not wait for it.
+  void forget() { pid_ = -1; }
+
+ private:
+  void send(char op, pid_t pgid);
+  pid_t pid_ = -1;
+  int fd_ = -1;
+};
