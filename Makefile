@@ -85,8 +85,10 @@ $(BUILD)/tests/tool_%: $(BUILD)/tests/tool_%.o $(LAUNCH_OBJ) $(BUILD)/libbaresgd
 	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 # Tests find the binaries through these variables (sanitized builds live in build-san/).
+# Open MPI stays on loopback and off the shared-memory BTL in every test (design.md §4).
+TEST_ENV := OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_if_base_do_not_resolve=1
 test: $(TRAIN) $(LAUNCH) $(TOOLS) $(BUILD)/tests/unit_tests
-	BARESGD_TRAIN=$(abspath $(TRAIN)) BARESGD_LAUNCH=$(abspath $(LAUNCH)) BARESGD_TOOLS=$(abspath $(BUILD)/tests) \
+	$(TEST_ENV) BARESGD_TRAIN=$(abspath $(TRAIN)) BARESGD_LAUNCH=$(abspath $(LAUNCH)) BARESGD_TOOLS=$(abspath $(BUILD)/tests) \
 	  $(BUILD)/tests/unit_tests $(GTEST_ARGS)
 
 data:

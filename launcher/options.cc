@@ -50,7 +50,7 @@ const char* launch_help_text() {
          "      --mpi                 start the ranks with Open MPI's mpirun\n"
          "  -p, --ssh-port PORT       ssh port (passed to ssh and mpirun)\n"
          "  -i, --ssh-identity-file F ssh identity file\n"
-         "  -F, --ssh-config FILE     ssh config file\n"
+         "  -F, --ssh-config FILE     ssh config file (default: $BARESGD_SSH_CONFIG if set)\n"
          "      --tag-format FMT      horovod ([0]<stdout>:, default), mpi ([1,0]<stdout>:),\n"
          "                            short ([0]:) or host ([host:0]<stdout>:)\n"
          "      --output-filename DIR also write DIR/rank.N/stdout and DIR/rank.N/stderr\n"
@@ -155,6 +155,12 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
     }
   }
   o.command.assign(args.begin() + i, args.end());
+  // Defaults for ssh from the environment (so a site or a test can point every launch at its
+  // ssh config without editing each command line); flags win.
+  if (o.ssh_config.empty()) {
+    const char* env = std::getenv("BARESGD_SSH_CONFIG");
+    if (env && *env) o.ssh_config = env;
+  }
 
   if (saw_gloo && saw_mpi) throw UsageError("--gloo and --mpi are mutually exclusive: pick one", false);
   if (!saw_np) throw UsageError("-np N is required (the number of ranks)", false);
