@@ -1,4 +1,4 @@
-// options: parses ./train's flags into Options; every malformed value is a UsageError naming it.
+// options: parses ./train's flags into Options; every malformed value is a TrainUsageError naming it.
 #include "src/options.h"
 
 #include <cerrno>
@@ -17,9 +17,9 @@ long long parse_int(const std::string& flag, const std::string& v, long long lo,
   char* end = nullptr;
   long long x = std::strtoll(v.c_str(), &end, 10);
   if (v.empty() || *end != '\0' || errno == ERANGE)
-    throw UsageError{"argument " + flag + ": invalid int value: " + quote(v)};
+    throw TrainUsageError{"argument " + flag + ": invalid int value: " + quote(v)};
   if (x < lo || x > hi)
-    throw UsageError{"argument " + flag + ": " + v + " is out of range [" + std::to_string(lo) +
+    throw TrainUsageError{"argument " + flag + ": " + v + " is out of range [" + std::to_string(lo) +
                      ", " + std::to_string(hi) + "]"};
   return x;
 }
@@ -29,12 +29,12 @@ double parse_float(const std::string& flag, const std::string& v, double lo, boo
   char* end = nullptr;
   double x = std::strtod(v.c_str(), &end);
   if (v.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(x))
-    throw UsageError{"argument " + flag + ": invalid float value: " + quote(v)};
+    throw TrainUsageError{"argument " + flag + ": invalid float value: " + quote(v)};
   if (lo_open ? !(x > lo) : !(x >= lo))
   {
     char bound[32];
     std::snprintf(bound, sizeof bound, "%g", lo);
-    throw UsageError{"argument " + flag + ": " + v + " must be " + (lo_open ? "> " : ">= ") + bound};
+    throw TrainUsageError{"argument " + flag + ": " + v + " must be " + (lo_open ? "> " : ">= ") + bound};
   }
   return x;
 }
@@ -109,14 +109,14 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--communication",
        [&](auto& f, auto& v) {
          if (v != "gloo" && v != "mpi")
-           throw UsageError{"argument " + f + ": invalid choice: " + quote(v) +
+           throw TrainUsageError{"argument " + f + ": invalid choice: " + quote(v) +
                             " (choose from 'gloo', 'mpi')"};
          o.communication = v;
        }},
       {"--backend",
        [&](auto& f, auto& v) {
          if (v != "single" && v != "gloo" && v != "mpi")
-           throw UsageError{"argument " + f + ": invalid choice: " + quote(v) +
+           throw TrainUsageError{"argument " + f + ": invalid choice: " + quote(v) +
                             " (choose from 'single', 'gloo', 'mpi')"};
          o.backend = v;
        }},
@@ -154,22 +154,22 @@ Options parse_options(const std::vector<std::string>& args) {
       }
     }
     if (auto s = switches.find(a); s != switches.end()) {
-      if (has_value) throw UsageError{"argument " + a + ": ignored explicit argument " + quote(value)};
+      if (has_value) throw TrainUsageError{"argument " + a + ": ignored explicit argument " + quote(value)};
       *s->second = true;
       continue;
     }
     auto it = valued.find(a);
     if (it == valued.end()) {
-      if (a.empty() || a[0] != '-') throw UsageError{"unrecognized argument: " + quote(args[i])};
-      throw UsageError{"unrecognized argument: " + args[i]};
+      if (a.empty() || a[0] != '-') throw TrainUsageError{"unrecognized argument: " + quote(args[i])};
+      throw TrainUsageError{"unrecognized argument: " + args[i]};
     }
     if (!has_value) {
-      if (i + 1 >= args.size()) throw UsageError{"argument " + a + ": expected one argument"};
+      if (i + 1 >= args.size()) throw TrainUsageError{"argument " + a + ": expected one argument"};
       value = args[++i];
     }
     it->second(a, value);
   }
   if ((!o.hosts.empty() || !o.communication.empty()) && o.num_proc == 0)
-    throw UsageError{"--hosts and --communication need --num-proc"};
+    throw TrainUsageError{"--hosts and --communication need --num-proc"};
   return o;
 }

@@ -39,8 +39,8 @@ struct Options {
   bool help = false;
 };
 
-// Parses argv[1..]. On a bad flag throws UsageError (the caller prints usage and exits 2).
-struct UsageError {
+// Parses argv[1..]. On a bad flag throws TrainUsageError (the caller prints usage and exits 2).
+struct TrainUsageError {
   std::string message;
 };
 Options parse_options(const std::vector<std::string>& args);

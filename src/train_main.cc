@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   Options opts;
   try {
     opts = parse_options(args);
-  } catch (const UsageError& e) {
+  } catch (const TrainUsageError& e) {
     std::fprintf(stderr, "%strain: error: %s\n", usage_text().substr(0, usage_text().find("\n\n") + 1).c_str(),
                  e.message.c_str());
     return 2;

@@ -12,7 +12,7 @@ Options parse(std::vector<std::string> a) { return parse_options(a); }
 std::string usage_error(std::vector<std::string> a) {
   try {
     parse_options(a);
-  } catch (const UsageError& e) {
+  } catch (const TrainUsageError& e) {
     return e.message;
   }
   return "";
