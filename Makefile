@@ -108,4 +108,38 @@ install: all
 clean:
 	rm -rf build build-san train launch
 
--include $(shell find build build-san -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---- fuzz ------------------------------------------------------------------------------------
+# make fuzz: one libFuzzer binary per parser in build-fuzz/ (clang++ with
+# -fsanitize=fuzzer,address,undefined); .ci/fuzz.sh [SECONDS] runs each of them.
+# FUZZ_SRC_<name> lists the library sources tests/fuzz/fuzz_<name>.cc links with.
+FUZZ_CXX      ?= clang++
+FUZZ_BUILD    ?= build-fuzz
+FUZZ_CXXFLAGS ?= -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+                 -fno-sanitize-recover=undefined -I.
+FUZZ_NAMES    := $(patsubst tests/fuzz/fuzz_%.cc,%,$(wildcard tests/fuzz/fuzz_*.cc))
+FUZZ_SRC_store_server   := comm/store_protocol.cc launcher/store_session.cc
+FUZZ_SRC_idx            := src/mnist.cc
+FUZZ_SRC_train_options  := src/options.cc
+FUZZ_SRC_launch_options := launcher/options.cc launcher/tagger.cc
+FUZZ_SRC_hosts          := launcher/hosts.cc
+FUZZ_SRC_checkpoint     := src/checkpoint.cc
+FUZZ_SRC_agent_protocol := launcher/agent_protocol.cc
+FUZZ_SRC_tagger         := launcher/tagger.cc
+FUZZ_LIBS_idx           := -lz
+FUZZ_LIBS_checkpoint    := -lz
+FUZZ_HEADERS  := $(wildcard src/*.h comm/*.h launcher/*.h tests/fuzz/*.h)
+
+define FUZZ_RULE
+$(FUZZ_BUILD)/fuzz_$(1): tests/fuzz/fuzz_$(1).cc $(FUZZ_SRC_$(1)) $(FUZZ_HEADERS)
+	@mkdir -p $(FUZZ_BUILD)
+	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) tests/fuzz/fuzz_$(1).cc $(FUZZ_SRC_$(1)) -o $$@ $(FUZZ_LIBS_$(1))
+endef
+$(foreach t,$(FUZZ_NAMES),$(eval $(call FUZZ_RULE,$(t))))
+
+.PHONY: fuzz fuzz-clean
+fuzz: $(addprefix $(FUZZ_BUILD)/fuzz_,$(FUZZ_NAMES))
+fuzz-clean:
+	rm -rf $(FUZZ_BUILD)
+# ---- end fuzz --------------------------------------------------------------------------------

@@ -18,7 +18,8 @@ void dropout_make_mask(float* mask, size_t n, float p, Rng* rng) {
     return;
   }
   const float scale = 1.0f / (1.0f - p);
-  for (size_t i = 0; i < n; ++i) mask[i] = rng_uniform(rng) < p ? 0.0f : scale;
+  // scale * (0 or 1) is exactly 0 or scale; branch-free, as the draws are coin flips.
+  for (size_t i = 0; i < n; ++i) mask[i] = scale * static_cast<float>(!(rng_uniform(rng) < p));
 }
 
 // x (n), mask (n) -> y (n) = x * mask

@@ -8,31 +8,10 @@ static uint64_t splitmix64(uint64_t* x) {
   return z ^ (z >> 31);
 }
 
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
 // splitmix64 never yields four zero words from consecutive outputs, so the state is valid.
 void rng_seed(Rng* rng, uint64_t seed) {
   uint64_t x = seed;
   for (int i = 0; i < 4; ++i) rng->s[i] = splitmix64(&x);
-}
-
-// xoshiro256** (Blackman & Vigna).
-uint64_t rng_next_u64(Rng* rng) {
-  uint64_t* s = rng->s;
-  const uint64_t result = rotl(s[1] * 5, 7) * 9;
-  const uint64_t t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return result;
-}
-
-// Top 24 bits -> k * 2^-24, exactly representable, in [0, 1).
-float rng_uniform(Rng* rng) {
-  return static_cast<float>(rng_next_u64(rng) >> 40) * (1.0f / 16777216.0f);
 }
 
 // Rejection sampling: draws below 2^64 mod n would over-represent the small residues, so redraw.

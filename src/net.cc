@@ -1,24 +1,28 @@
-// net: forward and backward of the seed's MNIST CNN, layer by layer over the kernels/.
+// net: forward and backward of the seed's MNIST CNN, layer by layer over the kernels/, one batch
+// cut into per-thread slices of whole 16-sample lane blocks.
 #include "src/net.h"
 
 #include <algorithm>
-#include <cassert>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "kernels/activation.h"
-#include "kernels/conv2d.h"
+#include "kernels/convpool.h"
 #include "kernels/linear.h"
 #include "kernels/loss.h"
-#include "kernels/pool.h"
 #include "kernels/sgd.h"
 
 const ParamView Net::kParams[Net::kNumTensors] = {
-    {"conv1.weight", 0, 250, {10, 1, 5, 5}},    {"conv1.bias", 250, 10, {10, 0, 0, 0}},
-    {"conv2.weight", 260, 5000, {20, 10, 5, 5}}, {"conv2.bias", 5260, 20, {20, 0, 0, 0}},
+    {"conv1.weight", 0, 250, {10, 1, 5, 5}},      {"conv1.bias", 250, 10, {10, 0, 0, 0}},
+    {"conv2.weight", 260, 5000, {20, 10, 5, 5}},  {"conv2.bias", 5260, 20, {20, 0, 0, 0}},
     {"fc1.weight", 5280, 16000, {50, 320, 0, 0}}, {"fc1.bias", 21280, 50, {50, 0, 0, 0}},
-    {"fc2.weight", 21330, 500, {10, 50, 0, 0}},  {"fc2.bias", 21830, 10, {10, 0, 0, 0}},
+    {"fc2.weight", 21330, 500, {10, 50, 0, 0}},   {"fc2.bias", 21830, 10, {10, 0, 0, 0}},
 };
 
 namespace {
@@ -26,36 +30,152 @@ namespace {
 constexpr int kC1 = 10, kC2 = 20, kK = 5, kIn = 28, kA1 = 24, kP1 = 12, kA2 = 8, kP2 = 4;
 constexpr int kFlat = kC2 * kP2 * kP2, kHidden = 50, kClasses = 10;
 static_assert(kFlat == 320, "fc1 input is 320");
+static_assert(kA1 == kIn - kK + 1 && kP1 == kA1 / 2 && kA2 == kP1 - kK + 1 && kP2 == kA2 / 2,
+              "conv/pool shapes");
 
+const float* P(const std::vector<float>& v, int t) { return v.data() + Net::kParams[t].offset; }
 float* P(std::vector<float>& v, int t) { return v.data() + Net::kParams[t].offset; }
 }  // namespace
 
-Net::Net(int max_batch) : max_batch_(max_batch) {
+// One thread's share of a batch: samples [begin, end), at most cap of them.
+// Lane-blocked (blocks,C,H,W,16): xb input, h1b conv1 block output, h2b conv2 block output, with
+// sel1/sel2 their max-pool/relu routing masks; row-major (n, features) from h2 on.
+struct Net::Slice {
+  explicit Slice(int cap) {
+    const size_t B = size_t(cap), BL = size_t(lane_blocks(cap)) * kLanes;
+    xb.resize(BL * kIn * kIn);
+    h1b.resize(BL * kC1 * kP1 * kP1);
+    sel1.resize(BL / kLanes * kC1 * kP1 * kP1 * 4);
+    h2b.resize(BL * kFlat);
+    sel2.resize(BL / kLanes * kFlat * 4);
+    h2.resize(B * kFlat);
+    h3.resize(B * kHidden);
+    d3.resize(B * kHidden);
+    f2.resize(B * kClasses);
+    g_h1b.resize(h1b.size());
+    g_h2b.resize(h2b.size());
+    g_h2.resize(h2.size());
+    g_h3.resize(h3.size());
+    g_f2.resize(f2.size());
+    work.resize(conv2d_pool_relu_sparse_workspace_floats(cap, kC1, kP1, kP1, kC2, kK, kK));
+  }
+  Buffer<float> xb, h1b, h2b, h2, h3, d3, f2;
+  Buffer<uint16_t> sel1, sel2;
+  Buffer<float> g_h1b, g_h2b, g_h2, g_h3, g_f2, work;
+  std::vector<float> grads;  // slices 1.. only; slice 0 writes Net::grads
+};
+
+// Threads that help with slices 1..count of a job. Slices are claimed through an atomic counter
+// by the workers and, after its own slice 0, by the calling thread too: a worker that has not been
+// scheduled yet (a loaded machine) costs nothing, the caller runs its slice. Whoever runs slice s
+// uses slice s's buffers, so the result does not depend on who ran what. Waiting spins briefly
+// (a step comes every fraction of a millisecond), then sleeps.
+class Net::Workers {
+ public:
+  Workers(Net* net, int count) : net_(net), slices_(count + 1) {
+    for (int i = 0; i < count; ++i) threads_.emplace_back([this] { loop(); });
+  }
+  ~Workers() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+      gen_.fetch_add(1);
+    }
+    go_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  // Runs job on every slice of a batch of n: slice 0 on the calling thread, the others on whoever
+  // claims them first. Returns when all are done.
+  void run(void (*job)(Net*, int, int, int), int n) {
+    job_ = job;
+    n_ = n;
+    remaining_.store(slices_ - 1);
+    next_.store(1);  // publishes job_ and n_ to the claimers
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      gen_.fetch_add(1);
+    }
+    go_.notify_all();
+    run_one(0);
+    drain();
+    if (!spin([this] { return remaining_.load() == 0; })) {
+      std::unique_lock<std::mutex> lock(m_);
+      done_.wait(lock, [this] { return remaining_.load() == 0; });
+    }
+  }
+
+ private:
+  template <class Cond>
+  static bool spin(Cond cond) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+    for (int i = 0;; ++i) {
+      if (cond()) return true;
+      if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) return false;
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    }
+  }
+  void run_one(int s) {
+    int begin, end;
+    net_->slice_range(s, n_, &begin, &end);
+    if (begin < end) job_(net_, s, begin, end);
+  }
+  // Claims and runs slices until none is left.
+  void drain() {
+    for (int s; (s = next_.fetch_add(1)) < slices_;) {
+      run_one(s);
+      if (remaining_.fetch_sub(1) == 1) {
+        std::lock_guard<std::mutex> lock(m_);
+        done_.notify_one();
+      }
+    }
+  }
+  void loop() {
+    uint64_t seen = 0;
+    for (;;) {
+      if (!spin([&] { return gen_.load() != seen; })) {
+        std::unique_lock<std::mutex> lock(m_);
+        go_.wait(lock, [&] { return gen_.load() != seen; });
+      }
+      seen = gen_.load();
+      if (stop_) return;
+      drain();
+    }
+  }
+
+  Net* net_;
+  const int slices_;
+  std::vector<std::thread> threads_;
+  std::mutex m_;
+  std::condition_variable go_, done_;
+  std::atomic<uint64_t> gen_{0};
+  std::atomic<int> next_{1 << 30};  // next slice to claim; large = nothing to claim
+  std::atomic<int> remaining_{0};   // claimed-or-not slices 1.. not finished yet
+  bool stop_ = false;
+  void (*job_)(Net*, int, int, int) = nullptr;
+  int n_ = 0;
+};
+
+Net::Net(int max_batch, int threads) : max_batch_(max_batch) {
   if (max_batch < 1) throw std::invalid_argument("Net: max_batch must be >= 1");
-  const size_t B = size_t(max_batch);
+  if (threads < 1) throw std::invalid_argument("Net: threads must be >= 1");
+  const int blocks = lane_blocks(max_batch);
+  threads = std::min(threads, blocks);  // a slice is at least one 16-sample block
   params.assign(kNumParams, 0.0f);
   grads.assign(kNumParams, 0.0f);
-  a1_.resize(B * kC1 * kA1 * kA1);
-  h1_.resize(B * kC1 * kP1 * kP1);
-  idx1_.resize(h1_.size());
-  a2_.resize(B * kC2 * kA2 * kA2);
-  h2_.resize(B * kFlat);
-  idx2_.resize(h2_.size());
-  h3_.resize(B * kHidden);
-  d3_.resize(B * kHidden);
-  f2_.resize(B * kClasses);
-  logp_.resize(B * kClasses);
-  g_a1_.resize(a1_.size());
-  g_h1_.resize(h1_.size());
-  g_a2_.resize(a2_.size());
-  g_h2_.resize(h2_.size());
-  g_h3_.resize(h3_.size());
-  g_f2_.resize(f2_.size());
-  mask2d_.assign(B * kC2, 1.0f);
-  mask_.assign(B * kHidden, 1.0f);
-  work_.resize(std::max(conv2d_workspace_floats(max_batch, 1, kIn, kIn, kC1, kK, kK),
-                        conv2d_workspace_floats(max_batch, kC1, kP1, kP1, kC2, kK, kK)));
+  logp_.resize(size_t(max_batch) * kClasses);
+  mask2d_.assign(size_t(max_batch) * kC2, 1.0f);
+  mask_.assign(size_t(max_batch) * kHidden, 1.0f);
+  const int cap = (blocks + threads - 1) / threads * kLanes;
+  for (int s = 0; s < threads; ++s) {
+    slices_.push_back(std::make_unique<Slice>(std::min(cap, max_batch)));
+    if (s > 0) slices_.back()->grads.assign(kNumParams, 0.0f);
+  }
+  if (threads > 1) workers_ = std::make_unique<Workers>(this, threads - 1);
 }
+
+Net::~Net() = default;
 
 void Net::init(Rng* rng) {
   const size_t fan_in[kNumTensors] = {25, 25, 250, 250, 320, 320, 50, 50};
@@ -68,60 +188,106 @@ void Net::sample_dropout_masks(Rng* rng, int n, float p) {
   dropout_make_mask(mask_.data(), size_t(n) * kHidden, p, rng);
 }
 
+// Blocks are dealt in runs of ceil(blocks / threads), so slice 0 (the caller) is never idle.
+void Net::slice_range(int s, int n, int* begin, int* end) const {
+  const int blocks = lane_blocks(n), T = int(slices_.size());
+  const int per = (blocks + T - 1) / T;
+  *begin = std::min(n, s * per * kLanes);
+  *end = std::min(n, (s + 1) * per * kLanes);
+}
+
+void Net::run_slices(int n, void (*job)(Net*, int, int, int)) {
+  int begin, end;
+  slice_range(0, n, &begin, &end);
+  if (end == n || !workers_) {  // one slice holds the whole batch
+    job(this, 0, begin, end);
+    return;
+  }
+  workers_->run(job, n);
+}
+
 const float* Net::forward(const float* x, int n, bool dropout) {
   if (n < 1 || n > max_batch_)
     throw std::invalid_argument("Net::forward: batch " + std::to_string(n) + " not in [1, " +
                                 std::to_string(max_batch_) + "]");
-  x_ = x;
   dropout_ = dropout;
-  float* w = work_.data();
-  // conv1 -> (n,10,24,24); max_pool 2 -> (n,10,12,12); relu
-  conv2d_forward(a1_.data(), x, P(params, 0), P(params, 1), w, n, 1, kIn, kIn, kC1, kK, kK);
-  max_pool2d_forward(h1_.data(), idx1_.data(), a1_.data(), n, kC1, kA1, kA1, 2);
-  relu_forward(h1_.data(), h1_.data(), size_t(n) * kC1 * kP1 * kP1);
-  // conv2 -> (n,20,8,8); Dropout2d; max_pool 2 -> (n,20,4,4); relu; view (n,320)
-  conv2d_forward(a2_.data(), h1_.data(), P(params, 2), P(params, 3), w, n, kC1, kP1, kP1, kC2, kK, kK);
-  if (dropout) dropout2d_forward(a2_.data(), a2_.data(), mask2d_.data(), n * kC2, kA2 * kA2);
-  max_pool2d_forward(h2_.data(), idx2_.data(), a2_.data(), n, kC2, kA2, kA2, 2);
-  relu_forward(h2_.data(), h2_.data(), size_t(n) * kFlat);
-  // fc1 -> (n,50); relu; dropout
-  linear_forward(h3_.data(), h2_.data(), P(params, 4), P(params, 5), n, kFlat, kHidden);
-  relu_forward(h3_.data(), h3_.data(), size_t(n) * kHidden);
-  const float* fc2_in = h3_.data();
-  if (dropout) {
-    dropout_forward(d3_.data(), h3_.data(), mask_.data(), size_t(n) * kHidden);
-    fc2_in = d3_.data();
-  }
-  // fc2 -> (n,10); log_softmax
-  linear_forward(f2_.data(), fc2_in, P(params, 6), P(params, 7), n, kHidden, kClasses);
-  log_softmax_forward(logp_.data(), f2_.data(), n, kClasses);
+  n_ = n;
+  x_ = x;
+  run_slices(n, &Net::forward_job);
   return logp_.data();
 }
 
+void Net::forward_job(Net* net, int s, int begin, int end) {
+  Slice& S = *net->slices_[s];
+  const int n = end - begin;
+  const std::vector<float>& prm = net->params;
+  const float* mask2d = net->dropout_ ? net->mask2d_.data() + size_t(begin) * kC2 : nullptr;
+  // conv1 -> (n,10,24,24); max_pool 2; relu -> h1 (n,10,12,12), lane-blocked
+  pack_lanes(S.xb.data(), net->x_ + size_t(begin) * kIn * kIn, n, kIn * kIn);
+  conv2d_pool_relu_forward_n16(S.h1b.data(), S.sel1.data(), S.xb.data(), P(prm, 0), P(prm, 1),
+                               nullptr, n, 1, kIn, kIn, kC1, kK, kK);
+  // conv2 -> (n,20,8,8); Dropout2d; max_pool 2; relu -> h2 (n,20,4,4) = view (n,320)
+  conv2d_pool_relu_forward_n16(S.h2b.data(), S.sel2.data(), S.h1b.data(), P(prm, 2), P(prm, 3),
+                               mask2d, n, kC1, kP1, kP1, kC2, kK, kK);
+  unpack_lanes(S.h2.data(), S.h2b.data(), n, kFlat);
+  // fc1 -> (n,50); relu; dropout
+  linear_forward(S.h3.data(), S.h2.data(), P(prm, 4), P(prm, 5), n, kFlat, kHidden);
+  relu_forward(S.h3.data(), S.h3.data(), size_t(n) * kHidden);
+  const float* fc2_in = S.h3.data();
+  if (net->dropout_) {
+    dropout_forward(S.d3.data(), S.h3.data(), net->mask_.data() + size_t(begin) * kHidden,
+                    size_t(n) * kHidden);
+    fc2_in = S.d3.data();
+  }
+  // fc2 -> (n,10); log_softmax
+  linear_forward(S.f2.data(), fc2_in, P(prm, 6), P(prm, 7), n, kHidden, kClasses);
+  log_softmax_forward(net->logp_.data() + size_t(begin) * kClasses, S.f2.data(), n, kClasses);
+}
+
 float Net::backward(const int32_t* target, int n) {
-  float* w = work_.data();
-  const float loss = nll_loss_forward(logp_.data(), target, n, kClasses, true);
-  nll_loss_backward(g_f2_.data(), target, 1.0f, n, kClasses, true);
-  log_softmax_backward(g_f2_.data(), g_f2_.data(), logp_.data(), n, kClasses);
+  if (n != n_) throw std::invalid_argument("Net::backward: batch differs from the last forward");
+  target_ = target;
+  run_slices(n, &Net::backward_job);
+  // Sum the slices' gradients (slice 0 wrote grads directly).
+  int begin, end;
+  for (size_t s = 1; s < slices_.size(); ++s) {
+    slice_range(int(s), n, &begin, &end);
+    if (begin >= end) continue;
+    const float* g = slices_[s]->grads.data();
+    for (size_t i = 0; i < kNumParams; ++i) grads[i] += g[i];
+  }
+  return nll_loss_forward(logp_.data(), target, n, kClasses, true);
+}
+
+// Gradient of the batch-mean loss restricted to the slice's samples: d(-logp[target])/dlogp
+// scaled by 1/n of the whole batch, so the slices' gradients add up to the batch gradient.
+void Net::backward_job(Net* net, int s, int begin, int end) {
+  Slice& S = *net->slices_[s];
+  const int n = end - begin, N = net->n_;
+  std::vector<float>& grads = s == 0 ? net->grads : S.grads;
+  const std::vector<float>& prm = net->params;
+  const float* logp = net->logp_.data() + size_t(begin) * kClasses;
+  const int32_t* target = net->target_ + begin;
+  const float* mask2d = net->dropout_ ? net->mask2d_.data() + size_t(begin) * kC2 : nullptr;
+  nll_loss_backward(S.g_f2.data(), target, 1.0f / float(N), n, kClasses, false);
+  log_softmax_backward(S.g_f2.data(), S.g_f2.data(), logp, n, kClasses);
   // fc2: d(fc2 input) (n,50)
-  const float* fc2_in = dropout_ ? d3_.data() : h3_.data();
-  linear_backward(g_h3_.data(), P(grads, 6), P(grads, 7), g_f2_.data(), fc2_in, P(params, 6), n,
+  const float* fc2_in = net->dropout_ ? S.d3.data() : S.h3.data();
+  linear_backward(S.g_h3.data(), P(grads, 6), P(grads, 7), S.g_f2.data(), fc2_in, P(prm, 6), n,
                   kHidden, kClasses);
-  if (dropout_) dropout_backward(g_h3_.data(), g_h3_.data(), mask_.data(), size_t(n) * kHidden);
-  relu_backward(g_h3_.data(), g_h3_.data(), h3_.data(), size_t(n) * kHidden);
+  if (net->dropout_)
+    dropout_backward(S.g_h3.data(), S.g_h3.data(), net->mask_.data() + size_t(begin) * kHidden,
+                     size_t(n) * kHidden);
+  relu_backward(S.g_h3.data(), S.g_h3.data(), S.h3.data(), size_t(n) * kHidden);
   // fc1: d(h2) (n,320)
-  linear_backward(g_h2_.data(), P(grads, 4), P(grads, 5), g_h3_.data(), h2_.data(), P(params, 4), n,
+  linear_backward(S.g_h2.data(), P(grads, 4), P(grads, 5), S.g_h3.data(), S.h2.data(), P(prm, 4), n,
                   kFlat, kHidden);
-  relu_backward(g_h2_.data(), g_h2_.data(), h2_.data(), size_t(n) * kFlat);
-  max_pool2d_backward(g_a2_.data(), g_h2_.data(), idx2_.data(), n, kC2, kA2, kA2, 2);
-  if (dropout_) dropout2d_backward(g_a2_.data(), g_a2_.data(), mask2d_.data(), n * kC2, kA2 * kA2);
-  // conv2: d(h1) (n,10,12,12)
-  conv2d_backward(g_h1_.data(), P(grads, 2), P(grads, 3), g_a2_.data(), h1_.data(), P(params, 2), w,
-                  n, kC1, kP1, kP1, kC2, kK, kK);
-  relu_backward(g_h1_.data(), g_h1_.data(), h1_.data(), size_t(n) * kC1 * kP1 * kP1);
-  max_pool2d_backward(g_a1_.data(), g_h1_.data(), idx1_.data(), n, kC1, kA1, kA1, 2);
-  // conv1: no input gradient needed
-  conv2d_backward(nullptr, P(grads, 0), P(grads, 1), g_a1_.data(), x_, P(params, 0), w, n, 1, kIn,
-                  kIn, kC1, kK, kK);
-  return loss;
+  // conv2 block (relu, max_pool, Dropout2d, conv2): d(h1) (n,10,12,12), lane-blocked
+  pack_lanes(S.g_h2b.data(), S.g_h2.data(), n, kFlat);
+  conv2d_pool_relu_backward_sparse(S.g_h1b.data(), P(grads, 2), P(grads, 3), S.g_h2b.data(),
+                                   S.sel2.data(), mask2d, S.h1b.data(), P(prm, 2), S.work.data(), n,
+                                   kC1, kP1, kP1, kC2, kK, kK);
+  // conv1 block (relu, max_pool, conv1): no input gradient needed
+  conv2d_pool_relu_backward_weights_n16(P(grads, 0), P(grads, 1), S.g_h1b.data(), S.sel1.data(),
+                                        nullptr, S.xb.data(), n, 1, kIn, kIn, kC1, kK, kK);
 }

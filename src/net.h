@@ -2,9 +2,19 @@
 //   conv1 1->10 k5, max_pool 2, relu, conv2 10->20 k5, Dropout2d, max_pool 2, relu,
 //   fc1 320->50, relu, dropout, fc2 50->10, log_softmax; loss nll.
 // Gradients use the same flat layout, so the allreduce and the optimizer are one call each.
+//
+// The two conv -> [Dropout2d] -> max_pool -> relu blocks run as fused kernels over lane-blocked
+// activations (kernels/convpool.h: 16 samples per vector, no im2col, no reorders). With threads > 1
+// a batch is cut into slices of whole 16-sample blocks, one per thread; each slice runs the whole
+// forward and backward pass on its own buffers and the slices' gradients are summed (the loss
+// gradient is scaled by 1/n of the whole batch, so the sum is the batch mean). threads = 1 runs
+// everything on the calling thread.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <new>
 #include <vector>
 
 #include "kernels/rng.h"
@@ -16,15 +26,44 @@ struct ParamView {
   int shape[4];  // unused dims are 0
 };
 
+// Allocator for the activation buffers: 64-byte (one vector, one cache line) aligned storage, so
+// the kernels' 16-float vector loads never straddle two cache lines.
+template <class T>
+struct CacheAligned {
+  using value_type = T;
+  CacheAligned() = default;
+  template <class U>
+  CacheAligned(const CacheAligned<U>&) {}
+  T* allocate(size_t n) {
+    void* p = std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64);
+    if (p == nullptr) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) { std::free(p); }
+  template <class U>
+  bool operator==(const CacheAligned<U>&) const {
+    return true;
+  }
+  template <class U>
+  bool operator!=(const CacheAligned<U>&) const {
+    return false;
+  }
+};
+
 class Net {
  public:
   static constexpr size_t kNumParams = 21840;
   static constexpr int kNumTensors = 8;
   static const ParamView kParams[kNumTensors];  // conv1.weight ... fc2.bias, PyTorch order
 
-  // Activation buffers sized for batches of up to max_batch samples (no allocation later).
-  explicit Net(int max_batch);
+  // Activation buffers sized for batches of up to max_batch samples (no allocation later);
+  // threads: compute threads for one batch (>= 1; the caller's thread is one of them).
+  explicit Net(int max_batch, int threads = 1);
+  ~Net();
+  Net(const Net&) = delete;
+  Net& operator=(const Net&) = delete;
   int max_batch() const { return max_batch_; }
+  int threads() const { return int(slices_.size()); }
 
   // PyTorch's default Conv2d/Linear init, U(-1/sqrt(fan_in), +1/sqrt(fan_in)), drawn in order.
   void init(Rng* rng);
@@ -43,11 +82,24 @@ class Net {
   std::vector<float> grads;   // kNumParams, same layout
 
  private:
+  struct Slice;  // one thread's share of a batch: its activations and gradients
+  class Workers;
+  template <class T>
+  using Buffer = std::vector<T, CacheAligned<T>>;
+
+  // Samples [begin, end) of a batch of n that slice s works on (whole 16-sample blocks).
+  void slice_range(int s, int n, int* begin, int* end) const;
+  void run_slices(int n, void (*job)(Net*, int s, int begin, int end));
+  static void forward_job(Net* net, int s, int begin, int end);
+  static void backward_job(Net* net, int s, int begin, int end);
+
   int max_batch_;
   bool dropout_ = false;
-  const float* x_ = nullptr;
-  std::vector<float> a1_, h1_, a2_, h2_, h3_, d3_, f2_, logp_;
-  std::vector<int32_t> idx1_, idx2_;
-  std::vector<float> g_a1_, g_h1_, g_a2_, g_h2_, g_h3_, g_f2_;
-  std::vector<float> mask2d_, mask_, work_;
+  int n_ = 0;                        // batch size of the last forward
+  const float* x_ = nullptr;         // its input
+  const int32_t* target_ = nullptr;  // the targets of the running backward
+  Buffer<float> logp_;               // (max_batch, 10), every slice writes its rows
+  Buffer<float> mask2d_, mask_;
+  std::vector<std::unique_ptr<Slice>> slices_;
+  std::unique_ptr<Workers> workers_;  // threads for slices 1..threads-1
 };

@@ -1,5 +1,7 @@
 // test_kernels: every kernel against PyTorch fixtures, fast paths against naive loops, and
-// finite-difference gradient checks; plus Rng, dropout-mask, SGD and init properties.
+// finite-difference gradient checks; plus Rng, dropout-mask, SGD and init properties. The fused
+// convpool kernels are checked against the composition of the reference conv/pool/relu/dropout2d
+// kernels, on both of their instruction sets.
 //
 // Error measure everywhere: max over elements of |a - b| / max(|a|, |b|, 1), i.e. relative for
 // values above 1 and absolute below. Fixture comparisons use kTol = 1e-5 (the fixtures are float64
@@ -20,6 +22,7 @@
 
 #include "kernels/activation.h"
 #include "kernels/conv2d.h"
+#include "kernels/convpool.h"
 #include "kernels/linear.h"
 #include "kernels/loss.h"
 #include "kernels/pool.h"
@@ -371,6 +374,294 @@ TEST(MaxPool2d, GradCheck) {
     if (c.plant_ties) {
       EXPECT_GT(gc.skipped, 0u);
     }
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// convpool: fused conv2d -> [channel scale] -> max_pool2d(2) -> relu over lane-blocked batches,
+// checked against the unfused composition of the reference kernels above (which match PyTorch),
+// with the AVX-512 and the AVX2 kernels (when the CPU has AVX-512; else AVX2 twice).
+
+// Runs f once per available ISA, naming it.
+template <class F>
+void for_each_isa(F f) {
+  for (const bool avx2 : {false, true}) {
+    const bool avx512 = convpool_force_avx2(avx2);
+    f(avx512 ? "avx512" : "avx2");
+  }
+  convpool_force_avx2(false);
+}
+
+struct PoolCase {
+  int N, C, H, W, OC, KH, KW;
+  int OH() const { return H - KH + 1; }
+  int OW() const { return W - KW + 1; }
+  int PH() const { return OH() / 2; }
+  int PW() const { return OW() / 2; }
+  int NL() const { return lane_blocks(N) * kLanes; }  // lanes incl. padding
+  size_t nx() const { return size_t(N) * C * H * W; }
+  size_t nw() const { return size_t(OC) * C * KH * KW; }
+  size_t na() const { return size_t(N) * OC * OH() * OW(); }
+  size_t ny() const { return size_t(N) * OC * PH() * PW(); }
+  size_t nsel() const { return size_t(lane_blocks(N)) * OC * PH() * PW() * 4; }
+};
+
+// Dropout2d-like scale (N, OC): 0 or 2, about half each.
+Vec channel_scale(const PoolCase& c, Rng* rng) {
+  Vec s(size_t(c.N) * c.OC);
+  for (float& v : s) v = rng_uniform(rng) < 0.5f ? 0.0f : 2.0f;
+  return s;
+}
+
+// The unfused forward from the conv output a (N,OC,OH,OW) (PyTorch's, or the naive one's):
+// y = relu(max_pool2d(scale * a)), with the pool's argmax indices.
+struct RefForward {
+  Vec a, y;
+  std::vector<int32_t> idx;
+};
+RefForward ref_forward_from(const PoolCase& c, Vec a, const float* scale) {
+  RefForward r;
+  if (scale) dropout2d_forward(a.data(), a.data(), scale, c.N * c.OC, c.OH() * c.OW());
+  r.y.resize(c.ny());
+  r.idx.resize(c.ny());
+  max_pool2d_forward(r.y.data(), r.idx.data(), a.data(), c.N, c.OC, c.OH(), c.OW(), 2);
+  relu_forward(r.y.data(), r.y.data(), r.y.size());
+  r.a = std::move(a);
+  return r;
+}
+RefForward ref_forward(const PoolCase& c, const Vec& x, const Vec& w, const Vec& b,
+                       const float* scale) {
+  Vec a(c.na());
+  conv2d_forward_naive(a.data(), x.data(), w.data(), b.data(), c.N, c.C, c.H, c.W, c.OC, c.KH,
+                       c.KW);
+  return ref_forward_from(c, std::move(a), scale);
+}
+
+// The unfused backward of dy (N,OC,PH,PW): relu, max-pool routing, scale, naive conv backward.
+void ref_backward(const PoolCase& c, const RefForward& f, const Vec& dy, const Vec& x, const Vec& w,
+                  const float* scale, Vec* dx, Vec* dw, Vec* db) {
+  Vec g(dy);
+  relu_backward(g.data(), g.data(), f.y.data(), g.size());
+  Vec ga(c.na());
+  max_pool2d_backward(ga.data(), g.data(), f.idx.data(), c.N, c.OC, c.OH(), c.OW(), 2);
+  if (scale) dropout2d_backward(ga.data(), ga.data(), scale, c.N * c.OC, c.OH() * c.OW());
+  dx->assign(c.nx(), 0.0f);
+  dw->assign(c.nw(), 0.0f);
+  db->assign(c.OC, 0.0f);
+  conv2d_backward_naive(dx->data(), dw->data(), db->data(), ga.data(), x.data(), w.data(), c.N, c.C,
+                        c.H, c.W, c.OC, c.KH, c.KW);
+}
+
+// The fast kernels on row-major data (packed and unpacked here). Padding lanes must come out 0.
+struct Fast {
+  Vec xb, y, yb, dxb, dx, dw, db, dw_sparse, db_sparse;
+  std::vector<uint16_t> sel;
+};
+Fast fast_forward(const PoolCase& c, const Vec& x, const Vec& w, const Vec& b, const float* scale) {
+  Fast f;
+  f.xb.assign(size_t(c.NL()) * c.C * c.H * c.W, kGuard);  // pack must overwrite the padding
+  pack_lanes(f.xb.data(), x.data(), c.N, c.C * c.H * c.W);
+  f.yb.assign(size_t(c.NL()) * c.OC * c.PH() * c.PW(), kGuard);
+  f.sel.assign(c.nsel(), 0xBEEF);
+  conv2d_pool_relu_forward_n16(f.yb.data(), f.sel.data(), f.xb.data(), w.data(), b.data(), scale,
+                               c.N, c.C, c.H, c.W, c.OC, c.KH, c.KW);
+  f.y.resize(c.ny());
+  unpack_lanes(f.y.data(), f.yb.data(), c.N, c.OC * c.PH() * c.PW());
+  return f;
+}
+void fast_backward(const PoolCase& c, Fast* f, const Vec& dy, const Vec& w, const float* scale) {
+  Vec dyb(f->yb.size(), kGuard);
+  pack_lanes(dyb.data(), dy.data(), c.N, c.OC * c.PH() * c.PW());
+  f->dw.assign(c.nw(), -1.0f);
+  f->db.assign(c.OC, -1.0f);
+  conv2d_pool_relu_backward_weights_n16(f->dw.data(), f->db.data(), dyb.data(), f->sel.data(),
+                                        scale, f->xb.data(), c.N, c.C, c.H, c.W, c.OC, c.KH, c.KW);
+  const size_t ws_n =
+      conv2d_pool_relu_sparse_workspace_floats(c.N, c.C, c.H, c.W, c.OC, c.KH, c.KW);
+  Vec ws = guarded_ws(ws_n);
+  f->dxb.assign(f->xb.size(), kGuard);
+  f->dw_sparse.assign(c.nw(), -1.0f);
+  f->db_sparse.assign(c.OC, -1.0f);
+  conv2d_pool_relu_backward_sparse(f->dxb.data(), f->dw_sparse.data(), f->db_sparse.data(),
+                                   dyb.data(), f->sel.data(), scale, f->xb.data(), w.data(),
+                                   ws.data(), c.N, c.C, c.H, c.W, c.OC, c.KH, c.KW);
+  EXPECT_TRUE(guard_intact(ws, ws_n)) << "sparse backward wrote past its workspace";
+  f->dx.resize(c.nx());
+  unpack_lanes(f->dx.data(), f->dxb.data(), c.N, c.C * c.H * c.W);
+}
+
+// Padding lanes (n >= N) of a lane-blocked array of F features are all zero.
+bool padding_is_zero(const Vec& b, int N, int F) {
+  for (int n = N; n < lane_blocks(N) * kLanes; ++n)
+    for (int f = 0; f < F; ++f)
+      if (b[(size_t(n / kLanes) * F + f) * kLanes + n % kLanes] != 0.0f) return false;
+  return true;
+}
+
+// sel agrees with the reference argmax and relu: for each pooled output exactly the bit of its
+// argmax element when the output is > 0, else no bit; padding lanes never set.
+::testing::AssertionResult sel_matches(const PoolCase& c, const std::vector<uint16_t>& sel,
+                                       const RefForward& r) {
+  const int PP = c.PH() * c.PW();
+  for (int n = 0; n < c.NL(); ++n)
+    for (int oc = 0; oc < c.OC; ++oc)
+      for (int p = 0; p < PP; ++p) {
+        const uint16_t* s = &sel[((size_t(n / kLanes) * c.OC + oc) * PP + p) * 4];
+        int want = -1;
+        if (n < c.N) {
+          const size_t i = (size_t(n) * c.OC + oc) * PP + p;
+          if (r.y[i] > 0.0f) {
+            const int fi = r.idx[i], row = fi / c.OW(), col = fi % c.OW();
+            want = (row % 2) * 2 + col % 2;
+          }
+        }
+        for (int k = 0; k < 4; ++k)
+          if (((s[k] >> (n % kLanes)) & 1) != (k == want))
+            return ::testing::AssertionFailure()
+                   << "sel n=" << n << " oc=" << oc << " p=" << p << " k=" << k << " want " << want;
+      }
+  return ::testing::AssertionSuccess();
+}
+
+class ConvPoolFixture : public ::testing::TestWithParam<std::string> {};
+
+// Forward against relu(max_pool(scale * PyTorch's conv output)); backward against the naive
+// composition routed by the same pooling.
+TEST_P(ConvPoolFixture, MatchesTorchConvThenPoolRelu) {
+  const Fixture& fx = fixture("conv2d.bin");
+  const std::string p = GetParam();
+  const auto s = ints(fx, p + ".shape");
+  const PoolCase c{s[0], s[1], s[2], s[3], s[4], s[5], s[6]};
+  const Vec x = floats(fx, p + ".x"), w = floats(fx, p + ".w"), b = floats(fx, p + ".b");
+  Rng rng;
+  rng_seed(&rng, 21);
+  const Vec scale = channel_scale(c, &rng), dy = randn(c.ny(), &rng);
+  for (const float* sc : {static_cast<const float*>(nullptr), scale.data()}) {
+    const std::string tag = "convpool." + p + (sc ? ".scaled" : "");
+    const RefForward torch = ref_forward_from(c, floats(fx, p + ".y"), sc);
+    Vec dx_ref, dw_ref, db_ref;
+    ref_backward(c, torch, dy, x, w, sc, &dx_ref, &dw_ref, &db_ref);
+    for_each_isa([&](const char* isa) {
+      const std::string t = tag + "." + isa;
+      Fast f = fast_forward(c, x, w, b, sc);
+      expect_close(t + ".y vs torch", f.y, torch.y);
+      EXPECT_TRUE(sel_matches(c, f.sel, torch)) << t;
+      EXPECT_TRUE(padding_is_zero(f.yb, c.N, c.OC * c.PH() * c.PW())) << t;
+      fast_backward(c, &f, dy, w, sc);
+      expect_close(t + ".dw (dense) vs ref", f.dw, dw_ref);
+      expect_close(t + ".db (dense) vs ref", f.db, db_ref);
+      expect_close(t + ".dw (sparse) vs ref", f.dw_sparse, dw_ref);
+      expect_close(t + ".db (sparse) vs ref", f.db_sparse, db_ref);
+      expect_close(t + ".dx (sparse) vs ref", f.dx, dx_ref);
+      EXPECT_TRUE(padding_is_zero(f.dxb, c.N, c.C * c.H * c.W)) << t;
+    });
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, ConvPoolFixture, ::testing::Values("a", "b", "conv1", "conv2"));
+
+// The net's shapes at full and padded batch sizes, odd shapes (odd conv outputs, C > 16 channel
+// vectors, non-square kernels) and a remainder tile of output channels, against the naive loops.
+TEST(ConvPool, FastMatchesNaive) {
+  Rng rng;
+  rng_seed(&rng, 22);
+  const PoolCase cases[] = {{64, 1, 28, 28, 10, 5, 5},  {64, 10, 12, 12, 20, 5, 5},
+                            {40, 10, 12, 12, 20, 5, 5}, {17, 1, 28, 28, 10, 5, 5},
+                            {3, 2, 9, 7, 4, 3, 3},      {5, 17, 9, 9, 7, 3, 2},
+                            {2, 3, 8, 10, 6, 2, 4},     {33, 4, 7, 12, 13, 1, 6}};
+  for (const PoolCase& c : cases) {
+    const Vec x = randn(c.nx(), &rng), w = randn(c.nw(), &rng, 1.0f / std::sqrt(c.C * c.KH * c.KW)),
+              b = randn(c.OC, &rng, 0.1f), dy = randn(c.ny(), &rng);
+    const Vec scale = channel_scale(c, &rng);
+    const RefForward r = ref_forward(c, x, w, b, scale.data());
+    Vec dx_ref, dw_ref, db_ref;
+    ref_backward(c, r, dy, x, w, scale.data(), &dx_ref, &dw_ref, &db_ref);
+    // dw and db sum up to N*OH*OW/4 unit-scale products (see Conv2d.FastMatchesNaiveAtBatch64).
+    const double sc = std::sqrt(double(c.N) * c.OH() * c.OW());
+    auto scaled = [&](Vec v) {
+      for (float& f : v) f = float(f / sc);
+      return v;
+    };
+    for_each_isa([&](const char* isa) {
+      char tag[96];
+      std::snprintf(tag, sizeof tag, "convpool.N%d.C%d.%dx%d.OC%d.k%dx%d.%s", c.N, c.C, c.H, c.W,
+                    c.OC, c.KH, c.KW, isa);
+      const std::string t = tag;
+      Fast f = fast_forward(c, x, w, b, scale.data());
+      expect_close(t + ".y vs naive", f.y, r.y);
+      EXPECT_TRUE(sel_matches(c, f.sel, r)) << t;
+      EXPECT_TRUE(padding_is_zero(f.yb, c.N, c.OC * c.PH() * c.PW())) << t;
+      fast_backward(c, &f, dy, w, scale.data());
+      expect_close(t + ".dw/sqrt(NP) dense", scaled(f.dw), scaled(dw_ref));
+      expect_close(t + ".db/sqrt(NP) dense", scaled(f.db), scaled(db_ref));
+      expect_close(t + ".dw/sqrt(NP) sparse", scaled(f.dw_sparse), scaled(dw_ref));
+      expect_close(t + ".db/sqrt(NP) sparse", scaled(f.db_sparse), scaled(db_ref));
+      expect_close(t + ".dx sparse", f.dx, dx_ref);
+      EXPECT_TRUE(padding_is_zero(f.dxb, c.N, c.C * c.H * c.W)) << t;
+    });
+  }
+}
+
+// Central differences of L = sum(y * r). The fused op is piecewise linear in every input; a point
+// is skipped when the +-eps evaluations change any routing bit (a max-pool tie or relu kink lies
+// in between), otherwise the difference is exact up to rounding.
+TEST(ConvPool, GradCheck) {
+  Rng rng;
+  rng_seed(&rng, 23);
+  const PoolCase cases[] = {{3, 2, 9, 8, 5, 3, 3}, {2, 10, 12, 12, 20, 5, 5}};
+  for (const PoolCase& c : cases) {
+    Vec x = randn(c.nx(), &rng), w = randn(c.nw(), &rng, 1.0f / std::sqrt(c.C * c.KH * c.KW)),
+        b = randn(c.OC, &rng, 0.1f);
+    const Vec r = randn(c.ny(), &rng), scale = channel_scale(c, &rng);
+    // Kinks are detected exactly (routing bits), so the larger step only removes rounding noise.
+    const double eps = kEpsSmooth;
+    std::vector<uint16_t> sel_base;
+    auto eval = [&](std::vector<uint16_t>* sel) {
+      Fast f = fast_forward(c, x, w, b, scale.data());
+      if (sel) *sel = f.sel;
+      return dot(f.y, r);
+    };
+    eval(&sel_base);
+    Fast f = fast_forward(c, x, w, b, scale.data());
+    fast_backward(c, &f, r, w, scale.data());
+    auto check = [&](Vec& v, const Vec& analytic, const std::string& name) {
+      auto kink = [&](size_t i) {
+        const float keep = v[i];
+        std::vector<uint16_t> sp, sm;
+        v[i] = float(keep + eps);
+        eval(&sp);
+        v[i] = float(keep - eps);
+        eval(&sm);
+        v[i] = keep;
+        return sp != sel_base || sm != sel_base;
+      };
+      const size_t stride = v.size() > 2000 ? 13 : 1;
+      expect_grad(name, grad_check(
+                            v, analytic, [&] { return eval(nullptr); }, kink, eps, stride));
+    };
+    const std::string p = "convpool.C" + std::to_string(c.C);
+    check(x, f.dx, p + ".dx (sparse)");
+    check(w, f.dw, p + ".dw (dense)");
+    check(w, f.dw_sparse, p + ".dw (sparse)");
+    check(b, f.db, p + ".db (dense)");
+    check(b, f.db_sparse, p + ".db (sparse)");
+  }
+}
+
+TEST(PackLanes, RoundTripAndZeroPadding) {
+  Rng rng;
+  rng_seed(&rng, 24);
+  for (const int N : {1, 16, 23, 64}) {
+    const int F = 37;
+    const Vec x = randn(size_t(N) * F, &rng);
+    Vec xb(size_t(lane_blocks(N)) * kLanes * F, kGuard), back(x.size(), 0.0f);
+    pack_lanes(xb.data(), x.data(), N, F);
+    for (int n = 0; n < N; ++n)
+      for (int f = 0; f < F; ++f)
+        ASSERT_EQ(xb[(size_t(n / kLanes) * F + f) * kLanes + n % kLanes], x[size_t(n) * F + f]);
+    EXPECT_TRUE(padding_is_zero(xb, N, F)) << "N=" << N;
+    unpack_lanes(back.data(), xb.data(), N, F);
+    EXPECT_EQ(back, x) << "N=" << N;
   }
 }
 
