@@ -269,6 +269,8 @@ int run_launch(const std::vector<std::string>& args) {
     int max_local = 1;
     for (const HostSlots& h : used) max_local = std::max(max_local, h.slots);
     in.openblas_threads = std::max(1, cores / max_local);
+    // Loopback "hosts" all share this machine's cores.
+    in.oversubscribed = all_loopback ? o.np > cores : max_local > cores;
     in.job_id = job_id;
     in.secret = secret;
     MpirunPlan plan = build_mpirun_plan(in);
@@ -303,7 +305,7 @@ int run_launch(const std::vector<std::string>& args) {
   if (o.verbose) say("store listening on " + store_addr + " (job " + job_id + ")");
 
   std::vector<std::string> local_env = base_env;
-  env_remove_if(&local_env, [](const std::string& n) { return n.compare(0, 8, "BARESGD_") == 0; });
+  env_remove_if(&local_env, is_launch_rank_env);
   std::vector<std::string> remote_env = local_env;
   env_remove_if(&remote_env, is_host_specific_env);
 

@@ -17,6 +17,7 @@ struct MpirunInputs {
   bool all_loopback = false;           // every host is this machine or a 127.x address
   std::string network_interface;       // --network-interface
   int openblas_threads = 1;            // used unless the user set OPENBLAS_NUM_THREADS
+  bool oversubscribed = false;         // some host runs more ranks than this machine has cores
   std::string job_id, secret;
 };
 

@@ -35,6 +35,17 @@ void env_remove_if(std::vector<std::string>* env, Pred drop) {
   }
   env->swap(out);
 }
+// The variables ./launch sets per rank or per job (BARESGD_RANK ... BARESGD_SECRET): stale copies
+// from the caller's environment are dropped; any other BARESGD_* (BARESGD_TIMING, ...) passes on.
+inline bool is_launch_rank_env(const std::string& name) {
+  static const char* const kNames[] = {"BARESGD_RANK", "BARESGD_SIZE", "BARESGD_LOCAL_RANK",
+                                       "BARESGD_LOCAL_SIZE", "BARESGD_CROSS_RANK", "BARESGD_CROSS_SIZE",
+                                       "BARESGD_COMM", "BARESGD_HOSTNAME", "BARESGD_HOST_ADDR",
+                                       "BARESGD_STORE_ADDR", "BARESGD_SECRET", "BARESGD_JOB_ID"};
+  for (const char* n : kNames)
+    if (name == n) return true;
+  return false;
+}
 // Value of NAME in env, or nullptr.
 const std::string* env_find(const std::vector<std::string>& env, const std::string& name, std::string* value);
 
