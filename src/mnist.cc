@@ -63,6 +63,10 @@ FileBytes::~FileBytes() {
   if (map_) ::munmap(map_, size_);
 }
 
+void FileBytes::release_pages() const {
+  if (map_) ::madvise(map_, size_, MADV_DONTNEED);
+}
+
 FileBytes FileBytes::open(const std::string& path) {
   FileBytes fb;
   fb.path_ = path;

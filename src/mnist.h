@@ -23,6 +23,9 @@ class FileBytes {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Drops this process's page-table mappings of a mapped file (the page cache keeps the data, shared
+  // by every rank on the host), so a rank's RSS holds only what it touched since. No-op for .gz.
+  void release_pages() const;
 
  private:
   const uint8_t* data_ = nullptr;
