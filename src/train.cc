@@ -177,7 +177,12 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, std::vector<
 
 }  // namespace
 
-void run_training(const Options& opts, Communicator& comm, std::FILE* out) {
+TrainData load_train_data(const Options& opts) {
+  TrainData d{load_mnist(opts.data_dir, true), load_mnist(opts.data_dir, false)};
+  return d;
+}
+
+void run_training(const Options& opts, TrainData& data, Communicator& comm, std::FILE* out) {
   // BARESGD_TIMING=1: one machine-readable line per rank on stderr at the end (bench/).
   using Clock = std::chrono::steady_clock;
   const char* timing_env = std::getenv("BARESGD_TIMING");
@@ -185,12 +190,11 @@ void run_training(const Options& opts, Communicator& comm, std::FILE* out) {
   double train_s = 0, test_s = 0, startup_s = -1;
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
 
-  // Data first: a bad file fails on every rank before any collective.
-  MnistSplit train = load_mnist(opts.data_dir, true);
+  const MnistSplit& train = data.train;
+  const MnistSplit& test = data.test;
   // BARESGD_KEEP_PAGES=1 keeps the mapped images in this rank's RSS (faster gathers, bigger RSS).
   const char* keep_env = std::getenv("BARESGD_KEEP_PAGES");
   const bool release_pages = !(keep_env && std::string(keep_env) == "1");
-  MnistSplit test = load_mnist(opts.data_dir, false);
 
   const int rank = comm.rank(), size = comm.size();
   const int eval_chunk = std::min(opts.test_batch_size, std::max(opts.batch_size, 64));

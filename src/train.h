@@ -4,8 +4,16 @@
 #include <cstdio>
 
 #include "comm/communicator.h"
+#include "src/mnist.h"
 #include "src/options.h"
 
-// Runs the whole job on this rank. Throws std::runtime_error (data, comm, I/O) with one line.
+struct TrainData {
+  MnistSplit train, test;
+};
+// Loads and validates both splits; called before the communicator connects, so a bad file fails
+// on every rank before any rendezvous or collective. Throws DataError naming the file.
+TrainData load_train_data(const Options& opts);
+
+// Runs the whole job on this rank. Throws std::runtime_error (comm, I/O) with one line.
 // out: where the log lines go (stdout in ./train).
-void run_training(const Options& opts, Communicator& comm, std::FILE* out);
+void run_training(const Options& opts, TrainData& data, Communicator& comm, std::FILE* out);

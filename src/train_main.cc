@@ -97,8 +97,9 @@ int main(int argc, char** argv) {
       int cores = int(std::thread::hardware_concurrency());
       openblas_set_num_threads(std::max(1, cores / std::max(1, info.local_size)));
     }
+    TrainData data = load_train_data(opts);  // a bad file fails here, before any rendezvous
     auto comm = make_communicator(co);
-    run_training(opts, *comm, stdout);
+    run_training(opts, data, *comm, stdout);
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "train: error: %s\n", e.what());
