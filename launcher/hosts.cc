@@ -22,7 +22,7 @@ bool parse_slots(const std::string& s, int* out) {
   for (char c : s)
     if (c < '0' || c > '9') return false;
   long v = std::strtol(s.c_str(), nullptr, 10);
-  if (v <= 0 || v > INT_MAX) return false;
+  if (v <= 0 || v > 65536) return false;  // no host has more slots than that
   *out = static_cast<int>(v);
   return true;
 }

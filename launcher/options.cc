@@ -100,6 +100,7 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
     };
     if (name == "-np" || name == "--num-proc" || name == "-n") {
       o.np = parse_int_flag(name, need_value(name));
+      if (o.np > 65536) throw UsageError(name + " " + std::to_string(o.np) + " is more ranks than launch supports (65536)", false);
       saw_np = true;
     } else if (name == "-H" || name == "--hosts") {
       o.hosts = need_value(name);

@@ -50,7 +50,8 @@ bool parse_step(const std::string& name, long long* step) {
   if (name.size() < 10 || name.rfind("ckpt-", 0) != 0 || name.substr(name.size() - 4) != ".bin")
     return false;
   std::string num = name.substr(5, name.size() - 9);
-  if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos) return false;
+  if (num.empty() || num.size() > 18 || num.find_first_not_of("0123456789") != std::string::npos)
+    return false;  // not one of ours (we write 12 digits); never an out-of-range stoll
   *step = std::stoll(num);
   return true;
 }

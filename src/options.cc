@@ -39,6 +39,14 @@ double parse_float(const std::string& flag, const std::string& v, double lo, boo
   return x;
 }
 
+// Seconds in [0.001, 1e6]: whole milliseconds, no overflow when converted.
+double parse_timeout(const std::string& flag, const std::string& v) {
+  double x = parse_float(flag, v, 0, true);
+  if (x < 0.001 || x > 1e6)
+    throw TrainUsageError{"argument " + flag + ": " + v + " seconds is out of range [0.001, 1000000]"};
+  return x;
+}
+
 }  // namespace
 
 std::string usage_text() {
@@ -123,8 +131,8 @@ Options parse_options(const std::vector<std::string>& args) {
        }},
       {"--rendezvous-dir", [&](auto& f, auto& v) { o.rendezvous_dir = v; }},
       {"--network-interface", [&](auto& f, auto& v) { o.network_interface = v; }},
-      {"--start-timeout", [&](auto& f, auto& v) { o.start_timeout = parse_float(f, v, 0, true); }},
-      {"--comm-timeout", [&](auto& f, auto& v) { o.comm_timeout = parse_float(f, v, 0, true); }},
+      {"--start-timeout", [&](auto& f, auto& v) { o.start_timeout = parse_timeout(f, v); }},
+      {"--comm-timeout", [&](auto& f, auto& v) { o.comm_timeout = parse_timeout(f, v); }},
       {"--checkpoint-dir", [&](auto& f, auto& v) { o.checkpoint_dir = v; }},
       {"--checkpoint-every",
        [&](auto& f, auto& v) { o.checkpoint_every = (int)parse_int(f, v, 1, 1 << 30); }},

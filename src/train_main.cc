@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -81,13 +82,16 @@ int main(int argc, char** argv) {
       std::getenv("OMPI_COMM_WORLD_RANK") == nullptr)
     relaunch(opts, args);
 
+  // Declared outside the try: the communicator (and its connections) must outlive the error
+  // message, or peers see the dropped connection and the launcher stops us before we print it.
+  std::unique_ptr<Communicator> comm;
   try {
     CommOptions co;
     co.backend = opts.backend;
     co.rendezvous_dir = opts.rendezvous_dir;
     co.network_interface = opts.network_interface;
-    co.start_timeout = std::chrono::milliseconds(long(opts.start_timeout * 1000));
-    co.comm_timeout = std::chrono::milliseconds(long(opts.comm_timeout * 1000));
+    co.start_timeout = std::chrono::milliseconds(std::llround(opts.start_timeout * 1000));
+    co.comm_timeout = std::chrono::milliseconds(std::llround(opts.comm_timeout * 1000));
     // Threads per rank: --threads, else OPENBLAS_NUM_THREADS (OpenBLAS reads it), else
     // cores / ranks on this host.
     RankInfo info = discover_rank_info();
@@ -98,12 +102,15 @@ int main(int argc, char** argv) {
       openblas_set_num_threads(std::max(1, cores / std::max(1, info.local_size)));
     }
     TrainData data = load_train_data(opts);  // a bad file fails here, before any rendezvous
-    auto comm = make_communicator(co);
+    comm = make_communicator(co);
     run_training(opts, data, *comm, stdout);
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "train: error: %s\n", e.what());
-    return 1;
+    std::fflush(stderr);
+    // Leave without tearing the communicator down: MPI_Finalize after a failure would wait for
+    // peers that are themselves waiting for us. The launcher (or mpirun) stops the rest.
+    std::_Exit(1);
   }
   return 0;
 }
