@@ -379,11 +379,12 @@ void sigstop_case(const std::string& marker, const std::vector<std::string>& arg
   for (int i = 0; i < 100 && proc_state(stopped) != 'T'; ++i) ::usleep(10 * 1000);
   EXPECT_EQ(proc_state(stopped), 'T');
 
-  // A survivor names the stopped rank: "...timed out after 5 s waiting for rank V ..." (or, if a
-  // connection broke first, "lost the connection to rank V").
+  // A survivor names the stopped rank: "...timed out after 5 s waiting for rank V ..." or, when
+  // a peer stalled behind it, "...waiting for ranks 0, 2" (or, if a connection broke first,
+  // "lost the connection to rank V").
   const std::string v = std::to_string(victim);
   std::regex named("<stderr>:train: error: rank [0-9] \\(host [^)]*\\): gloo [a-z]+ (timed out after 5 s waiting for "
-                   "rank " + v + "\\b|lost the connection to rank " + v + "\\b)");
+                   "ranks? ([0-9]+, )*" + v + "\\b|lost the connection to rank " + v + "\\b)");
   const double detect = job.wait_for(named, kCommTimeout + 30, true, t0);
   const int code = job.code(kCommTimeout + 30);
   const double exit_s = secs_since(t0);
