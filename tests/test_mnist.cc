@@ -10,21 +10,9 @@
 
 namespace {
 
-std::string be32(uint32_t v) {
-  return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)};
-}
-
-std::string idx_images(uint32_t n, uint32_t rows = 28, uint32_t cols = 28, uint32_t magic = 0x803) {
-  std::string s = be32(magic) + be32(n) + be32(rows) + be32(cols);
-  for (uint32_t i = 0; i < n * rows * cols; ++i) s.push_back(char((i * 7) & 0xff));
-  return s;
-}
-
-std::string idx_labels(uint32_t n, uint32_t magic = 0x801) {
-  std::string s = be32(magic) + be32(n);
-  for (uint32_t i = 0; i < n; ++i) s.push_back(char(i % 10));
-  return s;
-}
+using testutil::be32;
+using testutil::idx_images;
+using testutil::idx_labels;
 
 void write_gz(const std::string& path, const std::string& bytes) {
   gzFile g = gzopen(path.c_str(), "wb");

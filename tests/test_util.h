@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -85,6 +86,24 @@ inline RunResult run(const std::string& cmd, double timeout_s = 120) {
   r.err = read_file(e);
   std::system(("rm -rf '" + dir + "'").c_str());
   return r;
+}
+
+// Synthetic IDX files for the data tests: big-endian u32, images (pixel i = 7i mod 256), labels i%10.
+inline std::string be32(uint32_t v) {
+  return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)};
+}
+
+inline std::string idx_images(uint32_t n, uint32_t rows = 28, uint32_t cols = 28,
+                              uint32_t magic = 0x803) {
+  std::string s = be32(magic) + be32(n) + be32(rows) + be32(cols);
+  for (uint32_t i = 0; i < n * rows * cols; ++i) s.push_back(char((i * 7) & 0xff));
+  return s;
+}
+
+inline std::string idx_labels(uint32_t n, uint32_t magic = 0x801) {
+  std::string s = be32(magic) + be32(n);
+  for (uint32_t i = 0; i < n; ++i) s.push_back(char(i % 10));
+  return s;
 }
 
 inline bool have_mnist(const std::string& dir = "data") {
