@@ -187,7 +187,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   using Clock = std::chrono::steady_clock;
   const char* timing_env = std::getenv("BARESGD_TIMING");
   const bool timing = timing_env && std::string(timing_env) == "1";
-  double train_s = 0, test_s = 0, startup_s = -1;
+  double train_s = 0, test_s = 0, startup_s = -1, comm_s = 0;
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
 
   const MnistSplit& train = data.train;
@@ -277,8 +277,11 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
       if (start + size_t(n) < idx.size())  // the next batch, while the gradients are averaged
         prefetch_images(train, idx.data() + start + n,
                         std::min(size_t(opts.batch_size), idx.size() - start - n));
-      if (size > 1)
+      if (size > 1) {
+        const auto t_comm = Clock::now();
         average_gradients(comm, net.grads.data(), net.grads.size(), segments, how);
+        if (timing) comm_s += since(t_comm);
+      }
       sgd_momentum_step(net.params.data(), momentum.data(), net.grads.data(), net.params.size(), lr,
                         float(opts.momentum), !momentum_started);
       momentum_started = true;
@@ -305,8 +308,8 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     save(epoch + 1, 0, step);
   }
   if (timing)
-    std::fprintf(stderr, "timing: rank=%d startup_s=%.4f train_s=%.4f test_s=%.4f\n", rank,
-                 startup_s, train_s, test_s);
+    std::fprintf(stderr, "timing: rank=%d startup_s=%.4f train_s=%.4f test_s=%.4f comm_s=%.4f\n", rank,
+                 startup_s, train_s, test_s, comm_s);
 
   // --dump-params FILE: rank 0 writes FILE; a "%r" in FILE makes every rank write its own.
   std::string dump = opts.dump_params;
