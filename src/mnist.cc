@@ -1,8 +1,7 @@
-// mnist: IDX parsing and validation for MNIST, raw (mmap) and gzip (zlib) files.
+// mnist: IDX parsing and validation for MNIST, raw (pread) and gzip (zlib) files.
 #include "src/mnist.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -46,28 +45,42 @@ FileBytes::FileBytes(FileBytes&& o) noexcept { *this = std::move(o); }
 
 FileBytes& FileBytes::operator=(FileBytes&& o) noexcept {
   if (this != &o) {
-    if (map_) ::munmap(map_, size_);
+    if (fd_ >= 0) ::close(fd_);
     data_ = o.data_;
     size_ = o.size_;
-    map_ = o.map_;
+    fd_ = o.fd_;
     owned_ = std::move(o.owned_);
     path_ = std::move(o.path_);
     o.data_ = nullptr;
     o.size_ = 0;
-    o.map_ = nullptr;
+    o.fd_ = -1;
   }
   return *this;
 }
 
 FileBytes::~FileBytes() {
-  if (map_) ::munmap(map_, size_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
-void FileBytes::release_pages() const {
-  if (map_) ::madvise(map_, size_, MADV_DONTNEED);
+void FileBytes::read(uint64_t offset, size_t n, uint8_t* out) const {
+  if (offset > size_ || n > size_ - offset)
+    fail(path_, "read of " + std::to_string(n) + " bytes at offset " + std::to_string(offset) + " is past the end (" +
+                    std::to_string(size_) + " bytes)");
+  if (data_) {
+    std::memcpy(out, data_ + offset, n);
+    return;
+  }
+  size_t done = 0;
+  while (done < n) {
+    ssize_t got = ::pread(fd_, out + done, n - done, off_t(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail(path_, std::string("read error: ") + std::strerror(errno));
+    if (got == 0) fail(path_, "shrank while in use (read past its end at offset " + std::to_string(offset + done) + ")");
+    done += size_t(got);
+  }
 }
 
-FileBytes FileBytes::open(const std::string& path) {
+FileBytes FileBytes::open(const std::string& path, bool whole) {
   FileBytes fb;
   fb.path_ = path;
   if (ends_with(path, ".gz")) {
@@ -113,32 +126,32 @@ FileBytes FileBytes::open(const std::string& path) {
     fail(path, "not a regular file");
   }
   fb.size_ = size_t(st.st_size);
-  if (fb.size_ > 0) {
-    void* m = ::mmap(nullptr, fb.size_, PROT_READ, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED) {
-      ::close(fd);
-      fail(path, std::string("cannot map: ") + std::strerror(errno));
-    }
-    fb.map_ = m;
-    fb.data_ = static_cast<const uint8_t*>(m);
+  fb.fd_ = fd;
+  if (whole) {
+    fb.owned_.reset(new uint8_t[fb.size_ ? fb.size_ : 1]);
+    fb.read(0, fb.size_, fb.owned_.get());  // throws (and the destructor closes fd)
+    fb.data_ = fb.owned_.get();
+    ::close(fb.fd_);
+    fb.fd_ = -1;
   }
-  ::close(fd);
   return fb;
 }
 
 MnistSplit load_mnist_files(const std::string& images_path, const std::string& labels_path) {
   MnistSplit s;
-  s.image_file = FileBytes::open(images_path);
+  s.image_file = FileBytes::open(images_path, /*whole=*/false);
   s.label_file = FileBytes::open(labels_path);
   const FileBytes& im = s.image_file;
   const FileBytes& lb = s.label_file;
 
   if (im.size() == 0) fail(images_path, "empty file");
   if (im.size() < 16) fail(images_path, "truncated IDX header (" + std::to_string(im.size()) + " bytes, need 16)");
-  if (be32(im.data()) != kImagesMagic)
-    fail(images_path, "bad magic " + hex32(be32(im.data())) + " (expected " + hex32(kImagesMagic) +
+  uint8_t head[16];
+  im.read(0, sizeof head, head);
+  if (be32(head) != kImagesMagic)
+    fail(images_path, "bad magic " + hex32(be32(head)) + " (expected " + hex32(kImagesMagic) +
                           ", IDX unsigned-byte images)");
-  uint32_t n = be32(im.data() + 4), rows = be32(im.data() + 8), cols = be32(im.data() + 12);
+  uint32_t n = be32(head + 4), rows = be32(head + 8), cols = be32(head + 12);
   if (rows != 28 || cols != 28)
     fail(images_path, "wrong image size " + std::to_string(rows) + "x" + std::to_string(cols) +
                           " (MNIST images are 28x28)");
@@ -172,12 +185,20 @@ MnistSplit load_mnist_files(const std::string& images_path, const std::string& l
     if (labels[i] > 9)
       fail(labels_path, "label " + std::to_string(labels[i]) + " at index " + std::to_string(i) +
                             " (MNIST labels are 0..9)");
-  s.pixels = im.data() + 16;
+  s.pixels = im.data() ? im.data() + 16 : nullptr;
   s.labels = labels;
   s.count = int(n);
   s.rows = int(rows);
   s.cols = int(cols);
   return s;
+}
+
+void read_image(const MnistSplit& split, size_t i, uint8_t* out) {
+  const size_t plane = size_t(split.rows) * size_t(split.cols);
+  if (split.pixels)
+    std::memcpy(out, split.pixels + i * plane, plane);
+  else
+    split.image_file.read(16 + uint64_t(i) * plane, plane, out);
 }
 
 MnistSplit load_mnist(const std::string& data_dir, bool train) {

@@ -1,5 +1,6 @@
-// mnist: the MNIST IDX reader (raw files mapped read-only so ranks on a host share the page
-// cache; .gz files inflated with zlib), with a one-line error naming the file for every defect.
+// mnist: the MNIST IDX reader (raw image files read per record with pread, so ranks on a host share
+// the page cache and hold no copy; .gz files inflated with zlib), with a one-line error naming the
+// file for every defect.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -12,25 +13,31 @@ struct DataError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Bytes of one file, either mapped (raw) or owned (inflated .gz).
+// Bytes of one file. A raw file is either read into memory whole (labels: 60 KB) or kept open and
+// read record by record with pread (images: 47 MB). Reading, unlike mapping, costs a rank only the
+// records it is gathering right now: the page cache holds the file once for every rank on the host,
+// and no rank's RSS ever counts its pages (a mapping counts every page it touched, 64 KB per fault).
+// .gz files are inflated into memory.
 class FileBytes {
  public:
-  static FileBytes open(const std::string& path);  // .gz by name suffix; throws DataError
+  // .gz by name suffix; whole=false keeps a raw file open for read(). Throws DataError.
+  static FileBytes open(const std::string& path, bool whole = true);
   FileBytes() = default;
   FileBytes(FileBytes&&) noexcept;
   FileBytes& operator=(FileBytes&&) noexcept;
   ~FileBytes();
+  // The bytes when they are in memory (.gz, or opened whole); nullptr for a file read on demand.
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
-  // Drops this process's page-table mappings of a mapped file (the page cache keeps the data, shared
-  // by every rank on the host), so a rank's RSS holds only what it touched since. No-op for .gz.
-  void release_pages() const;
+  // Copies bytes [offset, offset + n) to out. Throws DataError naming the file when they cannot be
+  // read (the file shrank or failed underneath us).
+  void read(uint64_t offset, size_t n, uint8_t* out) const;
 
  private:
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
-  void* map_ = nullptr;  // non-null when mmapped
+  int fd_ = -1;  // >= 0 when read on demand
   std::unique_ptr<uint8_t[]> owned_;
   std::string path_;
 };
@@ -38,7 +45,7 @@ class FileBytes {
 // One split (train or test): count images of rows x cols uint8 pixels and their labels 0..9.
 struct MnistSplit {
   FileBytes image_file, label_file;
-  const uint8_t* pixels = nullptr;  // count * rows * cols
+  const uint8_t* pixels = nullptr;  // count * rows * cols when in memory; nullptr: read image_file
   const uint8_t* labels = nullptr;  // count
   int count = 0, rows = 0, cols = 0;
 };
@@ -46,6 +53,9 @@ struct MnistSplit {
 // Validates and wraps a pair of IDX files (images magic 0x803, labels 0x801, 28x28, counts
 // equal, labels <= 9, exact sizes). Throws DataError naming the file and the problem.
 MnistSplit load_mnist_files(const std::string& images_path, const std::string& labels_path);
+
+// Copies image i's rows * cols pixels to out (from memory, or read from the file).
+void read_image(const MnistSplit& split, size_t i, uint8_t* out);
 
 // Finds the split under data_dir: data_dir/MNIST/raw/ (torchvision) or data_dir itself, each
 // file raw or .gz. Missing: DataError naming where it looked and saying `make data`.

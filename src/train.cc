@@ -25,11 +25,6 @@
 namespace {
 
 constexpr uint64_t kSamplerSeed = 0;  // DistributedSampler's default seed
-// Mapped MNIST pages leave a rank's RSS every this many batches: the page cache (shared by the
-// ranks of a host) keeps them, so re-touching costs a minor fault; measured: every batch costs
-// ~30% of the epoch, every 8 batches a few %, and peak RSS is ~37 MB instead of ~66 MB.
-constexpr size_t kReleaseEvery = 8;
-
 // Dropout masks of one step on one rank come from a generator keyed by (seed, rank, step), so a
 // resumed run draws exactly the masks an uninterrupted one would, with no RNG state to save.
 void seed_dropout(Rng* rng, long long seed, int rank, uint64_t step) {
@@ -37,24 +32,11 @@ void seed_dropout(Rng* rng, long long seed, int rank, uint64_t step) {
   rng_seed(rng, k);
 }
 
-// Starts loading the images of samples idx[0..n) into the cache. The next batch's rows are random
-// records of a 47 MB file, ~50 us of cache misses per batch of 64 when gathered cold; prefetched
-// one step ahead they arrive while the current step computes. A hint only: nothing changes.
-// noipa: GCC's pure/const analysis would otherwise judge the call side-effect free and drop it.
-__attribute__((noipa)) void prefetch_images(const MnistSplit& split, const uint32_t* idx, size_t n) {
-  const size_t bytes = size_t(split.rows) * size_t(split.cols);
-  for (size_t i = 0; i < n; ++i) {
-    const uint8_t* p = split.pixels + size_t(idx[i]) * bytes;
-    for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o);
-    __builtin_prefetch(p + bytes - 1);
-  }
-}
-
 struct TestResult {
   double loss, accuracy;  // averaged over ranks
 };
 
-TestResult evaluate(Net& net, const MnistSplit& test, bool release_pages, DistributedSampler& sampler,
+TestResult evaluate(Net& net, const MnistSplit& test, DistributedSampler& sampler,
                     int test_batch_size, Communicator& comm, std::vector<float>& x,
                     std::vector<int32_t>& y) {
   const auto& idx = sampler.indices();
@@ -66,10 +48,6 @@ TestResult evaluate(Net& net, const MnistSplit& test, bool release_pages, Distri
     for (size_t s = start; s < end; s += size_t(chunk)) {
       const int n = int(std::min(end - s, size_t(chunk)));
       gather_batch(x.data(), y.data(), test, idx.data() + s, n);
-      if (release_pages && (s / size_t(chunk)) % kReleaseEvery == kReleaseEvery - 1)
-        test.image_file.release_pages();
-      const size_t next = s + size_t(chunk) < end ? s + size_t(chunk) : end;
-      prefetch_images(test, idx.data() + next, std::min(idx.size() - next, size_t(chunk)));
       const float* logp = net.forward(x.data(), n, false);
       for (int b = 0; b < n; ++b) {
         const float* row = logp + b * 10;
@@ -192,9 +170,6 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
 
   const MnistSplit& train = data.train;
   const MnistSplit& test = data.test;
-  // BARESGD_KEEP_PAGES=1 keeps the mapped images in this rank's RSS (faster gathers, bigger RSS).
-  const char* keep_env = std::getenv("BARESGD_KEEP_PAGES");
-  const bool release_pages = !(keep_env && std::string(keep_env) == "1");
 
   const int rank = comm.rank(), size = comm.size();
   const int eval_chunk = std::min(opts.test_batch_size, std::max(opts.batch_size, 64));
@@ -266,7 +241,6 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
       const size_t start = b * size_t(opts.batch_size);
       const int n = int(std::min(size_t(opts.batch_size), idx.size() - start));
       gather_batch(x.data(), y.data(), train, idx.data() + start, n);
-      if (release_pages && b % kReleaseEvery == kReleaseEvery - 1) train.image_file.release_pages();
       const bool dropout = !opts.no_dropout;
       if (dropout) {
         seed_dropout(&dropout_rng, opts.seed, rank, step);
@@ -274,9 +248,6 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
       }
       net.forward(x.data(), n, dropout);
       const float loss = net.backward(y.data(), n);
-      if (start + size_t(n) < idx.size())  // the next batch, while the gradients are averaged
-        prefetch_images(train, idx.data() + start + n,
-                        std::min(size_t(opts.batch_size), idx.size() - start - n));
       if (size > 1) {
         const auto t_comm = Clock::now();
         average_gradients(comm, net.grads.data(), net.grads.size(), segments, how);
@@ -298,7 +269,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     train_s += since(t_epoch);
     if (stop) break;
     const auto t_test = Clock::now();
-    TestResult r = evaluate(net, test, release_pages, test_sampler, opts.test_batch_size, comm, x, y);
+    TestResult r = evaluate(net, test, test_sampler, opts.test_batch_size, comm, x, y);
     if (rank == 0) {
       std::fprintf(out, "\nTest set: Average loss: %.4f, Accuracy: %.2f%%\n\n", r.loss,
                    100.0 * r.accuracy);

@@ -825,6 +825,8 @@ TEST(LaunchMpirun, CommandLineAndEnvironment) {
   EXPECT_TRUE(env.count("OMPI_MCA_btl_tcp_if_include=lo"));
   EXPECT_TRUE(env.count("OMPI_MCA_oob_tcp_if_include=lo"));
   EXPECT_TRUE(env.count("OMPI_MCA_if_base_do_not_resolve=1"));
+  EXPECT_TRUE(env.count("OMPI_MCA_pml=ob1"));  // one machine: no UCX start-up
+  EXPECT_TRUE(contains(cmd, "-x OMPI_MCA_pml ")) << cmd;
   EXPECT_FALSE(env.count("BARESGD_RANK=7"));  // per-rank values come from Open MPI
   EXPECT_FALSE(env.count("BARESGD_SIZE=9"));
   in.as_root = false;
@@ -839,6 +841,13 @@ TEST(LaunchMpirun, CommandLineAndEnvironment) {
   std::set<std::string> qenv(q.env.begin(), q.env.end());
   EXPECT_TRUE(qenv.count("OPENBLAS_NUM_THREADS=5"));
   EXPECT_FALSE(qenv.count("OMPI_MCA_btl_tcp_if_include=lo"));
+  for (const std::string& e : q.env) EXPECT_NE(e.rfind("OMPI_MCA_pml=", 0), 0u) << "across hosts Open MPI chooses";
+  in.all_loopback = true;
+  in.base_env = {"PATH=/usr/bin", "OMPI_MCA_pml=ucx"};
+  MpirunPlan u = build_mpirun_plan(in);
+  std::set<std::string> uenv(u.env.begin(), u.env.end());
+  EXPECT_TRUE(uenv.count("OMPI_MCA_pml=ucx"));  // the user's choice stays
+  EXPECT_FALSE(uenv.count("OMPI_MCA_pml=ob1"));
 }
 
 TEST(LaunchEnv, HostSpecificVariablesStayHome) {

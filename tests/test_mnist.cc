@@ -1,6 +1,7 @@
 // test_mnist: the IDX reader accepts good raw and .gz files in both layouts and names the file
 // and the problem for every kind of bad data (also end to end through ./train).
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <string>
@@ -49,7 +50,27 @@ TEST_F(MnistFiles, GoodRawFiles) {
   EXPECT_EQ(s.count, 5);
   EXPECT_EQ(s.rows, 28);
   EXPECT_EQ(s.labels[3], 3);
-  EXPECT_EQ(s.pixels[1], 7);
+  EXPECT_EQ(s.pixels, nullptr);  // raw images are read on demand, never held or mapped
+  uint8_t img[784];
+  read_image(s, 0, img);
+  EXPECT_EQ(img[1], 7);
+  read_image(s, 4, img);
+  EXPECT_EQ(img[5], uint8_t(((4 * 784 + 5) * 7) & 0xff));
+}
+
+TEST_F(MnistFiles, ImageFileShrinkingUnderATrainingRunIsNamed) {
+  testutil::write_file(dir + "/img", idx_images(5));
+  testutil::write_file(dir + "/lab", idx_labels(5));
+  MnistSplit s = load_mnist_files(dir + "/img", dir + "/lab");
+  ASSERT_EQ(::truncate((dir + "/img").c_str(), 16 + 2 * 784), 0);
+  uint8_t img[784];
+  read_image(s, 1, img);  // still there
+  try {
+    read_image(s, 3, img);
+    FAIL() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find(dir + "/img: shrank while in use"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(MnistFiles, GoodGzFilesInflate) {
