@@ -36,7 +36,8 @@ note() { echo "bench: $*" >&2; }
 for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
   [[ -f data/MNIST/raw/$f ]] || die "data/MNIST/raw/$f is missing: run 'make data' first"
 done
-"$PY" -c 'import torch, torchvision' 2>/dev/null || die "$PY cannot import torch and torchvision"
+"$PY" -c 'import torch, torchvision' 2>/dev/null ||
+  die "$PY cannot import torch and torchvision (apt-get install python3-torch python3-torchvision)"
 
 mkdir -p "$OUT/train" "$OUT/comm" "$OUT/tmp"
 OUT=$(cd "$OUT" && pwd)

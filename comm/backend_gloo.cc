@@ -222,11 +222,6 @@ void sum_f16(void* c, const void* a, const void* b, size_t n) {
   for (size_t i = 0; i < n; ++i) o[i] = float_to_half(half_to_float(x[i]) + half_to_float(y[i]));
 }
 
-bool ranges_overlap(const void* a, size_t an, const void* b, size_t bn) {
-  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
-  return an && bn && pa < pb + bn && pb < pa + an;
-}
-
 bool is_ip_literal(const std::string& s) {
   unsigned char buf[sizeof(struct in6_addr)];
   return inet_pton(AF_INET, s.c_str(), buf) == 1 || inet_pton(AF_INET6, s.c_str(), buf) == 1;
@@ -319,17 +314,9 @@ class GlooCommunicator : public Communicator {
   }
 
   void sendrecv(const void* send, void* recv, size_t bytes, int peer) override {
-    check_peer(info_, peer, "sendrecv");
-    if (bytes == 0) return;
-    if (peer == info_.rank) {
-      std::memmove(recv, send, bytes);
-      return;
-    }
     std::vector<uint8_t> copy;
-    if (ranges_overlap(send, bytes, recv, bytes)) {
-      copy.assign(static_cast<const uint8_t*>(send), static_cast<const uint8_t*>(send) + bytes);
-      send = copy.data();
-    }
+    send = sendrecv_prologue(info_, send, recv, bytes, peer, &copy);
+    if (!send) return;
     guarded("sendrecv", "rank " + std::to_string(peer), [&] {
       auto out = context_->createUnboundBuffer(const_cast<void*>(send), bytes);
       auto in = context_->createUnboundBuffer(recv, bytes);

@@ -47,11 +47,6 @@ std::string mpi_error_string(int rc) {
   return std::string(buf, static_cast<size_t>(len));
 }
 
-bool ranges_overlap(const void* a, size_t an, const void* b, size_t bn) {
-  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
-  return an && bn && pa < pb + bn && pb < pa + an;
-}
-
 class MpiCommunicator : public Communicator {
  public:
   MpiCommunicator(const RankInfo& env, const CommOptions&) : info_(env) {
@@ -93,7 +88,7 @@ class MpiCommunicator : public Communicator {
       if (in == o + info_.rank * bytes) {
         src = MPI_IN_PLACE;
       } else if (ranges_overlap(in, bytes, out, bytes * n)) {
-        copy_.assign(static_cast<const char*>(in), static_cast<const char*>(in) + bytes);
+        copy_.assign(static_cast<const uint8_t*>(in), static_cast<const uint8_t*>(in) + bytes);
         src = copy_.data();
       }
       int count = static_cast<int>(bytes);
@@ -115,16 +110,8 @@ class MpiCommunicator : public Communicator {
   }
 
   void sendrecv(const void* send, void* recv, size_t bytes, int peer) override {
-    check_peer(info_, peer, "sendrecv");
-    if (bytes == 0) return;
-    if (peer == info_.rank) {
-      std::memmove(recv, send, bytes);
-      return;
-    }
-    if (ranges_overlap(send, bytes, recv, bytes)) {
-      copy_.assign(static_cast<const char*>(send), static_cast<const char*>(send) + bytes);
-      send = copy_.data();
-    }
+    send = sendrecv_prologue(info_, send, recv, bytes, peer, &copy_);
+    if (!send) return;
     const char* s = static_cast<const char*>(send);
     char* r = static_cast<char*>(recv);
     for (size_t off = 0; off < bytes; off += kMaxChunk) {
@@ -213,7 +200,7 @@ class MpiCommunicator : public Communicator {
   MPI_Comm cross_ = MPI_COMM_NULL;
   MPI_Datatype f16_type_ = MPI_DATATYPE_NULL;
   MPI_Op f16_sum_ = MPI_OP_NULL;
-  std::vector<char> copy_;
+  std::vector<uint8_t> copy_;
 };
 
 }  // namespace

@@ -1,6 +1,8 @@
 // comm_internal: what the backends and the factory share inside comm/ (not part of the public API;
 // tests use it to run backends in-process and to feed rank discovery a fake environment).
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -33,3 +35,12 @@ std::string describe_rank(const RankInfo& info);
 
 // Throws std::invalid_argument unless 0 <= peer < size.
 void check_peer(const RankInfo& info, int peer, const char* op);
+
+// True when [a, a + an) and [b, b + bn) share a byte (empty ranges never do).
+bool ranges_overlap(const void* a, size_t an, const void* b, size_t bn);
+
+// What every backend's sendrecv does before it talks: checks the peer (throws std::invalid_argument),
+// finishes the call itself for 0 bytes or peer == self (returns nullptr), and otherwise returns the
+// buffer to send from: `send`, or its copy in *scratch when it overlaps `recv`.
+const void* sendrecv_prologue(const RankInfo& info, const void* send, void* recv, size_t bytes, int peer,
+                              std::vector<uint8_t>* scratch);

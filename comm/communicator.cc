@@ -2,6 +2,7 @@
 // and small helpers every backend shares.
 #include "comm/communicator.h"
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,6 +33,24 @@ void check_peer(const RankInfo& info, int peer, const char* op) {
     throw std::invalid_argument("rank " + std::to_string(info.rank) + ": " + op + " with rank " +
                                 std::to_string(peer) + ", but the world has ranks 0.." +
                                 std::to_string(info.size - 1));
+}
+
+bool ranges_overlap(const void* a, size_t an, const void* b, size_t bn) {
+  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
+  return an && bn && pa < pb + bn && pb < pa + an;
+}
+
+const void* sendrecv_prologue(const RankInfo& info, const void* send, void* recv, size_t bytes, int peer,
+                              std::vector<uint8_t>* scratch) {
+  check_peer(info, peer, "sendrecv");
+  if (bytes == 0) return nullptr;
+  if (peer == info.rank) {
+    std::memmove(recv, send, bytes);
+    return nullptr;
+  }
+  if (!ranges_overlap(send, bytes, recv, bytes)) return send;
+  scratch->assign(static_cast<const uint8_t*>(send), static_cast<const uint8_t*>(send) + bytes);
+  return scratch->data();
 }
 
 void assign_cross_ranks(RankInfo* info, const std::vector<int>& local_rank_of_rank) {

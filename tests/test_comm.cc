@@ -494,12 +494,12 @@ TEST(GlooThreads, ClosedFormsWorlds5to8) {
   for (int w = 5; w <= 8; ++w) gloo_closed_forms(w, /*big=*/w == 8);
 }
 
-TEST(GlooThreads, AdasumTwoRanksByHand) {
-  // Segment 0: (1,2) and (3,4) -> -0.1 a + 0.78 b = (2.24, 2.92).
-  // Segment 1 (3 elements, odd): (1,0,0) and (0,2,0) orthogonal -> their sum (1,2,0).
-  std::vector<std::vector<float>> in = {{1, 2, 1, 0, 0}, {3, 4, 0, 2, 0}};
-  std::vector<std::vector<float>> out(2);
-  auto res = commtest::run_gloo_threads(2, [&](Communicator& comm) {
+// Runs Adasum over in.size() Gloo ranks (rank r contributes in[r]) with segments {0,2} and {2,3}
+// and checks every rank ends with `want`.
+void expect_adasum(const std::vector<std::vector<float>>& in, const std::vector<float>& want) {
+  const int w = static_cast<int>(in.size());
+  std::vector<std::vector<float>> out(in.size());
+  auto res = commtest::run_gloo_threads(w, [&](Communicator& comm) {
     std::vector<float> g = in[comm.rank()];
     GradientAveraging how;
     how.adasum = true;
@@ -507,11 +507,17 @@ TEST(GlooThreads, AdasumTwoRanksByHand) {
     out[comm.rank()] = g;
   }, CommOptions());
   expect_no_errors(res);
-  const float want[] = {2.24f, 2.92f, 1, 2, 0};
-  for (int r = 0; r < 2; ++r) {
-    ASSERT_EQ(out[r].size(), 5u);
-    for (int i = 0; i < 5; ++i) EXPECT_NEAR(out[r][i], want[i], 1e-6) << "rank " << r << " element " << i;
+  for (int r = 0; r < w; ++r) {
+    ASSERT_EQ(out[r].size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(out[r][i], want[i], 1e-6) << "rank " << r << " element " << i;
   }
+}
+
+TEST(GlooThreads, AdasumTwoRanksByHand) {
+  // Segment 0: (1,2) and (3,4) -> -0.1 a + 0.78 b = (2.24, 2.92).
+  // Segment 1 (3 elements, odd): (1,0,0) and (0,2,0) orthogonal -> their sum (1,2,0).
+  expect_adasum({{1, 2, 1, 0, 0}, {3, 4, 0, 2, 0}}, {2.24f, 2.92f, 1, 2, 0});
 }
 
 TEST(GlooThreads, AdasumFourRanksByHand) {
@@ -521,22 +527,7 @@ TEST(GlooThreads, AdasumFourRanksByHand) {
   //   (Pairing (0,2),(1,3) first would give (1.9, 0.7): the test pins the pairing order.)
   // Segment 1 (3 elements): v0=v1=(1,1,1) -> A=(1,1,1); v2=0, v3=(0,0,3) -> zero norm: B=(0,0,3);
   //   A.B=3, |A|^2=3, |B|^2=9 -> 0.5 A + (5/6) B = (0.5, 0.5, 3).
-  std::vector<std::vector<float>> in = {
-      {1, 0, 1, 1, 1}, {0, 1, 1, 1, 1}, {2, 0, 0, 0, 0}, {2, 0, 0, 0, 3}};
-  std::vector<std::vector<float>> out(4);
-  auto res = commtest::run_gloo_threads(4, [&](Communicator& comm) {
-    std::vector<float> g = in[comm.rank()];
-    GradientAveraging how;
-    how.adasum = true;
-    average_gradients(comm, g.data(), g.size(), {{0, 2}, {2, 3}}, how);
-    out[comm.rank()] = g;
-  }, CommOptions());
-  expect_no_errors(res);
-  const float want[] = {2, 0.5f, 0.5f, 0.5f, 3};
-  for (int r = 0; r < 4; ++r) {
-    ASSERT_EQ(out[r].size(), 5u);
-    for (int i = 0; i < 5; ++i) EXPECT_NEAR(out[r][i], want[i], 1e-6) << "rank " << r << " element " << i;
-  }
+  expect_adasum({{1, 0, 1, 1, 1}, {0, 1, 1, 1, 1}, {2, 0, 0, 0, 0}, {2, 0, 0, 0, 3}}, {2, 0.5f, 0.5f, 0.5f, 3});
 }
 
 TEST(GlooThreads, AdasumIdenticalAndOrthogonalVectors) {
