@@ -16,17 +16,19 @@
 //     others in one round and sums in rank order: one latency instead of the ring's chain of
 //     wake-ups; for the 21,840-float MNIST gradient on 4 ranks over 2 cores about 2x faster than
 //     the ring, equal on 2 ranks), else Gloo's ring
-//     (reduce-scatter + allgather, 2(n-1) dependent steps, ~2(n-1)/n of the bytes per rank),
+//     (reduce-scatter + allgather, 2(n-1) dependent steps, ~2(n-1)/n of the bytes per rank);
+//     the gradient's size has its receives posted a round ahead (see direct_allreduce),
 //   broadcast = binomial tree from the root (ceil(log2 n) steps, whole buffer per step),
 //   allgather = ring (n-1 steps), barrier = Gloo's barrier, sendrecv = one unbound send + recv.
+// Gloo's device thread runs in SCHED_IDLE (see demote_device_threads).
 // Every Gloo exception becomes a one-line std::runtime_error naming this rank, the operation and
 // the peer(s) involved; after one failure the communicator refuses further collectives (Gloo's
 // pairs are in an unknown state after an I/O error).
 #include <arpa/inet.h>
 #include <dirent.h>
-#include <sched.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -415,10 +417,7 @@ class GlooCommunicator : public Communicator {
       own = context_->createUnboundBuffer(all, bytes * sz);
       buf = own.get();
       slot = gloo::Slot::build(kDirectAllreduceSlotPrefix, next_tag());
-      for (int k = 1; k < sz; ++k) {
-        const int from = (r + sz - k) % sz;
-        buf->recv(from, slot, from * bytes, bytes);
-      }
+      post_receives(buf, slot, bytes);
     }
     std::memcpy(all + r * bytes, static_cast<const void*>(data), bytes);
     for (int k = 1; k < sz; ++k) buf->send((r + k) % sz, slot, r * bytes, bytes);
@@ -443,13 +442,17 @@ class GlooCommunicator : public Communicator {
     }
   }
 
-  uint64_t channel_slot() const { return gloo::Slot::build(kChannelSlotPrefix, chan_.seq); }
-  void post_channel() {
+  // One receive per peer into buf at peer * bytes, for the round tagged slot.
+  void post_receives(gloo::transport::UnboundBuffer* buf, uint64_t slot, size_t bytes) {
     const int sz = info_.size, r = info_.rank;
     for (int k = 1; k < sz; ++k) {
       const int from = (r + sz - k) % sz;
-      chan_.buf->recv(from, channel_slot(), from * chan_.bytes, chan_.bytes);
+      buf->recv(from, slot, from * bytes, bytes);
     }
+  }
+  uint64_t channel_slot() const { return gloo::Slot::build(kChannelSlotPrefix, chan_.seq); }
+  void post_channel() {
+    post_receives(chan_.buf.get(), channel_slot(), chan_.bytes);
     chan_.posted = true;
   }
 

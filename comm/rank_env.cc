@@ -83,6 +83,17 @@ bool pair_present(const Env& env, const char* a, const char* b) {
   return ha;
 }
 
+// A group inside the world (a host's ranks, or the ranks sharing a local rank): reads size_var
+// (1..world) and rank_var (0..size-1), failing with the variable's name on a bad value.
+void read_group(const Env& env, const char* rank_var, const char* size_var, const char* world_var, int world,
+                int* rank, int* size) {
+  *size = env.integer(size_var);
+  check_size(size_var, *size);
+  check_at_most(size_var, *size, world_var, world);
+  *rank = env.integer(rank_var);
+  check_index(rank_var, *rank, size_var, *size);
+}
+
 std::string local_hostname() {
   char buf[256] = {0};
   if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
@@ -154,21 +165,15 @@ void from_launcher(const Env& env, RankInfo* r) {
   r->rank = env.integer("BARESGD_RANK");
   check_index("BARESGD_RANK", r->rank, "BARESGD_SIZE", r->size);
   if (pair_present(env, "BARESGD_LOCAL_RANK", "BARESGD_LOCAL_SIZE")) {
-    r->local_size = env.integer("BARESGD_LOCAL_SIZE");
-    check_size("BARESGD_LOCAL_SIZE", r->local_size);
-    check_at_most("BARESGD_LOCAL_SIZE", r->local_size, "BARESGD_SIZE", r->size);
-    r->local_rank = env.integer("BARESGD_LOCAL_RANK");
-    check_index("BARESGD_LOCAL_RANK", r->local_rank, "BARESGD_LOCAL_SIZE", r->local_size);
+    read_group(env, "BARESGD_LOCAL_RANK", "BARESGD_LOCAL_SIZE", "BARESGD_SIZE", r->size, &r->local_rank,
+               &r->local_size);
   } else {  // one host
     r->local_rank = r->rank;
     r->local_size = r->size;
   }
   if (pair_present(env, "BARESGD_CROSS_RANK", "BARESGD_CROSS_SIZE")) {
-    r->cross_size = env.integer("BARESGD_CROSS_SIZE");
-    check_size("BARESGD_CROSS_SIZE", r->cross_size);
-    check_at_most("BARESGD_CROSS_SIZE", r->cross_size, "BARESGD_SIZE", r->size);
-    r->cross_rank = env.integer("BARESGD_CROSS_RANK");
-    check_index("BARESGD_CROSS_RANK", r->cross_rank, "BARESGD_CROSS_SIZE", r->cross_size);
+    read_group(env, "BARESGD_CROSS_RANK", "BARESGD_CROSS_SIZE", "BARESGD_SIZE", r->size, &r->cross_rank,
+               &r->cross_size);
   } else if (r->local_size == r->size) {
     r->cross_rank = 0;
     r->cross_size = 1;
@@ -188,11 +193,8 @@ void from_open_mpi(const Env& env, RankInfo* r) {
   if (!pair_present(env, "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"))
     fail("OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_LOCAL_RANK/LOCAL_SIZE are not "
          "(start the ranks with Open MPI's mpirun)");
-  r->local_size = env.integer("OMPI_COMM_WORLD_LOCAL_SIZE");
-  check_size("OMPI_COMM_WORLD_LOCAL_SIZE", r->local_size);
-  check_at_most("OMPI_COMM_WORLD_LOCAL_SIZE", r->local_size, "OMPI_COMM_WORLD_SIZE", r->size);
-  r->local_rank = env.integer("OMPI_COMM_WORLD_LOCAL_RANK");
-  check_index("OMPI_COMM_WORLD_LOCAL_RANK", r->local_rank, "OMPI_COMM_WORLD_LOCAL_SIZE", r->local_size);
+  read_group(env, "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_SIZE", r->size,
+             &r->local_rank, &r->local_size);
   if (r->local_size == r->size) {
     r->cross_rank = 0;
     r->cross_size = 1;

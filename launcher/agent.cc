@@ -80,12 +80,7 @@ int agent_main() {
     agent_error(std::string("pipe: ") + std::strerror(errno));
     return 1;
   }
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaction(s, &sa, nullptr);
+  install_signal_handler(on_signal, {SIGCHLD, SIGTERM, SIGINT, SIGHUP});
 
   // 1. The spawn request.
   auto header_deadline = Clock::now() + std::chrono::seconds(60);

@@ -53,6 +53,15 @@ void close_fd(int* fd) {
   *fd = -1;
 }
 
+void install_signal_handler(void (*handler)(int), std::initializer_list<int> signals) {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int s : signals) sigaction(s, &sa, nullptr);
+}
+
 std::vector<std::string> current_environment() {
   std::vector<std::string> out;
   for (char** e = environ; e && *e; ++e) out.emplace_back(*e);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <csignal>
 #include <functional>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -19,6 +20,8 @@ void set_cloexec(int fd);
 bool write_all(int fd, const char* data, size_t n);
 inline bool write_all(int fd, const std::string& s) { return write_all(fd, s.data(), s.size()); }
 void close_fd(int* fd);  // close if >= 0, set to -1
+// sigaction(handler, SA_RESTART, nothing masked) for each of signals.
+void install_signal_handler(void (*handler)(int), std::initializer_list<int> signals);
 
 // ---- environment ----
 // The current process's environment as "K=V" strings.

@@ -58,12 +58,7 @@ void install_launcher_signal_handlers() {
   if (g_sig_pipe[0] < 0) {
     if (pipe2(g_sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) g_sig_pipe[0] = g_sig_pipe[1] = -1;
   }
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaction(s, &sa, nullptr);
+  install_signal_handler(on_signal, {SIGINT, SIGTERM, SIGHUP, SIGCHLD});
   signal(SIGPIPE, SIG_IGN);
 }
 
@@ -91,7 +86,8 @@ struct Supervisor::Child {
   int status = 0;
   bool reported = false;  // failure judged
   bool finished = false;
-  explicit Child(bool split_cr) : split{LineSplitter(split_cr), LineSplitter(split_cr)} {}
+  Child(Kind k, int r, std::string h, bool split_cr)
+      : kind(k), rank(r), host(std::move(h)), split{LineSplitter(split_cr), LineSplitter(split_cr)} {}
 };
 
 Supervisor::Supervisor(OutputSink* sink, Watchdog* watchdog, const SupervisorConfig& cfg)
@@ -105,43 +101,27 @@ Supervisor::~Supervisor() {
   }
 }
 
-void Supervisor::add_local(int rank, const std::string& host, const SpawnedChild& sc) {
-  auto c = std::make_unique<Child>(true);
-  c->kind = Kind::kLocal;
-  c->rank = rank;
-  c->host = host;
+Supervisor::Child* Supervisor::adopt(std::unique_ptr<Child> c, const SpawnedChild& sc) {
   c->pid = sc.pid;
   c->fd[0] = sc.out_fd;
   c->fd[1] = sc.err_fd;
   c->ctl_fd = sc.in_fd;
   if (watchdog_) watchdog_->watch(sc.pid);
   children_.push_back(std::move(c));
+  return children_.back().get();
+}
+
+void Supervisor::add_local(int rank, const std::string& host, const SpawnedChild& sc) {
+  adopt(std::make_unique<Child>(Kind::kLocal, rank, host, true), sc);
 }
 
 void Supervisor::add_remote(int rank, const std::string& host, const SpawnedChild& ssh, const std::string& request) {
-  auto c = std::make_unique<Child>(true);
-  c->kind = Kind::kRemote;
-  c->rank = rank;
-  c->host = host;
-  c->pid = ssh.pid;
-  c->fd[0] = ssh.out_fd;
-  c->fd[1] = ssh.err_fd;
-  c->ctl_fd = ssh.in_fd;
-  c->ctl_buf = request;
-  if (watchdog_) watchdog_->watch(ssh.pid);
-  children_.push_back(std::move(c));
+  adopt(std::make_unique<Child>(Kind::kRemote, rank, host, true), ssh)->ctl_buf = request;
 }
 
 void Supervisor::add_mpirun(const SpawnedChild& sc) {
-  auto c = std::make_unique<Child>(false);  // mpirun tags by '\n'; '\r' inside a line is the rank's
-  c->kind = Kind::kMpirun;
-  c->pid = sc.pid;
-  c->host = "mpirun";
-  c->fd[0] = sc.out_fd;
-  c->fd[1] = sc.err_fd;
-  c->ctl_fd = sc.in_fd;
-  if (watchdog_) watchdog_->watch(sc.pid);
-  children_.push_back(std::move(c));
+  // mpirun tags by '\n'; a '\r' inside a line is the rank's
+  adopt(std::make_unique<Child>(Kind::kMpirun, -1, "mpirun", false), sc);
 }
 
 void Supervisor::handle_lines(Child* c, int which, std::vector<Line>* lines) {

@@ -51,6 +51,7 @@ class Supervisor {
 
  private:
   struct Child;
+  Child* adopt(std::unique_ptr<Child> c, const SpawnedChild& sc);  // its process, pipes and watchdog
   void read_child(Child* c, int which, bool to_eof);
   void handle_lines(Child* c, int which, std::vector<Line>* lines);
   void on_rank_status(Child* c, int wait_status, bool from_agent);

@@ -45,10 +45,12 @@ void gather_batch(float* x, int32_t* y, const MnistSplit& split, const uint32_t*
   // torchvision: ToTensor (p / 255 in float32), then Normalize((0.1307,), (0.3081,)).
   float table[256];
   for (int v = 0; v < 256; ++v) table[v] = (float(v) / 255.0f - 0.1307f) / 0.3081f;
-  uint8_t staged[28 * 28];
+  uint8_t px[28 * 28];  // load_mnist_files accepts 28x28 only
+  if (plane != int(sizeof px))
+    throw DataError(split.image_file.path() + ": images are " + std::to_string(split.rows) + "x" +
+                    std::to_string(split.cols) + ", not 28x28");
   for (int b = 0; b < count; ++b) {
-    const uint8_t* px = split.pixels ? split.pixels + size_t(idx[b]) * plane : staged;
-    if (!split.pixels) split.image_file.read(16 + uint64_t(idx[b]) * plane, size_t(plane), staged);
+    read_image(split, idx[b], px);
     float* out = x + size_t(b) * plane;
     for (int i = 0; i < plane; ++i) out[i] = table[px[i]];
     y[b] = split.labels[idx[b]];

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "comm/comm_internal.h"
+#include "tests/test_util.h"
 
 extern char** environ;
 
@@ -27,13 +28,7 @@ namespace commtest {
 
 class TempDir {
  public:
-  explicit TempDir(const std::string& tag) {
-    std::string t = "/tmp/baresgd-comm-" + tag + "-XXXXXX";
-    std::vector<char> buf(t.begin(), t.end());
-    buf.push_back('\0');
-    if (!mkdtemp(buf.data())) std::abort();
-    path_ = buf.data();
-  }
+  explicit TempDir(const std::string& tag) : path_(testutil::make_temp_dir("comm-" + tag)) {}
   ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
   const std::string& path() const { return path_; }
 
@@ -41,12 +36,7 @@ class TempDir {
   std::string path_;
 };
 
-inline std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using testutil::read_file;
 
 inline std::string unique_job(const std::string& tag) {
   static std::atomic<int> n{0};
@@ -134,89 +124,23 @@ inline std::vector<std::string> clean_environment() {
   return env;
 }
 
+using testutil::ProcResult;
+using testutil::RunAll;
+
 struct ProcSpec {
   std::vector<std::string> argv;
-  std::vector<std::string> env;  // extra KEY=VALUE entries
+  std::vector<std::string> env;  // extra KEY=VALUE entries on top of clean_environment()
 };
 
-struct ProcResult {
-  int status = -1;  // exit code, 128+signal, or -1 if killed at the deadline
-  std::string out, err;
-};
-
-struct RunAll {
-  std::vector<ProcResult> procs;
-  double seconds = 0;
-  bool timed_out = false;
-  std::string describe() const {
-    std::string s;
-    for (size_t i = 0; i < procs.size(); ++i)
-      s += "--- process " + std::to_string(i) + " status " + std::to_string(procs[i].status) + "\nstdout:\n" +
-           procs[i].out + "stderr:\n" + procs[i].err;
-    return s;
-  }
-};
-
-// Starts every process at once, waits for all (killing survivors after timeout_s).
+// testutil::run_processes with each process's environment = clean_environment() + its extras.
 inline RunAll run_processes(const std::vector<ProcSpec>& specs, double timeout_s = 60) {
-  TempDir dir("procs");
-  RunAll res;
-  res.procs.resize(specs.size());
-  std::vector<pid_t> pids(specs.size(), -1);
-  const auto t0 = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < specs.size(); ++i) {
+  std::vector<testutil::ProcSpec> full;
+  for (const ProcSpec& s : specs) {
     std::vector<std::string> env = clean_environment();
-    env.insert(env.end(), specs[i].env.begin(), specs[i].env.end());
-    std::vector<char*> argv, envp;
-    for (const auto& a : specs[i].argv) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    const std::string out = dir.path() + "/out" + std::to_string(i), err = dir.path() + "/err" + std::to_string(i);
-    pid_t pid = fork();
-    if (pid == 0) {
-      setpgid(0, 0);
-      if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(err.c_str(), "w", stderr) ||
-          !std::freopen("/dev/null", "r", stdin))
-        _exit(126);
-      execve(argv[0], argv.data(), envp.data());
-      std::fprintf(stderr, "exec %s: %s\n", argv[0], std::strerror(errno));
-      _exit(127);
-    }
-    pids[i] = pid;
+    env.insert(env.end(), s.env.begin(), s.env.end());
+    full.push_back({s.argv, env});
   }
-  size_t left = specs.size();
-  while (left > 0) {
-    for (size_t i = 0; i < specs.size(); ++i) {
-      if (pids[i] < 0) continue;
-      int st = 0;
-      if (waitpid(pids[i], &st, WNOHANG) == pids[i]) {
-        res.procs[i].status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        pids[i] = -1;
-        --left;
-      }
-    }
-    if (left == 0) break;
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s) {
-      res.timed_out = true;
-      for (size_t i = 0; i < specs.size(); ++i) {
-        if (pids[i] < 0) continue;
-        kill(-pids[i], SIGKILL);  // the process group of the child we started
-        int st = 0;
-        waitpid(pids[i], &st, 0);
-        res.procs[i].status = -1;
-        pids[i] = -1;
-      }
-      break;
-    }
-    usleep(5000);
-  }
-  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  for (size_t i = 0; i < specs.size(); ++i) {
-    res.procs[i].out = read_file(dir.path() + "/out" + std::to_string(i));
-    res.procs[i].err = read_file(dir.path() + "/err" + std::to_string(i));
-  }
-  return res;
+  return testutil::run_processes(full, timeout_s);
 }
 
 inline std::string dir_of_self() {

@@ -343,6 +343,8 @@ class Faults : public ::testing::Test {
     a.insert(a.end(), cmd.begin(), cmd.end());
     return a;
   }
+  // 3 ranks train with --comm-timeout 5 until `victim` is stopped (sigstop_case below).
+  void sigstop_training(int victim);
   std::string marker_, dir_, train_, launch_;
   std::vector<std::string> mounts_;
 };
@@ -407,21 +409,18 @@ void sigstop_case(const std::string& marker, const std::vector<std::string>& arg
     if (contains(l, "error") || contains(l, "launch:")) std::cerr << "[ sample ] " << l << "\n";
 }
 
-TEST_F(Faults, SigstopOfRankTwoIsNamedWithinCommTimeout) {
+void Faults::sigstop_training(int victim) {
   const std::string data = dir_ + "/data";
   link_real_mnist(data);
   sigstop_case(marker_,
-               launch_argv(3, {train_, "--comm-timeout", "5", "--epochs", "50", "--log-interval", "10", "--data-dir", data}),
-               2);
+               launch_argv(3, {train_, "--comm-timeout", "5", "--epochs", "50", "--log-interval", "10",
+                               "--data-dir", data}),
+               victim);
 }
 
-TEST_F(Faults, SigstopOfRankZeroIsNamedWithinCommTimeout) {
-  const std::string data = dir_ + "/data";
-  link_real_mnist(data);
-  sigstop_case(marker_,
-               launch_argv(3, {train_, "--comm-timeout", "5", "--epochs", "50", "--log-interval", "10", "--data-dir", data}),
-               0);
-}
+TEST_F(Faults, SigstopOfRankTwoIsNamedWithinCommTimeout) { sigstop_training(2); }
+
+TEST_F(Faults, SigstopOfRankZeroIsNamedWithinCommTimeout) { sigstop_training(0); }
 
 // ============================================================================================
 // A rank that never starts

@@ -5,14 +5,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
+
+extern char** environ;
 
 namespace testutil {
 
@@ -44,6 +48,100 @@ inline std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+// ---- processes with a deadline: output captured through temp files (no pipe deadlocks) ----
+
+struct ProcSpec {
+  std::vector<std::string> argv;  // argv[0] is a path (execve, no PATH lookup)
+  std::vector<std::string> env;   // the whole environment, KEY=VALUE
+};
+
+struct ProcResult {
+  int status = -1;  // exit code, 128+signal, or -1 if killed at the deadline
+  std::string out, err;
+};
+
+struct RunAll {
+  std::vector<ProcResult> procs;
+  double seconds = 0;
+  bool timed_out = false;
+  std::string describe() const {
+    std::string s;
+    for (size_t i = 0; i < procs.size(); ++i)
+      s += "--- process " + std::to_string(i) + " status " + std::to_string(procs[i].status) + "\nstdout:\n" +
+           procs[i].out + "stderr:\n" + procs[i].err;
+    return s;
+  }
+};
+
+// Starts every process at once, each leading its own process group with stdin from /dev/null, and
+// waits for all; after timeout_s the groups still running are killed (status -1, timed_out).
+inline RunAll run_processes(const std::vector<ProcSpec>& specs, double timeout_s = 60) {
+  const std::string dir = make_temp_dir("procs");
+  RunAll res;
+  res.procs.resize(specs.size());
+  std::vector<pid_t> pids(specs.size(), -1);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    std::vector<char*> argv, envp;
+    for (const auto& a : specs[i].argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (const auto& e : specs[i].env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    const std::string out = dir + "/out" + std::to_string(i), err = dir + "/err" + std::to_string(i);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setpgid(0, 0);
+      if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(err.c_str(), "w", stderr) ||
+          !std::freopen("/dev/null", "r", stdin))
+        ::_exit(126);
+      ::execve(argv[0], argv.data(), envp.data());
+      std::fprintf(stderr, "exec %s: %s\n", argv[0], std::strerror(errno));
+      ::_exit(127);
+    }
+    ::setpgid(pid, pid);
+    pids[i] = pid;
+  }
+  size_t left = specs.size();
+  while (left > 0) {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (pids[i] < 0) continue;
+      int st = 0;
+      if (::waitpid(pids[i], &st, WNOHANG) == pids[i]) {
+        res.procs[i].status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        pids[i] = -1;
+        --left;
+      }
+    }
+    if (left == 0) break;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s) {
+      res.timed_out = true;
+      for (size_t i = 0; i < specs.size(); ++i) {
+        if (pids[i] < 0) continue;
+        ::kill(-pids[i], SIGKILL);  // the process group of the child we started
+        int st = 0;
+        ::waitpid(pids[i], &st, 0);
+        res.procs[i].status = -1;
+        pids[i] = -1;
+      }
+      break;
+    }
+    ::usleep(5000);
+  }
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    res.procs[i].out = read_file(dir + "/out" + std::to_string(i));
+    res.procs[i].err = read_file(dir + "/err" + std::to_string(i));
+  }
+  std::system(("rm -rf '" + dir + "'").c_str());
+  return res;
+}
+
+inline std::vector<std::string> current_environment() {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.push_back(*e);
+  return env;
+}
+
 struct RunResult {
   int status = -1;        // exit code, or 128+signal; -1 when the deadline killed it
   bool timed_out = false;
@@ -51,40 +149,15 @@ struct RunResult {
   double seconds = 0;
 };
 
-// Runs `sh -c cmd` with a deadline; output captured through temp files (no pipe deadlocks).
+// Runs `sh -c cmd` in this environment with a deadline.
 inline RunResult run(const std::string& cmd, double timeout_s = 120) {
+  RunAll all = run_processes({{{"/bin/sh", "-c", cmd}, current_environment()}}, timeout_s);
   RunResult r;
-  std::string dir = make_temp_dir("run");
-  std::string o = dir + "/out", e = dir + "/err";
-  auto t0 = std::chrono::steady_clock::now();
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    std::freopen(o.c_str(), "w", stdout);
-    std::freopen(e.c_str(), "w", stderr);
-    std::freopen("/dev/null", "r", stdin);
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), (char*)nullptr);
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);
-  int st = 0;
-  for (;;) {
-    pid_t w = ::waitpid(pid, &st, WNOHANG);
-    if (w == pid) break;
-    double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (el > timeout_s) {
-      ::kill(-pid, SIGKILL);
-      ::waitpid(pid, &st, 0);
-      r.timed_out = true;
-      break;
-    }
-    ::usleep(10000);
-  }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!r.timed_out) r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  r.out = read_file(o);
-  r.err = read_file(e);
-  std::system(("rm -rf '" + dir + "'").c_str());
+  r.status = all.procs[0].status;
+  r.timed_out = all.timed_out;
+  r.out = std::move(all.procs[0].out);
+  r.err = std::move(all.procs[0].err);
+  r.seconds = all.seconds;
   return r;
 }
 

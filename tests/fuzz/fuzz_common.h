@@ -1,6 +1,7 @@
 // fuzz_common: small helpers shared by the libFuzzer targets in tests/fuzz/ (header only).
 //
 // FUZZ_CHECK(cond) aborts with the condition's text, so libFuzzer saves the input as a crash.
+// FuzzRng is a small deterministic generator for targets that derive chunking from a seed byte.
 // FuzzInput hands out the fuzzer's bytes field by field (zeros once it runs dry), so structured
 // targets can build well-formed inputs and then damage them where the bytes say.
 // fuzz_skip_known(): true when BARESGD_FUZZ_SKIP_KNOWN=1 is set — targets then steer around
@@ -32,6 +33,17 @@ inline bool fuzz_skip_known() {
   }();
   return skip;
 }
+
+// xorshift32: a deterministic stream of numbers seeded from the input (chunk sizes and the like).
+struct FuzzRng {
+  uint32_t s;
+  uint32_t next() {
+    s ^= s << 13;
+    s ^= s >> 17;
+    s ^= s << 5;
+    return s;
+  }
+};
 
 class FuzzInput {
  public:

@@ -28,28 +28,9 @@
 
 #include "comm/store_protocol.h"
 #include "launcher/store_session.h"
+#include "tests/fuzz/fuzz_common.h"
 
 namespace {
-
-[[noreturn]] void violated(const char* what) {
-  std::fprintf(stderr, "fuzz_store_server: invariant violated: %s\n", what);
-  std::abort();
-}
-
-#define CHECK(cond)                  \
-  do {                               \
-    if (!(cond)) violated(#cond);    \
-  } while (0)
-
-struct Rng {  // xorshift32: deterministic per input
-  uint32_t s;
-  uint32_t next() {
-    s ^= s << 13;
-    s ^= s >> 17;
-    s ^= s << 5;
-    return s;
-  }
-};
 
 // Records: kind byte, then its fields; a record cut short by the end of input is dropped.
 //   0 set:  key byte, length byte L, L value bytes      3 raw frame: length byte L, L bytes
@@ -140,7 +121,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     stream.append(reinterpret_cast<const char*>(data) + 1, size - 1);
   }
 
-  Rng rng{0x9e3779b9u ^ (uint32_t(flags >> 3) * 0x85ebca6bu)};
+  FuzzRng rng{0x9e3779b9u ^ (uint32_t(flags >> 3) * 0x85ebca6bu)};
   const size_t max_reply = 4 + 1 + limits.max_frame_bytes;  // 'F' + the largest value
   std::string sent;  // every byte the server "sent"
   size_t pos = 0;
@@ -152,9 +133,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     session.on_output_written(n);
   };
   auto check = [&] {
-    CHECK(session.input_size() <= 4 + size_t(limits.max_frame_bytes) + last_chunk);
-    CHECK(session.output_size() <= limits.max_pending_output + max_reply + 64);
-    CHECK(table.stored_bytes() <= limits.max_stored_bytes);
+    FUZZ_CHECK(session.input_size() <= 4 + size_t(limits.max_frame_bytes) + last_chunk);
+    FUZZ_CHECK(session.output_size() <= limits.max_pending_output + max_reply + 64);
+    FUZZ_CHECK(table.stored_bytes() <= limits.max_stored_bytes);
   };
 
   for (int steps = 0; steps < 1000000 && !session.done(); ++steps) {
@@ -177,11 +158,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!session.done()) {
     session.on_input_closed();
     for (int i = 0; i < 1000000 && session.output_size() > 0; ++i) send_some(4096);
-    CHECK(session.done());
+    FUZZ_CHECK(session.done());
   }
   // Once closed, nothing more is accepted or produced.
   session.on_input("x", 1);
-  CHECK(session.output_size() == 0);
+  FUZZ_CHECK(session.output_size() == 0);
 
   // The output is a sequence of frames: the greeting first, then replies. A connection closed
   // for malformed input may cut the last one short; any other end is on a frame boundary.
@@ -189,14 +170,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bool first = true;
   while (sent.size() - off >= 4) {
     const uint32_t len = get_u32be(sent.data() + off);
-    CHECK(len <= max_reply);
+    FUZZ_CHECK(len <= max_reply);
     if (sent.size() - off - 4 < len) break;
     if (first) {
-      CHECK(sent.compare(off + 4, len, std::string(kStoreGreeting) + nonce) == 0);
+      FUZZ_CHECK(sent.compare(off + 4, len, std::string(kStoreGreeting) + nonce) == 0);
       first = false;
     }
     off += 4 + len;
   }
-  if (session.close_reason() != StoreSession::CloseReason::kMalformed) CHECK(off == sent.size());
+  if (session.close_reason() != StoreSession::CloseReason::kMalformed) FUZZ_CHECK(off == sent.size());
   return 0;
 }

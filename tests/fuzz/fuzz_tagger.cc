@@ -26,15 +26,6 @@
 
 namespace {
 
-struct Rng {  // xorshift32: deterministic per input
-  uint32_t s;
-  uint32_t next() {
-    s ^= s << 13;
-    s ^= s >> 17;
-    s ^= s << 5;
-    return s;
-  }
-};
 
 void check_mpi_line(const Line& l) {
   int rank = -1;
@@ -73,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   LineSplitter sp(split_cr, max_line);
   std::vector<Line> lines;
-  Rng rng{0x2545F491u ^ (uint32_t(flags >> 3) * 0x9E3779B9u)};
+  FuzzRng rng{0x2545F491u ^ (uint32_t(flags >> 3) * 0x9E3779B9u)};
   size_t pos = 0;
   while (pos < stream.size()) {
     const uint32_t r = rng.next();
