@@ -8,6 +8,10 @@
 //   MpiProcesses     the same tool under mpirun (skipped only if mpirun is not installed)
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+#include <sched.h>
+
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -492,6 +496,85 @@ TEST(GlooThreads, ClosedFormsWorlds1to4) {
 
 TEST(GlooThreads, ClosedFormsWorlds5to8) {
   for (int w = 5; w <= 8; ++w) gloo_closed_forms(w, /*big=*/w == 8);
+}
+
+// The gradient channel: the first allreduce of >= 4 KB binds its size and pre-posts the next
+// round's receives; other sizes, types and collectives in between must not disturb it.
+TEST(GlooThreads, GradientChannelAcrossRoundsAndOtherCollectives) {
+  for (int w : {2, 3}) {
+    std::mutex mu;
+    std::vector<std::string> failures;
+    auto fail = [&](const std::string& f) {
+      std::lock_guard<std::mutex> lock(mu);
+      failures.push_back(f);
+    };
+    auto res = commtest::run_gloo_threads(w, [&](Communicator& comm) {
+      const int r = comm.rank();
+      const size_t n = 3000, other = 5000;  // 12 KB binds the channel; 20 KB stays per-call
+      for (int round = 0; round < 6; ++round) {
+        std::vector<float> g(n), h(other);
+        for (size_t i = 0; i < n; ++i) g[i] = float(r + round + int(i % 7));
+        for (size_t i = 0; i < other; ++i) h[i] = float(2 * r + int(i % 3));
+        comm.allreduce_sum(g.data(), n);
+        if (round % 2) comm.allreduce_sum(h.data(), other);
+        double stats[2] = {double(r), 1.0};
+        comm.allreduce_sum(stats, 2);
+        std::vector<half_bits> f16(n, 0x3C00);  // 1.0, a 6 KB allreduce of another type
+        comm.allreduce_sum_f16(f16.data(), n);
+        int token = r == 0 ? 100 + round : -1;
+        comm.broadcast(&token, sizeof token, 0);
+        const int ranks_sum = w * (w - 1) / 2;
+        for (size_t i = 0; i < n; ++i)
+          if (g[i] != float(ranks_sum + w * (round + int(i % 7)))) {
+            fail("round " + std::to_string(round) + " g[" + std::to_string(i) + "]=" + std::to_string(g[i]));
+            break;
+          }
+        if (round % 2)
+          for (size_t i = 0; i < other; ++i)
+            if (h[i] != float(2 * ranks_sum + w * int(i % 3))) {
+              fail("round " + std::to_string(round) + " h[" + std::to_string(i) + "]");
+              break;
+            }
+        if (stats[0] != ranks_sum || stats[1] != w) fail("round " + std::to_string(round) + " stats");
+        if (f16[0] != float_to_half(float(w)) || f16[n - 1] != f16[0]) fail("round " + std::to_string(round) + " f16");
+        if (token != 100 + round) fail("round " + std::to_string(round) + " broadcast");
+      }
+    }, CommOptions());
+    expect_no_errors(res);
+    for (const auto& f : failures) ADD_FAILURE() << "world " << w << ": " << f;
+  }
+}
+
+// Gloo's device thread (one per communicator) runs in SCHED_IDLE unless BARESGD_GLOO_IDLE_DEVICE=0.
+int idle_threads_of_this_process() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (struct dirent* e = readdir(d))
+      if (e->d_name[0] != '.' && sched_getscheduler(static_cast<pid_t>(std::atol(e->d_name))) == SCHED_IDLE) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+TEST(GlooThreads, DeviceThreadRunsInSchedIdle) {
+  for (const char* setting : {"", "0"}) {
+    if (*setting)
+      setenv("BARESGD_GLOO_IDLE_DEVICE", setting, 1);
+    else
+      unsetenv("BARESGD_GLOO_IDLE_DEVICE");
+    std::atomic<int> seen{-1};
+    auto res = commtest::run_gloo_threads(2, [&](Communicator& comm) {
+      comm.barrier();  // both communicators (and their devices) exist
+      if (comm.rank() == 0) seen = idle_threads_of_this_process();
+      comm.barrier();
+    }, CommOptions());
+    unsetenv("BARESGD_GLOO_IDLE_DEVICE");
+    expect_no_errors(res);
+    if (*setting)
+      EXPECT_EQ(seen.load(), 0) << "BARESGD_GLOO_IDLE_DEVICE=0 leaves the device threads alone";
+    else
+      EXPECT_GE(seen.load(), 2) << "one idle device thread per communicator";
+  }
 }
 
 // Runs Adasum over in.size() Gloo ranks (rank r contributes in[r]) with segments {0,2} and {2,3}
