@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -207,21 +208,36 @@ void Supervisor::read_child(Child* c, int which, bool to_eof) {
   }
 }
 
+std::string Supervisor::describe_child(const Child* c) const {
+  if (c->kind == Kind::kRemote && c->remote_pid < 0)
+    return "rank " + std::to_string(c->rank) + " (" + c->host + ", ssh pid " + std::to_string(c->pid) + ")";
+  long pid = c->kind == Kind::kRemote ? c->remote_pid : c->pid;
+  return "rank " + std::to_string(c->rank) + " (" + c->host + ", pid " + std::to_string(pid) + ")";
+}
+
 void Supervisor::on_rank_status(Child* c, int wait_status, bool from_agent) {
   if (c->reported) return;
   c->reported = true;
   bool ok = WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
-  if (ok || stopping_) return;
+  if (ok) return;
+  if (stopping_) {
+    // A rank killed by a signal (not by our stop's SIGTERM or SIGKILL) just after a first failure
+    // that was an exit status is the likelier cause: its peers fail at once when it dies ("lost the
+    // connection to rank 0") and can be seen first. It becomes the first failure; its status, the job's.
+    if (first_failure_exited_ && !killed_ && c->kind != Kind::kMpirun && WIFSIGNALED(wait_status) &&
+        WTERMSIG(wait_status) != SIGTERM && Clock::now() - first_failure_at_ < std::chrono::milliseconds(500)) {
+      first_failure_exited_ = false;
+      failure_code_ = wait_status_code(wait_status);
+      sink_->message("launch: " + describe_child(c) + " " + describe_wait_status(wait_status) +
+                     " at the same time; that is the first failure");
+    }
+    return;
+  }
   // The first failure decides.
   failure_code_ = wait_status_code(wait_status);
+  first_failure_exited_ = WIFEXITED(wait_status);
+  first_failure_at_ = Clock::now();
   if (c->kind == Kind::kMpirun) return;  // mpirun already said which rank failed; its status is ours
-  std::string who;
-  if (c->kind == Kind::kRemote && c->remote_pid < 0) {
-    who = "rank " + std::to_string(c->rank) + " (" + c->host + ", ssh pid " + std::to_string(c->pid) + ")";
-  } else {
-    long pid = c->kind == Kind::kRemote ? c->remote_pid : c->pid;
-    who = "rank " + std::to_string(c->rank) + " (" + c->host + ", pid " + std::to_string(pid) + ")";
-  }
   std::string what = describe_wait_status(wait_status);
   if (c->kind == Kind::kRemote && !from_agent) {
     if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 255)
@@ -230,7 +246,7 @@ void Supervisor::on_rank_status(Child* c, int wait_status, bool from_agent) {
       what = "ended before its agent reported (ssh " + describe_wait_status(wait_status) + ")";
   }
   int code = failure_code_;
-  sink_->message("launch: " + who + " " + what + "; stopping the job");
+  sink_->message("launch: " + describe_child(c) + " " + what + "; stopping the job");
   begin_stop(SIGTERM, code);
   failure_code_ = code;
 }
@@ -278,11 +294,21 @@ void Supervisor::kill_all() {
 }
 
 void Supervisor::reap() {
-  while (true) {
+  // Take every child that is gone, then judge them, those killed by a signal first: when a rank is
+  // killed its peers fail soon after ("lost the connection to rank 0") and may be reaped in the same
+  // pass; the killed rank is the cause, and its status is the job's.
+  std::vector<std::pair<pid_t, int>> gone;
+  for (;;) {
     int st;
     pid_t w = waitpid(-1, &st, WNOHANG);
-    if (w <= 0) return;
+    if (w <= 0) break;
     if (watchdog_ && w == watchdog_->pid()) watchdog_->forget();
+    gone.push_back({w, st});
+  }
+  std::stable_sort(gone.begin(), gone.end(), [](const std::pair<pid_t, int>& a, const std::pair<pid_t, int>& b) {
+    return WIFSIGNALED(a.second) && !WIFSIGNALED(b.second);
+  });
+  for (const auto& [w, st] : gone) {
     for (auto& c : children_) {
       if (c->pid != w || c->reaped) continue;
       c->reaped = true;

@@ -55,6 +55,7 @@ class Supervisor {
   void read_child(Child* c, int which, bool to_eof);
   void handle_lines(Child* c, int which, std::vector<Line>* lines);
   void on_rank_status(Child* c, int wait_status, bool from_agent);
+  std::string describe_child(const Child* c) const;  // "rank 2 (hpc03, pid 1234)"
   void finish_child(Child* c);
   void begin_stop(int sig, int exit_code);
   void signal_child(Child* c, int sig);
@@ -69,6 +70,8 @@ class Supervisor {
   bool stopping_ = false, killed_ = false, hard_killed_ = false;
   int stop_code_ = 0;       // from a signal or --timeout
   int failure_code_ = -1;   // from the first failing rank
+  bool first_failure_exited_ = false;  // it exited with a status (a signal death soon after may replace it)
+  std::chrono::steady_clock::time_point first_failure_at_;
   int seen_stop_count_ = 0;  // signals handled so far
   std::chrono::steady_clock::time_point start_, kill_at_, hard_kill_at_, give_up_at_;
 };

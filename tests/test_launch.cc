@@ -1016,6 +1016,33 @@ TEST_F(LaunchLocal, FirstFailureDecides) {
   EXPECT_GE(wait_no_procs(marker_, 10), 0);
 }
 
+TEST_F(LaunchLocal, KilledRankIsTheCauseWhenItsPeerDiesInTheSameInstant) {
+  // Rank 1 is killed by SIGKILL and rank 0 then exits 1 (as a peer that lost its connection does);
+  // the launcher is stopped meanwhile, so it finds both gone in one pass (the kernel hands them back
+  // oldest first: rank 0) and the killed rank must still decide.
+  Launch l({"-np", "2", "--gloo", "sh", "-c",
+            "sleep 1; case $BARESGD_RANK in 1) kill -9 $$;; *) sleep 0.3; exit 1;; esac; : " + marker_});
+  usleep(300 * 1000);
+  ASSERT_EQ(kill(l.pid(), SIGSTOP), 0);
+  usleep(2000 * 1000);  // both ranks are zombies now
+  ASSERT_EQ(kill(l.pid(), SIGCONT), 0);
+  EXPECT_EQ(l.code(30), 137) << l.err();
+  EXPECT_TRUE(contains(l.err(), "launch: rank 1 (localhost, pid ")) << l.err();
+  EXPECT_FALSE(contains(l.err(), "rank 0 (localhost")) << l.err();
+}
+
+TEST_F(LaunchLocal, KilledRankIsTheCauseWhenSeenJustAfterAPeerFailure) {
+  // Rank 1 exits 1 first; 0.1 s later rank 0 (deaf to the stop's SIGTERM) is killed by SIGKILL:
+  // within the launcher's 0.5 s window the kill counts as the first failure.
+  Launch l({"-np", "2", "--gloo", "sh", "-c",
+            "trap '' TERM; case $BARESGD_RANK in 0) sleep 1.1; kill -9 $$;; *) sleep 1; exit 1;; esac; : " + marker_});
+  EXPECT_EQ(l.code(30), 137) << l.err();
+  EXPECT_TRUE(contains(l.err(), "launch: rank 1 (localhost, pid ")) << l.err();
+  EXPECT_TRUE(std::regex_search(l.err(), std::regex("launch: rank 0 \\(localhost, pid \\d+\\) was killed by signal 9 "
+                                                    "\\(SIGKILL\\) at the same time; that is the first failure")))
+      << l.err();
+}
+
 TEST_F(LaunchLocal, KillNineOfOneRank) {
   Launch l({"-np", "4", "--gloo", rank_tool(), "family", "120", marker_});
   ASSERT_TRUE(l.wait_out("ready", 4, 30)) << l.out() << l.err();
