@@ -85,7 +85,7 @@ $(BUILD)/tests/tool_%: $(BUILD)/tests/tool_%.o $(LAUNCH_OBJ) $(BUILD)/libbaresgd
 	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 # Tests find the binaries through these variables (sanitized builds live in build-san/).
-# Open MPI stays on loopback and off the shared-memory BTL in every test (design.md §4).
+# Open MPI stays on loopback and off the shared-memory BTL in every test (docs/testing.md).
 TEST_ENV := OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_if_base_do_not_resolve=1
 test: $(TRAIN) $(LAUNCH) $(TOOLS) $(BUILD)/tests/unit_tests
 	$(TEST_ENV) BARESGD_TRAIN=$(abspath $(TRAIN)) BARESGD_LAUNCH=$(abspath $(LAUNCH)) BARESGD_TOOLS=$(abspath $(BUILD)/tests) \

@@ -117,7 +117,7 @@ inline std::vector<std::string> clean_environment() {
       continue;
     env.push_back(kv);
   }
-  // Open MPI: loopback only, no shared-memory BTL (design.md section 4).
+  // Open MPI: loopback only, no shared-memory BTL (docs/testing.md).
   env.push_back("OMPI_MCA_btl=self,tcp");
   env.push_back("OMPI_MCA_btl_tcp_if_include=lo");
   env.push_back("OMPI_MCA_oob_tcp_if_include=lo");

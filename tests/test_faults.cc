@@ -150,7 +150,7 @@ class Proc {
     dir_ = testutil::make_temp_dir("faultproc");
     std::vector<std::string> env;
     for (char** e = environ; *e; ++e) env.push_back(*e);
-    // Loopback only for anything Open MPI (design.md §4); harmless for Gloo.
+    // Loopback only for anything Open MPI (docs/testing.md); harmless for Gloo.
     for (const char* kv : {"OMPI_MCA_btl=self,tcp", "OMPI_MCA_btl_tcp_if_include=lo",
                            "OMPI_MCA_oob_tcp_if_include=lo", "OMPI_MCA_if_base_do_not_resolve=1"})
       env.push_back(kv);
