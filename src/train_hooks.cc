@@ -159,6 +159,8 @@ void TrainHooks::inspect(const float* grads, const float* params) {
   if (rank_ != 0) return;
   const InspectHeader h{step_, epoch_, batch_, size_, backend_, facts_.algorithm, bytes};
   std::string text = inspect_table(h, all) + adasum_lines(step_, coefs);
+  if (opts_.use_adasum && size_ > 1 && adasum_lines(step_, coefs).empty())
+    text += "inspect: step " + std::to_string(step_) + ": no Adasum coefficients were recorded at this step\n";
   std::fputs(text.c_str(), stderr);
   std::fflush(stderr);
   if (!metrics_.is_open()) return;
