@@ -230,6 +230,21 @@ TEST_F(MetricsRun, TwoGlooRanksTwoEpochsFile) {
   EXPECT_EQ(r.err.find("[1]<stderr>:train: summary"), std::string::npos);
 }
 
+TEST_F(MetricsRun, MpiHeaderNamesTheMpiLibraryVersion) {
+  const std::string F = dir + "/mpi.jsonl";
+  auto r = testutil::run(testutil::launch_bin() + " -np 2 --mpi " + testutil::train_bin() +
+                             " --max-steps 2 --log-interval 1 --metrics " + F,
+                         300);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const std::vector<std::string> lines = lines_of(testutil::read_file(F));
+  ASSERT_EQ(lines.size(), 1u + 2 * 2 + 1) << testutil::read_file(F);  // header, 2 steps x 2 ranks, summary
+  EXPECT_EQ(raw_field(lines[0], "backend"), "mpi");
+  EXPECT_EQ(raw_field(lines[0], "mpi").rfind("Open MPI v", 0), 0u) << lines[0];
+  EXPECT_EQ(raw_field(lines.back(), "type"), "summary");
+  EXPECT_EQ(raw_field(lines.back(), "test_accuracy"), "null");
+  EXPECT_NE(r.err.find("[0]<stderr>:train: summary: world_size=2 backend=mpi "), std::string::npos) << r.err;
+}
+
 TEST_F(MetricsRun, UnwritablePathStopsEveryRankBeforeTraining) {
   auto one = testutil::run(testutil::train_bin() + " --metrics /nonexistent/m.jsonl", 60);
   EXPECT_EQ(one.status, 1);
