@@ -121,12 +121,14 @@ FUZZ_CXXFLAGS ?= -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,add
 FUZZ_NAMES    := $(patsubst tests/fuzz/fuzz_%.cc,%,$(wildcard tests/fuzz/fuzz_*.cc))
 FUZZ_SRC_store_server   := comm/store_protocol.cc launcher/store_session.cc
 FUZZ_SRC_idx            := src/mnist.cc
-FUZZ_SRC_train_options  := src/options.cc
+FUZZ_SRC_train_options  := src/options.cc src/step_list.cc
 FUZZ_SRC_launch_options := launcher/options.cc launcher/tagger.cc
 FUZZ_SRC_hosts          := launcher/hosts.cc
-FUZZ_SRC_checkpoint     := src/checkpoint.cc
+FUZZ_SRC_checkpoint     := src/checkpoint.cc src/crc32.cc
 FUZZ_SRC_agent_protocol := launcher/agent_protocol.cc
 FUZZ_SRC_tagger         := launcher/tagger.cc
+FUZZ_SRC_step_list      := src/step_list.cc
+FUZZ_SRC_perturb_spec   := src/perturb_spec.cc src/step_list.cc
 FUZZ_LIBS_idx           := -lz
 FUZZ_LIBS_checkpoint    := -lz
 FUZZ_HEADERS  := $(wildcard src/*.h comm/*.h launcher/*.h tests/fuzz/*.h)

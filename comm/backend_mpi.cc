@@ -28,6 +28,7 @@
 
 #include "comm/comm_internal.h"
 #include "comm/distributed_optimizer.h"
+#include "comm/library_versions.h"
 
 namespace {
 
@@ -207,4 +208,15 @@ class MpiCommunicator : public Communicator {
 
 std::unique_ptr<Communicator> make_mpi_communicator(const RankInfo& info, const CommOptions& opts) {
   return std::unique_ptr<Communicator>(new MpiCommunicator(info, opts));
+}
+
+// comm/library_versions.h: callable before MPI_Init (MPI-3).
+std::string mpi_library_version() {
+  char buf[MPI_MAX_LIBRARY_VERSION_STRING + 1] = {0};
+  int len = 0;
+  if (MPI_Get_library_version(buf, &len) != MPI_SUCCESS) return "unknown";
+  std::string v(buf, size_t(std::max(0, std::min(len, int(MPI_MAX_LIBRARY_VERSION_STRING)))));
+  v = v.substr(0, v.find('\n'));
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\r' || v.back() == '\0')) v.pop_back();
+  return v;
 }

@@ -1,11 +1,11 @@
 // checkpoint: encode/decode/verify checkpoint files and save/load them atomically.
 #include "src/checkpoint.h"
+#include "src/crc32.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -85,8 +85,7 @@ std::string encode_checkpoint(const TrainState& s) {
   put<uint64_t>(out, s.params.size());
   out.append(reinterpret_cast<const char*>(s.params.data()), s.params.size() * sizeof(float));
   out.append(reinterpret_cast<const char*>(s.momentum.data()), s.momentum.size() * sizeof(float));
-  uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(out.data()), uInt(out.size()));
-  put<uint32_t>(out, uint32_t(crc));
+  put<uint32_t>(out, crc32_of(out.data(), out.size()));
   return out;
 }
 
@@ -117,8 +116,7 @@ TrainState decode_checkpoint(const std::string& in, size_t expect_params) {
                              std::to_string(want) + ")");
   uint32_t stored;
   std::memcpy(&stored, in.data() + want - 4, 4);
-  uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(in.data()), uInt(want - 4));
-  if (uint32_t(crc) != stored) throw std::runtime_error("checksum mismatch (corrupt file)");
+  if (crc32_of(in.data(), want - 4) != stored) throw std::runtime_error("checksum mismatch (corrupt file)");
   if (s.world_size < 1 || s.batch_size < 1 || s.epoch < 1 || s.batch < 0 || s.step < 0)
     throw std::runtime_error("impossible training position in header");
   s.params.resize(n);

@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <stdexcept>
+
+#include "src/step_list.h"
 
 namespace {
 
@@ -45,6 +48,19 @@ double parse_timeout(const std::string& flag, const std::string& v) {
   if (x < 0.001 || x > 1e6)
     throw TrainUsageError{"argument " + flag + ": " + v + " seconds is out of range [0.001, 1000000]"};
   return x;
+}
+
+std::vector<uint64_t> parse_steps(const std::string& flag, const std::string& v) {
+  try {
+    return parse_step_list(v);
+  } catch (const std::invalid_argument& e) {
+    throw TrainUsageError{"argument " + flag + ": invalid step list " + quote(v) + ": " + e.what()};
+  }
+}
+
+std::string non_empty(const std::string& flag, const std::string& v) {
+  if (v.empty()) throw TrainUsageError{"argument " + flag + ": expected a path, got ''"};
+  return v;
 }
 
 }  // namespace
@@ -93,6 +109,14 @@ std::string usage_text() {
       "  --max-steps N                  stop after N optimizer steps (tests)\n"
       "  --dump-params FILE             write the final parameters as raw float32 (tests);\n"
       "                                 a %r in FILE is replaced by the rank, every rank writes\n"
+      "  --metrics FILE                 rank 0 writes JSON Lines: header, logged steps of every\n"
+      "                                 rank, tests, --inspect records, summary\n"
+      "  --inspect STEPS                per-layer table of these 0-based steps (e.g. 0,100,500)\n"
+      "                                 on stderr: gradient norms, cosines, bytes, checksums\n"
+      "  --inspect-dump DIR             with --inspect: each rank's local and averaged gradient\n"
+      "                                 at those steps as raw float32 files in DIR (tests)\n"
+      "  --check-sync N                 every N steps compare the ranks' parameter checksums;\n"
+      "                                 stop naming the layer and ranks if they differ\n"
       "  -h, --help                     show this help and exit\n";
 }
 
@@ -139,6 +163,10 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--max-steps", [&](auto& f, auto& v) { o.max_steps = parse_int(f, v, 0, kMax); }},
       {"--dump-params", [&](auto& f, auto& v) { o.dump_params = v; }},
       {"--threads", [&](auto& f, auto& v) { o.threads = (int)parse_int(f, v, 1, 1024); }},
+      {"--metrics", [&](auto& f, auto& v) { o.metrics = non_empty(f, v); }},
+      {"--inspect", [&](auto& f, auto& v) { o.inspect_steps = parse_steps(f, v); }},
+      {"--inspect-dump", [&](auto& f, auto& v) { o.inspect_dump = non_empty(f, v); }},
+      {"--check-sync", [&](auto& f, auto& v) { o.check_sync = parse_int(f, v, 1, 1LL << 30); }},
   };
   std::map<std::string, bool*> switches = {
       {"--no-cuda", &o.no_cuda},
@@ -180,5 +208,7 @@ Options parse_options(const std::vector<std::string>& args) {
   }
   if ((!o.hosts.empty() || !o.communication.empty()) && o.num_proc == 0)
     throw TrainUsageError{"--hosts and --communication need --num-proc"};
+  if (!o.inspect_dump.empty() && o.inspect_steps.empty())
+    throw TrainUsageError{"--inspect-dump needs --inspect STEPS"};
   return o;
 }

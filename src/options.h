@@ -1,6 +1,7 @@
 // options: ./train's command-line flags (those of the Horovod PyTorch MNIST example, same
 // defaults, plus baresgd's own), parsed argparse-style: `--flag value` or `--flag=value`.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,11 @@ struct Options {
   long long max_steps = -1;       // --max-steps: stop after this many optimizer steps (tests)
   std::string dump_params;        // --dump-params FILE: raw float32 parameters at the end (tests)
   int threads = 0;                // --threads: OpenBLAS threads (0: OPENBLAS_NUM_THREADS or 1)
+  // Seeing inside the run (src/train_hooks.h).
+  std::string metrics;                  // --metrics FILE: JSON Lines records (rank 0 writes)
+  std::vector<uint64_t> inspect_steps;  // --inspect 0,100,500: 0-based optimizer steps, ascending
+  std::string inspect_dump;             // --inspect-dump DIR: gradients at those steps (tests)
+  long long check_sync = 0;             // --check-sync N: compare parameter checksums every N steps
   bool help = false;
 };
 

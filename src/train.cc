@@ -21,6 +21,7 @@
 #include "src/mnist.h"
 #include "src/net.h"
 #include "src/sampler.h"
+#include "src/train_hooks.h"
 
 namespace {
 
@@ -216,6 +217,11 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   how.adasum = opts.use_adasum;
   std::vector<Segment> segments;
   for (const ParamView& p : Net::kParams) segments.push_back({p.offset, p.count});
+  RunFacts facts;
+  facts.lr = opts.use_adasum ? opts.lr : opts.lr * size;
+  facts.elem_bytes = how.fp16 ? 2 : 4;
+  // INTEGRATE(--allreduce): facts.algorithm = allreduce_algorithm_name(how.algorithm);
+  TrainHooks hooks(opts, comm, facts);  // --metrics, --inspect, --check-sync, the summary
 
   DistributedSampler train_sampler(size_t(train.count), size, rank, true, kSamplerSeed);
   DistributedSampler test_sampler(size_t(test.count), size, rank, true, kSamplerSeed);
@@ -238,9 +244,11 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
         stop = true;
         break;
       }
+      hooks.begin_step(epoch, b, step, b % size_t(opts.log_interval) == 0);
       const size_t start = b * size_t(opts.batch_size);
       const int n = int(std::min(size_t(opts.batch_size), idx.size() - start));
       gather_batch(x.data(), y.data(), train, idx.data() + start, n);
+      hooks.data_done();
       const bool dropout = !opts.no_dropout;
       if (dropout) {
         seed_dropout(&dropout_rng, opts.seed, rank, step);
@@ -248,13 +256,21 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
       }
       net.forward(x.data(), n, dropout);
       const float loss = net.backward(y.data(), n);
+      hooks.before_averaging(net.grads.data(), net.params.data());
       if (size > 1) {
         const auto t_comm = Clock::now();
+        // INTEGRATE(--allreduce): how.observer = hooks.allreduce_observer(<the timeline's observer or nullptr>);
+        // INTEGRATE(Adasum trace): std::vector<AdasumCoefficients> trace;
+        //   how.adasum_trace = hooks.inspecting() ? &trace : nullptr;   (before the call)
+        //   hooks.add_adasum_coefficients(trace);                       (after it)
+        hooks.comm_begin();
         average_gradients(comm, net.grads.data(), net.grads.size(), segments, how);
+        hooks.comm_end();
         if (timing) comm_s += since(t_comm);
       }
       sgd_momentum_step(net.params.data(), momentum.data(), net.grads.data(), net.params.size(), lr,
                         float(opts.momentum), !momentum_started);
+      hooks.after_step(net.grads.data(), net.params.data(), loss, n);
       momentum_started = true;
       ++step;
       if (b % size_t(opts.log_interval) == 0) {
@@ -275,9 +291,11 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
                    100.0 * r.accuracy);
       std::fflush(out);
     }
+    hooks.test_done(epoch, step, r.loss, r.accuracy);
     test_s += since(t_test);
     save(epoch + 1, 0, step);
   }
+  hooks.finish(train_s);
   if (timing)
     std::fprintf(stderr, "timing: rank=%d startup_s=%.4f train_s=%.4f test_s=%.4f comm_s=%.4f\n", rank,
                  startup_s, train_s, test_s, comm_s);

@@ -55,6 +55,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(o.checkpoint_every >= 0);
   FUZZ_CHECK(o.max_steps >= -1);
   FUZZ_CHECK(o.threads >= 0 && o.threads <= 1024);
+  FUZZ_CHECK(o.check_sync >= 0 && o.check_sync <= (1LL << 30));
+  for (size_t i = 1; i < o.inspect_steps.size(); ++i) FUZZ_CHECK(o.inspect_steps[i - 1] < o.inspect_steps[i]);
+  FUZZ_CHECK(o.inspect_dump.empty() || !o.inspect_steps.empty());
   if (!fuzz_skip_known()) {
     // train_main.cc: std::chrono::milliseconds(long(opts.start_timeout * 1000)), same for comm.
     FUZZ_CHECK(millis_ok(o.start_timeout));

@@ -1,0 +1,212 @@
+// train_hooks: runs the observability features around train.cc's steps (see train_hooks.h).
+#include "src/train_hooks.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "src/net.h"
+
+namespace {
+
+double l2_norm(const float* v, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) s += double(v[i]) * double(v[i]);
+  return std::sqrt(s);
+}
+
+template <class T>
+std::vector<T> allgather_of(Communicator& comm, const std::vector<T>& mine) {
+  std::vector<T> all(mine.size() * size_t(comm.size()));
+  comm.allgather(all.data(), mine.data(), mine.size() * sizeof(T));
+  return all;
+}
+
+std::string this_host(const Communicator& comm) {
+  if (!comm.info().hostname.empty()) return comm.info().hostname;
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+// Every rank's host name, in rank order (fixed 256-byte slots, one allgather).
+std::vector<std::string> gather_hosts(Communicator& comm) {
+  std::vector<char> mine(256, '\0');
+  const std::string h = this_host(comm).substr(0, 255);
+  std::memcpy(mine.data(), h.data(), h.size());
+  std::vector<char> all = allgather_of(comm, mine);
+  std::vector<std::string> hosts;
+  for (int r = 0; r < comm.size(); ++r) hosts.emplace_back(all.data() + size_t(r) * 256);
+  return hosts;
+}
+
+PerturbSpec perturb_from_environment() {
+  const char* v = std::getenv("BARESGD_TEST_PERTURB");
+  try {
+    PerturbSpec s = parse_perturb_spec(v ? v : "");
+    if (s.active) check_perturb_layer(s);
+    return s;
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(e.what());
+  }
+}
+
+}  // namespace
+
+TrainHooks::TrainHooks(const Options& opts, Communicator& comm, const RunFacts& facts)
+    : opts_(opts), comm_(comm), facts_(facts), rank_(comm.rank()), size_(comm.size()),
+      backend_(comm.backend_name()), clock_(!opts.metrics.empty()), perturb_(perturb_from_environment()) {
+  if (!opts.inspect_dump.empty()) check_dump_dir(opts.inspect_dump);
+  if (opts.metrics.empty()) return;
+  // Rank 0 opens the file; the outcome reaches every rank, so all stop together on failure.
+  std::string error;
+  int32_t ok = 1;
+  if (rank_ == 0) {
+    try {
+      metrics_.open(opts.metrics);
+    } catch (const std::exception& e) {
+      ok = 0;
+      error = e.what();
+    }
+  }
+  comm.broadcast(&ok, sizeof ok, 0);
+  if (!ok) throw std::runtime_error(rank_ == 0 ? error : "rank 0 could not write --metrics " + opts.metrics);
+  MetricsHeader h;
+  h.world_size = size_;
+  h.backend = backend_;
+  h.algorithm = facts.algorithm;
+  h.hosts = gather_hosts(comm);
+  fill_versions(&h, backend_);
+  metrics_.line(header_record(h, opts));
+  metrics_.flush();
+}
+
+void TrainHooks::begin_step(int epoch, size_t batch, uint64_t step, bool logged) {
+  epoch_ = epoch;
+  batch_ = batch;
+  step_ = step;
+  logged_ = logged;
+  inspecting_ = !opts_.inspect_steps.empty() &&
+                std::binary_search(opts_.inspect_steps.begin(), opts_.inspect_steps.end(), step);
+  clock_.begin();
+}
+
+void TrainHooks::before_averaging(const float* grads, const float* params) {
+  clock_.compute_done();
+  if (logged_ && !opts_.metrics.empty()) grad_norm_ = l2_norm(grads, Net::kNumParams);
+  if (!inspecting_) return;
+  local_grad_.assign(grads, grads + Net::kNumParams);
+  params_before_.assign(params, params + Net::kNumParams);
+  counter_.reset();
+  adasum_.clear();
+}
+
+AllreduceObserver* TrainHooks::allreduce_observer(AllreduceObserver* next) {
+  if (!inspecting_) return next;
+  counter_.set_next(next);
+  return &counter_;
+}
+
+void TrainHooks::after_step(const float* grads, float* params, float loss, int n) {
+  clock_.end();
+  ++steps_;
+  samples_ += n;
+  maybe_perturb(perturb_, rank_, step_, params);  // test hook (BARESGD_TEST_PERTURB)
+  if (inspecting_) inspect(grads, params);
+  if (check_sync_due(opts_.check_sync, step_)) check_sync(params);
+  if (logged_ && !opts_.metrics.empty()) log_step(loss, n);
+  inspecting_ = false;
+}
+
+std::vector<std::vector<AdasumLevelCoef>> TrainHooks::gather_adasum() {
+  // Fixed capacity: one entry per (level, layer); slot 0 carries the count in its level field.
+  int levels = 0;
+  while ((1 << levels) < size_) ++levels;
+  const size_t cap = size_t(levels) * Net::kNumTensors;
+  std::vector<AdasumLevelCoef> mine(cap + 1, AdasumLevelCoef{0, 0, 0, 0});
+  const size_t count = std::min(cap, adasum_.size());
+  mine[0].level = int(count);
+  std::copy(adasum_.begin(), adasum_.begin() + long(count), mine.begin() + 1);
+  std::vector<AdasumLevelCoef> all = allgather_of(comm_, mine);
+  std::vector<std::vector<AdasumLevelCoef>> per_rank(static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    const AdasumLevelCoef* slot = all.data() + size_t(r) * (cap + 1);
+    const size_t k = std::min(cap, size_t(std::max(0, slot[0].level)));
+    per_rank[size_t(r)].assign(slot + 1, slot + 1 + k);
+  }
+  return per_rank;
+}
+
+void TrainHooks::inspect(const float* grads, const float* params) {
+  AllreduceBytes bytes = modelled_allreduce_bytes(backend_, size_, rank_, Net::kNumParams, facts_.elem_bytes,
+                                                  opts_.use_adasum);
+  if (counter_.steps() > 0) {  // our own algorithm reported its sends and receives
+    bytes.sent = counter_.sent();
+    bytes.received = counter_.received();
+    bytes.source = "observer";
+    bytes.how = "counted from the " + std::to_string(counter_.steps()) + " steps of the " + facts_.algorithm +
+                " allreduce";
+  }
+  const std::vector<LayerStats> all = allgather_of(comm_, layer_stats(local_grad_.data(), grads, params_before_.data(),
+                                                                      params, bytes));
+  std::vector<std::vector<AdasumLevelCoef>> coefs;
+  if (opts_.use_adasum && size_ > 1) coefs = gather_adasum();
+  if (!opts_.inspect_dump.empty()) dump_inspect_gradients(opts_.inspect_dump, step_, rank_, local_grad_.data(), grads);
+  if (rank_ != 0) return;
+  const InspectHeader h{step_, epoch_, batch_, size_, backend_, facts_.algorithm, bytes};
+  std::string text = inspect_table(h, all) + adasum_lines(step_, coefs);
+  if (opts_.use_adasum && size_ > 1 && adasum_lines(step_, coefs).empty())
+    text += "inspect: step " + std::to_string(step_) + ": no Adasum coefficients were recorded at this step\n";
+  std::fputs(text.c_str(), stderr);
+  std::fflush(stderr);
+  if (!metrics_.is_open()) return;
+  for (int r = 0; r < size_; ++r)
+    for (int l = 0; l < Net::kNumTensors; ++l)
+      metrics_.line(inspect_record(step_, r, Net::kParams[l].name, all[size_t(r) * Net::kNumTensors + l], bytes.source));
+  for (size_t r = 0; r < coefs.size(); ++r)
+    for (const AdasumLevelCoef& c : coefs[r]) metrics_.line(adasum_record(step_, int(r), c));
+  metrics_.flush();
+}
+
+void TrainHooks::check_sync(const float* params) {
+  const std::vector<uint32_t> all = allgather_of(comm_, layer_checksums(params));
+  const std::string message = divergence_message(step_, all, size_);
+  if (!message.empty()) throw std::runtime_error(message);
+}
+
+void TrainHooks::log_step(float loss, int n) {
+  const StepTimes& t = clock_.last();
+  const int64_t bytes = size_ > 1 ? int64_t(Net::kNumParams * facts_.elem_bytes) : 0;
+  const StepRecord mine{double(loss), grad_norm_, t.data_s, t.compute_s, t.comm_s, t.step_s,
+                        t.step_s > 0 ? n / t.step_s : 0, rank_, bytes};
+  const std::vector<StepRecord> all = allgather_of(comm_, std::vector<StepRecord>{mine});
+  if (rank_ != 0) return;
+  for (const std::string& line : step_records(StepPosition{epoch_, batch_, step_, facts_.lr}, all)) metrics_.line(line);
+  metrics_.flush();
+}
+
+void TrainHooks::test_done(int epoch, uint64_t steps, double loss, double accuracy) {
+  ++epochs_;
+  has_accuracy_ = true;
+  accuracy_ = accuracy;
+  if (!metrics_.is_open()) return;
+  metrics_.line(test_record(epoch, steps, loss, accuracy));
+  metrics_.flush();
+}
+
+void TrainHooks::finish(double train_s) {
+  double totals[3] = {train_s, clock_.comm_total_s(), samples_};
+  comm_.allreduce_sum(totals, 3);
+  const RunSummary s = make_run_summary(size_, backend_, facts_.algorithm, epochs_, steps_, totals[0], totals[1],
+                                        totals[2], has_accuracy_, accuracy_);
+  if (rank_ != 0) return;
+  std::fprintf(stderr, "%s\n", summary_line(s).c_str());
+  std::fflush(stderr);
+  if (!metrics_.is_open()) return;
+  metrics_.line(summary_record(s));
+  metrics_.close();
+}
