@@ -9,6 +9,7 @@
 // are, so a bad byte would show up on the second parse); parse_json_at from 0 reads the same value.
 //
 // Build: make fuzz (build-fuzz/fuzz_json); run: .ci/fuzz.sh
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
