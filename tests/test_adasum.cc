@@ -420,12 +420,16 @@ TEST(AdasumResume, RestartsEveryRankFromRankZerosMomentum) {
   auto sh = [&](const std::string& cmd) {
     auto r = testutil::run(cmd, 300);
     EXPECT_EQ(r.status, 0) << cmd << "\n" << r.out << r.err;
+    return r;
   };
   for (const char* m : {"0", "0.5"}) {
     const std::string tag = std::string("m") + m, ck = dir + "/" + tag;
     sh(adasum_run(ck + "-full", std::string("--momentum ") + m + " --max-steps 6", dir + "/" + tag + "-full.%r.bin"));
     sh(adasum_run(ck, std::string("--momentum ") + m + " --max-steps 3 --checkpoint-every 3", dir + "/" + tag + "-half.%r.bin"));
-    sh(adasum_run(ck, std::string("--momentum ") + m + " --max-steps 6 --resume", dir + "/" + tag + "-resumed.%r.bin"));
+    auto resumed_run = sh(adasum_run(ck, std::string("--momentum ") + m + " --max-steps 6 --resume",
+                                     dir + "/" + tag + "-resumed.%r.bin"));
+    EXPECT_NE(resumed_run.err.find("resuming from " + ck + "/ckpt-000000000003.bin (epoch 1, batch 3, step 3)"), std::string::npos)
+        << resumed_run.err;
     const std::string full = testutil::read_file(dir + "/" + tag + "-full.0.bin");
     const std::string resumed = testutil::read_file(dir + "/" + tag + "-resumed.0.bin");
     ASSERT_EQ(full.size(), Net::kNumParams * 4);
