@@ -258,6 +258,11 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
       }
       net.forward(x.data(), n, dropout);
       const float loss = net.backward(y.data(), n);
+      if (size > 1 && !opts.use_adasum) {
+        const auto t_comm = Clock::now();
+        average_gradients(comm, net.grads.data(), net.grads.size(), segments, how);
+        if (timing) comm_s += since(t_comm);
+      }
       if (opts.use_adasum) {
         // Horovod's Adasum optimizer: local step, Adasum of the parameter deltas (timed as comm).
         const auto t_comm = Clock::now();
@@ -265,11 +270,6 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
                     AdasumStepArgs{lr, float(opts.momentum), !momentum_started, how.fp16, nullptr});
         if (timing) comm_s += since(t_comm);
       } else {
-        if (size > 1) {
-          const auto t_comm = Clock::now();
-          average_gradients(comm, net.grads.data(), net.grads.size(), segments, how);
-          if (timing) comm_s += since(t_comm);
-        }
         sgd_momentum_step(net.params.data(), momentum.data(), net.grads.data(), net.params.size(), lr,
                           float(opts.momentum), !momentum_started);
       }
