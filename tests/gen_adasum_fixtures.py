@@ -21,6 +21,9 @@ adasum_steps.bin: horovod/torch/optimizer.py _DistributedAdasumOptimizer with to
     float32 (ScaledAdd on a float32 buffer). Gradients are computed in float64 from the float32
     parameters and rounded once to float32 (as tests/gen_fixtures.py), so they are the correctly
     rounded gradients; everything after them is float32 / float64 exactly as Horovod has it.
+    The batches come from the first data seed whose trajectories keep every max-pool and ReLU
+    choice at least MARGIN from a tie (seed 11 had a max-pool window whose two largest values
+    were < 1e-6 apart at step 5, where float32 kernels can pick the other one).
     Tensors: params0 (21840), x (steps, 4, B, 1, 28, 28), target (steps, 4, B) (W = 2 uses
     ranks 0 and 1), hyper [lr, momentum], w{W}.params (steps, 21840): every rank's parameters
     after each step, w{W}.coef (steps, log2 W, 8, 2): acoeff, bcoeff per level and tensor.
