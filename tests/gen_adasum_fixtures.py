@@ -37,10 +37,12 @@ horovod_scaling.bin: the Average path of horovod/torch/optimizer.py + ScaleBuffe
                   out = h.float() (decompress)
     Per case c: c.hyper [W, f, prescale, postscale], c.g (W, n), c.pre (W, n), c.sum (n),
     c.out (n), c.h (W, n), c.hpre (W, n), c.hsum (n), c.hout (n) (halves stored as float32).
+    Also adasum16.*: Horovod's fp16 Adasum of two ranks (gen_adasum_fp16).
 """
 import math
 import os
 import sys
+from fractions import Fraction
 
 import torch
 import torch.nn.functional as F
@@ -217,10 +219,62 @@ def scaling_case(name, W, f, n=1031):
 
 
 def gen_scaling():
-    out = []
+    out = gen_adasum_fp16()
     for name, W, f in (("w2f3", 2, 3.0), ("w2f07", 2, 0.7), ("w3f1", 3, 1.0), ("w4f25", 4, 2.5)):
         out += scaling_case(name, W, f)
     return out
+
+
+def lanes_dot(x, y):
+    """adasum.h's ComputeDotAndNormSqrdsfp16 over one slice (Python floats holding halves):
+    element i in double lane i % 4 (the products are exact), lanes summed (0+2)+(1+3)."""
+    lanes = [0.0, 0.0, 0.0, 0.0]
+    for i, (u, v) in enumerate(zip(x, y)):
+        lanes[i % 4] += u * v
+    return (lanes[0] + lanes[2]) + (lanes[1] + lanes[3])
+
+
+def fma_to_half(cb, b, t):
+    """half(float32(cb * b + t)) with one rounding to float32 (ScaledAddfp16's _mm256_fmadd_ps
+    then _mm256_cvtps_ph); the double holding cb * b + t is asserted exact."""
+    exact = Fraction(cb) * Fraction(b) + Fraction(t)
+    d = float(exact)
+    assert Fraction(d) == exact, "fma emulation is not exact in double"
+    return torch.tensor(d, dtype=torch.float64).to(torch.float32).half()
+
+
+def gen_adasum_fp16():
+    """Horovod's fp16 Adasum (adasum.h, AVX path) over W = 2 ranks holding a and b, segments
+    `counts`: rank 0 keeps [0, n/2) and rank 1 the rest; each slice's dot products over 4 lanes,
+    the two ranks' partial sums added, then out = half(fma(float(bcoeff), peer, float(acoeff) *
+    own)) with own = a on rank 0's half and own = b on rank 1's."""
+    counts = [7, 1000, 24]
+    n = sum(counts)
+    a = gradient_like(1, n)[0].half().double()
+    b = (gradient_like(1, n)[0] * 0.5 + a.float() * 0.5).half().double()  # correlated with a
+    keep = [(0, n // 2), (n // 2, n)]
+    out = torch.zeros(n, dtype=torch.float16)
+    coefs = []
+    off = 0
+    for cnt in counts:
+        dot = aa = bb = 0.0
+        parts = []
+        for lo, hi in keep:
+            s0, s1 = max(off, lo), min(off + cnt, hi)
+            x, y = a[s0:s1].tolist(), b[s0:s1].tolist()
+            parts.append((lanes_dot(x, y), lanes_dot(x, x), lanes_dot(y, y)))
+        dot, aa, bb = (parts[0][k] + parts[1][k] for k in range(3))
+        ca = 1.0 - dot / aa * 0.5 if aa >= SQRT_DBL_MIN else 1.0
+        cb = 1.0 - dot / bb * 0.5 if bb >= SQRT_DBL_MIN else 1.0
+        coefs.append((ca, cb))
+        ca32, cb32 = float(torch.tensor(ca).float()), float(torch.tensor(cb).float())
+        for i in range(off, off + cnt):
+            own, peer, c_own, c_peer = (a, b, ca32, cb32) if i < n // 2 else (b, a, cb32, ca32)
+            t = float(torch.tensor(c_own * float(own[i])).float())  # float32(c * own), exact product
+            out[i] = fma_to_half(c_peer, float(peer[i]), t)
+        off += cnt
+    return [("adasum16.counts", torch.tensor(counts)), ("adasum16.a", a), ("adasum16.b", b),
+            ("adasum16.out", out.float()), ("adasum16.coef", torch.tensor(coefs, dtype=torch.float64))]
 
 
 def main():
