@@ -2,7 +2,7 @@
 // torch by tests/gen_adasum_fixtures.py (tests/fixtures/adasum_steps.bin, horovod_scaling.bin).
 //   AdasumSteps      5 steps of Horovod's delta method at W = 2 and 4 (in-process Gloo ranks),
 //                    the per-level coefficients, and the old gradient-combining method's miss
-//   AdasumRule       Horovod's threshold: sqrt(DBL_MIN) on the squared norm, not 1e-8
+//   AdasumRule       Horovod's threshold (sqrt(DBL_MIN) on the squared norm, not 1e-8) and fp16 rule
 //   HorovodScaling   float32 prescale/postscale and the fp16 order, bit for bit
 //   AdasumConfig     check_training_configuration and ./train's refusals (1 and 3 ranks)
 //   AdasumResume     what resume does with every rank's own momentum (rank 0's is saved)
