@@ -105,6 +105,7 @@ data:
 
 fixtures:
 	/usr/bin/python3 tests/gen_fixtures.py tests/fixtures
+	/usr/bin/python3 tests/gen_adasum_fixtures.py tests/fixtures
 
 bench: all
 	bash bench/run_bench.sh

@@ -1,29 +1,35 @@
 // distributed_optimizer: Horovod's gradient reduction semantics over one flat buffer.
 //
-// Average (Horovod op=Average, prescale 1/f, postscale f/size):
-//   g *= 1/f (in double, rounded to float), ONE allreduce_sum over the whole buffer, g *= f/size.
-//   fp16: after the prescale each value is rounded to IEEE half, the halves are summed by ONE
-//   allreduce_sum_f16 (float add, half rounding per addition), converted back to float, and then
-//   postscaled in float precision (Horovod postscales the halves; the difference is below one half
-//   ulp of the sum, and we keep the more precise order).
-// Adasum (Horovod's AdasumMPI, vector-halving distance-doubling over a power-of-two world):
+// Average (Horovod op=Average: prescale 1/f, postscale f/size, both Python floats cast to float):
+//   g = float(1/f) * g in float32, ONE allreduce_sum over the whole buffer, g = float(f/size) * g
+//   (Horovod's ScaleBuffer on a float32 fusion buffer; a factor of exactly 1.0 is skipped).
+//   fp16 (torch Compression.fp16, then the same ScaleBuffer on the half fusion buffer): g is
+//   rounded to half, each half is multiplied by float(1/f) in float32 and rounded to half, the
+//   halves are summed by ONE allreduce_sum_f16, multiplied by float(f/size) in float32 and
+//   rounded to half, and widened back to float (decompress).
+// Adasum (Horovod's AdasumMPI FusedAllreduce, vector-halving distance-doubling, power-of-two world):
 //   level d = 1, 2, 4, ...: pair with rank ^ d; the lower rank keeps the first floor(c/2) elements
 //   of the current region, the upper rank the rest; each sends the half it gives away and receives
 //   the peer's copy of the half it keeps. Both now hold a = own vector and b = peer's vector on the
 //   kept half. Per segment (one per layer tensor) the partial a.b, |left|^2 and |right|^2 are summed
 //   over the 2d ranks that together hold the two vectors being combined (one allreduce of doubles
-//   per level, every group in its own slots), then the kept half becomes
-//   (1 - a.b/(2|a|^2)) a + (1 - a.b/(2|b|^2)) b. A norm^2 below 1e-8 (Horovod's threshold) keeps
-//   that vector's coefficient at 1, so a zero vector yields the other vector (the sum).
+//   per level, every group in its own slots), then the kept half becomes acoeff a + bcoeff b with
+//   acoeff = 1 - a.b/|a|^2 * 0.5 and bcoeff = 1 - a.b/|b|^2 * 0.5, a coefficient staying 1 when
+//   its |.|^2 < sqrt(DBL_MIN) (adasum.h compares the SQUARED norm with sqrt(DBL_MIN) ~ 1.5e-154,
+//   so only a vector whose squared norm underflows that far counts as zero).
 //   Afterwards distance-halving exchanges rebuild the full vector on every rank, bit-identical.
 //   Cost: 2 log2(n) sendrecvs of c/2, c/4, ... elements and log2(n) small allreduces.
-//   fp16 + Adasum: the buffer is rounded to half and the whole algorithm runs on halves (halves
-//   on the wire and in the buffers; dot products in double, combination in double rounded to half
-//   at every level, as Horovod's fp16 Adasum), then converted back to float.
+//   float32: dot products summed in double element by element, the combination in double rounded
+//   to float (adasum.h's ScaledAdd<float>). fp16 (adasum.h's AVX path): the buffer is rounded to
+//   half; dot products in double over 4 lanes (element i in lane i % 4, lanes summed
+//   (0+2)+(1+3)); the combination in float32 as fma(float(bcoeff), b, float(acoeff) * a) rounded
+//   to half at every level; then widened back to float.
 //   Our sendrecv moves equal byte counts both ways, so when a region has an odd count the side
 //   with the shorter half sends one extra (ignored) element.
 #include "comm/distributed_optimizer.h"
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -36,7 +42,7 @@
 
 namespace {
 
-constexpr double kAdasumMinNormSq = 1e-8;  // Horovod: below this a vector counts as zero
+const double kAdasumMinNormSq = std::sqrt(DBL_MIN);  // adasum.h: static sqrt_double_min
 
 uint32_t float_bits(float f) {
   uint32_t u;
@@ -50,32 +56,23 @@ float bits_float(uint32_t u) {
 }
 
 // Bulk conversions; the F16C path gives the same bits as the scalar functions (RNE, quiet NaNs).
-void to_half(half_bits* out, const float* in, size_t n, double scale) {
+void to_half(half_bits* out, const float* in, size_t n) {
   size_t i = 0;
 #if defined(__F16C__) && defined(__AVX__)
-  if (scale == 1.0) {
-    for (; i + 8 <= n; i += 8) {
-      __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
-    }
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
   }
 #endif
-  for (; i < n; ++i) out[i] = float_to_half(scale == 1.0 ? in[i] : static_cast<float>(in[i] * scale));
+  for (; i < n; ++i) out[i] = float_to_half(in[i]);
 }
-void from_half(float* out, const half_bits* in, size_t n, double scale) {
+void from_half(float* out, const half_bits* in, size_t n) {
   size_t i = 0;
 #if defined(__F16C__) && defined(__AVX__)
-  if (scale == 1.0) {
-    for (; i + 8 <= n; i += 8)
-      _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
-  }
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
 #endif
-  for (; i < n; ++i) out[i] = scale == 1.0 ? half_to_float(in[i]) : static_cast<float>(half_to_float(in[i]) * scale);
-}
-
-void scale_in_place(float* g, size_t n, double s) {
-  if (s == 1.0) return;
-  for (size_t i = 0; i < n; ++i) g[i] = static_cast<float>(g[i] * s);
+  for (; i < n; ++i) out[i] = half_to_float(in[i]);
 }
 
 bool is_power_of_two(int x) { return x > 0 && (x & (x - 1)) == 0; }
@@ -97,16 +94,51 @@ std::vector<Segment> checked_segments(const std::vector<Segment>& segments, size
   return segments;
 }
 
-// Element access for the two storage types.
-inline double load(float x) { return x; }
-inline double load(half_bits x) { return half_to_float(x); }
-inline void store(float* p, double v) { *p = static_cast<float>(v); }
-inline void store(half_bits* p, double v) { *p = float_to_half(static_cast<float>(v)); }
+// adasum.h's coefficient: 1 - dot / normsq * 0.5, or 1 when normsq < sqrt(DBL_MIN).
+double combine_coeff(double dot, double normsq) {
+  return normsq >= kAdasumMinNormSq ? 1.0 - dot / normsq * 0.5 : 1.0;
+}
 
-double combine_coeff(double dot, double normsq) { return normsq >= kAdasumMinNormSq ? 1.0 - dot / (2.0 * normsq) : 1.0; }
+// a.b, |a|^2, |b|^2 of count elements (adasum.h's ComputeDotAndNormSqrds for each type).
+struct DotNorms {
+  double dot = 0, aa = 0, bb = 0;
+};
+DotNorms dot_norms(const float* a, const float* b, size_t count) {
+  DotNorms r;
+  for (size_t i = 0; i < count; ++i) {
+    r.dot += double(a[i]) * double(b[i]);
+    r.aa += double(a[i]) * double(a[i]);
+    r.bb += double(b[i]) * double(b[i]);
+  }
+  return r;
+}
+// Halves: 4 double lanes (element i in lane i % 4; the products of two halves are exact in
+// double, so fma and mul+add agree), reduced as (l0 + l2) + (l1 + l3).
+DotNorms dot_norms(const half_bits* a, const half_bits* b, size_t count) {
+  double dot[4] = {0, 0, 0, 0}, aa[4] = {0, 0, 0, 0}, bb[4] = {0, 0, 0, 0};
+  for (size_t i = 0; i < count; ++i) {
+    const double x = half_to_float(a[i]), y = half_to_float(b[i]);
+    dot[i % 4] += x * y;
+    aa[i % 4] += x * x;
+    bb[i % 4] += y * y;
+  }
+  auto reduce = [](const double* l) { return (l[0] + l[2]) + (l[1] + l[3]); };
+  return DotNorms{reduce(dot), reduce(aa), reduce(bb)};
+}
+
+// a = acoeff a + bcoeff b (adasum.h's ScaledAdd<float> and ScaledAddfp16).
+void scaled_add(float* a, const float* b, size_t count, double acoeff, double bcoeff) {
+  for (size_t i = 0; i < count; ++i) a[i] = static_cast<float>(acoeff * a[i] + bcoeff * b[i]);
+}
+void scaled_add(half_bits* a, const half_bits* b, size_t count, double acoeff, double bcoeff) {
+  const float ca = static_cast<float>(acoeff), cb = static_cast<float>(bcoeff);
+  for (size_t i = 0; i < count; ++i)
+    a[i] = float_to_half(std::fma(cb, half_to_float(b[i]), ca * half_to_float(a[i])));
+}
 
 template <typename S>
-void adasum_vhdd(Communicator& comm, S* buf, size_t n, const std::vector<Segment>& segs) {
+void adasum_vhdd(Communicator& comm, S* buf, size_t n, const std::vector<Segment>& segs,
+                 std::vector<AdasumCoefficients>* trace) {
   const int rank = comm.rank(), size = comm.size();
   const size_t nseg = segs.size();
   struct Level {
@@ -133,25 +165,20 @@ void adasum_vhdd(Communicator& comm, S* buf, size_t n, const std::vector<Segment
     double* mine = stats.data() + static_cast<size_t>(group) * nseg * 3;
     for (size_t s = 0; s < nseg; ++s) {
       size_t a0 = std::max(segs[s].offset, keep_lo), a1 = std::min(segs[s].offset + segs[s].count, keep_hi);
-      double dot = 0, na = 0, nb = 0;
-      for (size_t i = a0; i < a1; ++i) {
-        double a = load(buf[i]), b = load(recv[i - keep_lo]);
-        dot += a * b;
-        na += a * a;
-        nb += b * b;
-      }
-      mine[s * 3 + 0] = dot;
-      mine[s * 3 + 1] = left ? na : nb;  // |left vector|^2
-      mine[s * 3 + 2] = left ? nb : na;  // |right vector|^2
+      const DotNorms p = a1 > a0 ? dot_norms(buf + a0, recv.data() + (a0 - keep_lo), a1 - a0) : DotNorms{};
+      mine[s * 3 + 0] = p.dot;
+      mine[s * 3 + 1] = left ? p.aa : p.bb;  // |left vector|^2
+      mine[s * 3 + 2] = left ? p.bb : p.aa;  // |right vector|^2
     }
     comm.allreduce_sum(stats.data(), stats.size());
 
     for (size_t s = 0; s < nseg; ++s) {
       const double dot = mine[s * 3], c_left = combine_coeff(dot, mine[s * 3 + 1]),
                    c_right = combine_coeff(dot, mine[s * 3 + 2]);
+      if (trace) trace->push_back(AdasumCoefficients{d, static_cast<int>(s), c_left, c_right});
       const double ca = left ? c_left : c_right, cb = left ? c_right : c_left;
       size_t a0 = std::max(segs[s].offset, keep_lo), a1 = std::min(segs[s].offset + segs[s].count, keep_hi);
-      for (size_t i = a0; i < a1; ++i) store(&buf[i], ca * load(buf[i]) + cb * load(recv[i - keep_lo]));
+      if (a1 > a0) scaled_add(buf + a0, recv.data() + (a0 - keep_lo), a1 - a0, ca, cb);
     }
     levels.push_back(Level{peer, lo, hi, keep_lo, keep_hi});
     lo = keep_lo;
@@ -169,22 +196,6 @@ void adasum_vhdd(Communicator& comm, S* buf, size_t n, const std::vector<Segment
     comm.sendrecv(buf + send_from, recv.data(), big * sizeof(S), it->peer);
     std::memcpy(buf + other_lo, recv.data(), (other_hi - other_lo) * sizeof(S));
   }
-}
-
-void adasum_allreduce(Communicator& comm, float* grad, size_t n, const std::vector<Segment>& segments, bool fp16) {
-  const int size = comm.size();
-  if (!is_power_of_two(size))
-    throw std::runtime_error("Adasum needs a power-of-two number of ranks (as Horovod's), but this job has " +
-                             std::to_string(size) + "; use 1, 2, 4, 8, ... ranks or drop --use-adasum");
-  const std::vector<Segment> segs = checked_segments(segments, n);
-  if (fp16) {
-    std::vector<half_bits> h(n);
-    to_half(h.data(), grad, n, 1.0);
-    if (size > 1) adasum_vhdd(comm, h.data(), n, segs);
-    from_half(grad, h.data(), n, 1.0);
-    return;
-  }
-  if (size > 1) adasum_vhdd(comm, grad, n, segs);
 }
 
 }  // namespace
@@ -224,17 +235,52 @@ float half_to_float(half_bits h) {
   return bits_float(sign | ((e + 112u) << 23) | (m << 13));
 }
 
+double adasum_norm_sq_threshold() { return kAdasumMinNormSq; }
+
+void scale_buffer(float* x, size_t n, double factor) {
+  if (factor == 1.0) return;
+  const float f = static_cast<float>(factor);
+  for (size_t i = 0; i < n; ++i) x[i] = f * x[i];
+}
+
+void scale_half_buffer(half_bits* x, size_t n, double factor) {
+  if (factor == 1.0) return;
+  const float f = static_cast<float>(factor);
+  size_t i = 0;
+#if defined(__F16C__) && defined(__AVX__)
+  const __m256 fv = _mm256_set1_ps(f);
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))), fv);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(x + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+#endif
+  for (; i < n; ++i) x[i] = float_to_half(f * half_to_float(x[i]));
+}
+
 void adasum_combine(float* out, const float* a, const float* b, const std::vector<Segment>& segments) {
   for (const Segment& s : segments) {
-    double dot = 0, na = 0, nb = 0;
-    for (size_t i = s.offset; i < s.offset + s.count; ++i) {
-      dot += static_cast<double>(a[i]) * b[i];
-      na += static_cast<double>(a[i]) * a[i];
-      nb += static_cast<double>(b[i]) * b[i];
-    }
-    const double ca = combine_coeff(dot, na), cb = combine_coeff(dot, nb);
+    const DotNorms p = dot_norms(a + s.offset, b + s.offset, s.count);
+    const double ca = combine_coeff(p.dot, p.aa), cb = combine_coeff(p.dot, p.bb);
     for (size_t i = s.offset; i < s.offset + s.count; ++i) out[i] = static_cast<float>(ca * a[i] + cb * b[i]);
   }
+}
+
+void adasum_allreduce(Communicator& comm, float* data, size_t n, const std::vector<Segment>& segments, bool fp16,
+                      std::vector<AdasumCoefficients>* trace) {
+  const int size = comm.size();
+  if (!is_power_of_two(size))
+    throw std::runtime_error("Adasum needs a power-of-two number of ranks (as Horovod's), but this job has " +
+                             std::to_string(size) + "; use 1, 2, 4, 8, ... ranks or drop --use-adasum");
+  const std::vector<Segment> segs = checked_segments(segments, n);
+  if (trace) trace->clear();
+  if (fp16) {
+    std::vector<half_bits> h(n);
+    to_half(h.data(), data, n);
+    if (size > 1) adasum_vhdd(comm, h.data(), n, segs, trace);
+    from_half(data, h.data(), n);
+    return;
+  }
+  if (size > 1) adasum_vhdd(comm, data, n, segs, trace);
 }
 
 void average_gradients(Communicator& comm, float* grad, size_t n, const std::vector<Segment>& segments,
@@ -246,19 +292,21 @@ void average_gradients(Communicator& comm, float* grad, size_t n, const std::vec
     if (f != 1.0)
       throw std::invalid_argument("--gradient-predivide-factor is only supported with averaging, not with "
                                   "--use-adasum (as in Horovod)");
-    adasum_allreduce(comm, grad, n, segments, how.fp16);
+    adasum_allreduce(comm, grad, n, segments, how.fp16, how.adasum_trace);
     return;
   }
   const double pre = 1.0 / f, post = f / comm.size();
   if (!how.fp16) {
-    scale_in_place(grad, n, pre);
+    scale_buffer(grad, n, pre);
     comm.allreduce_sum(grad, n);
-    scale_in_place(grad, n, post);
+    scale_buffer(grad, n, post);
     return;
   }
   thread_local std::vector<half_bits> wire;
   wire.resize(n);
-  to_half(wire.data(), grad, n, pre);
+  to_half(wire.data(), grad, n);
+  scale_half_buffer(wire.data(), n, pre);
   comm.allreduce_sum_f16(wire.data(), n);
-  from_half(grad, wire.data(), n, post);
+  scale_half_buffer(wire.data(), n, post);
+  from_half(grad, wire.data(), n);
 }

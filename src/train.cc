@@ -17,7 +17,9 @@
 #include "comm/distributed_optimizer.h"
 #include "kernels/rng.h"
 #include "kernels/sgd.h"
+#include "src/adasum_step.h"
 #include "src/checkpoint.h"
+#include "src/config_check.h"
 #include "src/mnist.h"
 #include "src/net.h"
 #include "src/sampler.h"
@@ -173,6 +175,9 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   const MnistSplit& test = data.test;
 
   const int rank = comm.rank(), size = comm.size();
+  // Horovod's refusals (Adasum on a non-power-of-two world, Adasum with predivide), on every rank
+  // before any collective, at any world size.
+  check_training_configuration(opts, size);
   const int eval_chunk = std::min(opts.test_batch_size, std::max(opts.batch_size, 64));
   // Compute threads per rank: the count train_main gave OpenBLAS (--threads, OPENBLAS_NUM_THREADS,
   // else cores / ranks on this host). The net splits each batch across them itself; OpenBLAS only
@@ -191,6 +196,11 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   Resume start = prepare_checkpoints(opts, comm, &net.params, &momentum);
 
   // Horovod: broadcast parameters and optimizer state from rank 0.
+  // --use-adasum: after this broadcast every rank's momentum buffer evolves on its own (Horovod's
+  // Adasum optimizer never re-synchronises it). A checkpoint holds rank 0's buffer only, and a
+  // resumed run broadcasts it to every rank, so with momentum != 0 a resumed Adasum run differs
+  // from an uninterrupted one (the other ranks restart from rank 0's momentum); without Adasum
+  // all buffers are equal and resume is exact.
   comm.broadcast(net.params.data(), net.params.size() * sizeof(float), 0);
   comm.broadcast(momentum.data(), momentum.size() * sizeof(float), 0);
   bool momentum_started = start.momentum_started;
@@ -212,7 +222,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   // Horovod: scale the learning rate by the number of ranks (not with Adasum on CPU).
   const float lr = float(opts.use_adasum ? opts.lr : opts.lr * size);
   GradientAveraging how;
-  how.predivide_factor = float(opts.gradient_predivide_factor);
+  how.predivide_factor = opts.gradient_predivide_factor;
   how.fp16 = opts.fp16_allreduce;
   how.adasum = opts.use_adasum;
   std::vector<Segment> segments;
@@ -257,19 +267,29 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
       net.forward(x.data(), n, dropout);
       const float loss = net.backward(y.data(), n);
       hooks.before_averaging(net.grads.data(), net.params.data());
-      if (size > 1) {
+      if (size > 1 && !opts.use_adasum) {
         const auto t_comm = Clock::now();
         // INTEGRATE(--allreduce): how.observer = hooks.allreduce_observer(<the timeline's observer or nullptr>);
-        // INTEGRATE(Adasum trace): std::vector<AdasumCoefficients> trace;
-        //   how.adasum_trace = hooks.inspecting() ? &trace : nullptr;   (before the call)
-        //   hooks.add_adasum_coefficients(trace);                       (after it)
         hooks.comm_begin();
         average_gradients(comm, net.grads.data(), net.grads.size(), segments, how);
         hooks.comm_end();
         if (timing) comm_s += since(t_comm);
       }
-      sgd_momentum_step(net.params.data(), momentum.data(), net.grads.data(), net.params.size(), lr,
-                        float(opts.momentum), !momentum_started);
+      if (opts.use_adasum) {
+        // Horovod's Adasum optimizer: local step, Adasum of the parameter deltas (timed as comm).
+        const auto t_comm = Clock::now();
+        std::vector<AdasumCoefficients> trace;
+        hooks.comm_begin();
+        adasum_step(comm, net.params.data(), momentum.data(), net.grads.data(), net.params.size(), segments,
+                    AdasumStepArgs{lr, float(opts.momentum), !momentum_started, how.fp16,
+                                   hooks.inspecting() ? &trace : nullptr});
+        hooks.comm_end();
+        hooks.add_adasum_coefficients(trace);
+        if (timing) comm_s += since(t_comm);
+      } else {
+        sgd_momentum_step(net.params.data(), momentum.data(), net.grads.data(), net.params.size(), lr,
+                          float(opts.momentum), !momentum_started);
+      }
       hooks.after_step(net.grads.data(), net.params.data(), loss, n);
       momentum_started = true;
       ++step;
