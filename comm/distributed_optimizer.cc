@@ -252,13 +252,13 @@ void average_gradients(Communicator& comm, float* grad, size_t n, const std::vec
   const double pre = 1.0 / f, post = f / comm.size();
   if (!how.fp16) {
     scale_in_place(grad, n, pre);
-    comm.allreduce_sum(grad, n);
+    allreduce_sum(comm, how.algorithm, grad, n, how.observer);
     scale_in_place(grad, n, post);
     return;
   }
   thread_local std::vector<half_bits> wire;
   wire.resize(n);
   to_half(wire.data(), grad, n, pre);
-  comm.allreduce_sum_f16(wire.data(), n);
+  allreduce_sum_f16(comm, how.algorithm, wire.data(), n, how.observer);
   from_half(grad, wire.data(), n, post);
 }

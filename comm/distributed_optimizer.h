@@ -3,12 +3,16 @@
 #pragma once
 #include <cstddef>
 #include <vector>
+#include "comm/allreduce.h"
 #include "comm/communicator.h"
 
 struct GradientAveraging {
   float predivide_factor = 1.0f;  // --gradient-predivide-factor
   bool fp16 = false;              // --fp16-allreduce: IEEE half on the wire
   bool adasum = false;            // --use-adasum
+  // --allreduce: the algorithm of the Average sum (Adasum keeps its own exchanges), and who watches it.
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::kAuto;
+  AllreduceObserver* observer = nullptr;
 };
 
 // One layer's slice of the flat buffer (Adasum combines per layer).

@@ -14,6 +14,7 @@
 
 #include <cblas.h>
 
+#include "comm/allreduce.h"
 #include "comm/distributed_optimizer.h"
 #include "kernels/rng.h"
 #include "kernels/sgd.h"
@@ -172,6 +173,9 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   const MnistSplit& test = data.test;
 
   const int rank = comm.rank(), size = comm.size();
+  const AllreduceAlgorithm algorithm = parse_allreduce_algorithm(opts.allreduce);
+  if (std::string why = allreduce_unsupported_reason(algorithm, comm.backend_name(), size); !why.empty())
+    throw std::runtime_error(why);
   const int eval_chunk = std::min(opts.test_batch_size, std::max(opts.batch_size, 64));
   // Compute threads per rank: the count train_main gave OpenBLAS (--threads, OPENBLAS_NUM_THREADS,
   // else cores / ranks on this host). The net splits each batch across them itself; OpenBLAS only
@@ -214,6 +218,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   how.predivide_factor = float(opts.gradient_predivide_factor);
   how.fp16 = opts.fp16_allreduce;
   how.adasum = opts.use_adasum;
+  how.algorithm = algorithm;
   std::vector<Segment> segments;
   for (const ParamView& p : Net::kParams) segments.push_back({p.offset, p.count});
 
