@@ -3,7 +3,7 @@
 //   AllreduceNames      parse/name round trip, the unknown-name and wrong-backend messages, ./train's flag
 //   AllreduceSingle     the size-1 backend: ours are the identity, the libraries' refused
 //   AllreduceGloo       W = 1..8 in-process Gloo ranks: auto, direct, ring, halving-doubling, gloo
-//   AllreduceMpi        W = 1..8 processes under mpirun: mpi, ring, halving-doubling, direct, auto
+//   AllreduceMpi        W = 1..8 processes under mpirun: mpi, ring, halving-doubling
 //   AllreduceTrain      2-rank ./train with --allreduce ring / halving-doubling: same bits on both
 //                       ranks, in two runs, and as the default (two values sum the same either way);
 //                       --allreduce gloo under --mpi stops before training with the reason
@@ -185,7 +185,7 @@ TEST(AllreduceMpi, EveryAlgorithmWorlds1to8) {
   for (int w = 1; w <= 8; ++w) {
     commtest::ProcSpec s{{mpirun, "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(w),
                           commtest::tool_path(), "--script", "algorithms", "--algorithms",
-                          "mpi,ring,halving-doubling,direct,auto"},
+                          "mpi,ring,halving-doubling"},
                          {"OMPI_MCA_mpi_yield_when_idle=1"}};
     auto run = commtest::run_processes({s}, 120);
     ASSERT_FALSE(run.timed_out) << run.describe();
