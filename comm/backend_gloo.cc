@@ -404,7 +404,7 @@ class GlooCommunicator : public Communicator {
     gloo_allreduce(data, n, reduce);
   }
 
-  // Gloo's own allreduce (its ring, or bcube when Gloo picks it).
+  // Gloo's own allreduce (gloo::allreduce with the algorithm unspecified: Gloo picks its ring).
   template <typename T>
   void gloo_allreduce(T* data, size_t n, void (*reduce)(void*, const void*, const void*, size_t)) {
     if (n == 0 || info_.size == 1) return;

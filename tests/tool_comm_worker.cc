@@ -6,7 +6,7 @@
 //   --script info    prints "INFO rank=R size=S backend=B source=X local=L/LS cross=C/CS host=H"
 //                    and "SOCKETS <local ip list>" (the IPv4 addresses this process's TCP
 //                    sockets are bound to), after a barrier
-//   --script algorithms  the checks of tests/allreduce_checks.h for each of --algorithms A,B,...
+//   --script algorithms  the (light) checks of tests/allreduce_checks.h for each of --algorithms A,B,...
 //                    (comm/allreduce.h names); prints "OK ..." or "FAIL ..." lines like check
 //   --script bench   allreduce_sum of --elements floats, --iters times after 10 warm-ups;
 //                    rank 0 prints "BENCH backend=B size=S elements=N avg_us=X"
@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
       failures = c.failures;
     } else if (script == "algorithms") {
       allreducecheck::Checker c(*comm);
-      c.run_all(algorithms);
+      c.run_all(algorithms, /*light=*/true);
       failures = c.failures;
     } else {
       return usage(("unknown script " + script).c_str());
