@@ -3,7 +3,8 @@
 //   AllreduceNames      parse/name round trip, the unknown-name and wrong-backend messages, ./train's flag
 //   AllreduceSingle     the size-1 backend: ours are the identity, the libraries' refused
 //   AllreduceGloo       W = 1..8 in-process Gloo ranks: auto, direct, ring, halving-doubling, gloo
-//   AllreduceMpi        W = 1..8 processes under mpirun: mpi, ring, halving-doubling
+//   AllreduceMpi        W = 1..8 processes under mpirun: mpi, ring, halving-doubling (closed forms
+//                       at every size, summation order and observer at one size)
 //   AllreduceTrain      2-rank ./train with --allreduce ring / halving-doubling: same bits on both
 //                       ranks, in two runs, and as the default (two values sum the same either way);
 //                       --allreduce gloo under --mpi stops before training with the reason
