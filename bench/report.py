@@ -263,6 +263,20 @@ def comm_rows(run_dir):
     return out, failures, load
 
 
+def comm_algorithm_rows(run_dir):
+    """Every --allreduce algorithm at the gradient's size (bench/comm_bench.cc --algorithms)."""
+    rows, failures = [], []
+    for path in sorted(glob.glob(os.path.join(run_dir, "comm_algorithms", "*.log"))):
+        log = read_log(path)
+        if log["rc"] != 0:
+            failures.append({"log": os.path.relpath(path), "rc": log["rc"],
+                             "tail": [t for _, _, t in log["lines"][-5:]]})
+        for _, _, text in log["lines"]:
+            if text.startswith("comm_algorithm:"):
+                rows.append(kv(text[len("comm_algorithm:"):]))
+    return rows, failures
+
+
 # ---------------------------------------------------------------- printing
 
 def fmt(x, spec="{:.2f}", none="-"):
@@ -360,6 +374,14 @@ def render(report):
         out.append(table(["backend", "W", "size", "comm us", "raw us", "comm/raw", "comm best", "raw best",
                           "comm GB/s", "raw GB/s", "comm busbw"], rows, ["<", ">"] + [">"] * 9))
 
+    if report.get("comm_algorithms"):
+        out.append("")
+        out.append("Allreduce algorithms (./train --allreduce ALG) on the gradient's 21,840 floats, "
+                   "comm/allreduce.h allreduce_sum")
+        rows = [[r["backend"], int(r["world"]), r["algorithm"], fmt(r.get("lat_us"), "{:.1f}"),
+                 fmt(r.get("best_us"), "{:.1f}")] for r in report["comm_algorithms"]]
+        out.append(table(["backend", "W", "algorithm", "us", "best us"], rows, ["<", ">", "<", ">", ">"]))
+
     if report["problems"]:
         out.append("")
         out.append("Problems and notes:")
@@ -392,6 +414,8 @@ def main():
     report = {"run_dir": os.path.relpath(a.run_dir), "machine": machine,
               "training": training_rows(a.run_dir), "kernels": kernel_rows(a.run_dir)}
     report["comm"], comm_failures, report["comm_other_cpu_pct"] = comm_rows(a.run_dir)
+    report["comm_algorithms"], algorithm_failures = comm_algorithm_rows(a.run_dir)
+    comm_failures += algorithm_failures
     problems = []
     for row in report["training"]:
         for run in row["runs"]:

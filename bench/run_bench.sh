@@ -322,6 +322,23 @@ if ! skip comm; then
   done
 fi
 
+# ---- 3b. every --allreduce algorithm at the gradient's size (87,360 bytes), 2 and 4 ranks ----
+if ! skip comm; then
+  mkdir -p "$OUT/comm_algorithms"
+  for w in 2 4; do
+    if [[ $HAVE_GLOO == 1 ]]; then
+      note "comm algorithms: gloo, $w ranks"
+      measure run_logged "$OUT/comm_algorithms/gloo-w$w.log" "$TP" ./launch -np "$w" --gloo sh -c "$RANK_WRAP" "$TP" \
+        build/bench/comm_bench --algorithms all --min-time "$CMIN"
+    fi
+    if [[ $HAVE_MPI == 1 ]]; then
+      note "comm algorithms: mpi, $w ranks"
+      measure run_logged "$OUT/comm_algorithms/mpi-w$w.log" "$TP" ./launch -np "$w" --mpi sh -c "$RANK_WRAP" "$TP" \
+        build/bench/comm_bench --algorithms all --min-time "$CMIN"
+    fi
+  done
+fi
+
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/machine.txt"
 rmdir "$OUT/tmp" 2>/dev/null || true
 

@@ -19,7 +19,9 @@
 //     (reduce-scatter + allgather, 2(n-1) dependent steps, ~2(n-1)/n of the bytes per rank);
 //     the gradient's size has its receives posted a round ahead (see direct_allreduce),
 //   broadcast = binomial tree from the root (ceil(log2 n) steps, whole buffer per step),
-//   allgather = ring (n-1 steps), barrier = Gloo's barrier, sendrecv = one unbound send + recv.
+//   allgather = ring (n-1 steps), barrier = Gloo's barrier, sendrecv = one unbound send + recv,
+//   exchange = an unbound send to one peer and a receive from another (the steps of comm/allreduce_*.cc),
+//   library_allreduce_sum = gloo::allreduce at every size (--allreduce gloo).
 // Gloo's device thread runs in SCHED_IDLE (see demote_device_threads).
 // Every Gloo exception becomes a one-line std::runtime_error naming this rank, the operation and
 // the peer(s) involved; after one failure the communicator refuses further collectives (Gloo's
@@ -74,6 +76,7 @@ using Clock = std::chrono::steady_clock;
 constexpr uint8_t kSendRecvSlotPrefix = 0x40;  // beyond Gloo's own collective prefixes (0x01..0x08)
 constexpr uint8_t kDirectAllreduceSlotPrefix = 0x41;
 constexpr uint8_t kChannelSlotPrefix = 0x42;
+constexpr uint8_t kExchangeSlotPrefix = 0x43;
 constexpr size_t kChannelMinBytes = 4096;  // smaller allreduces (test statistics) are not worth a channel
 // Allreduce sends every rank's vector to every rank directly while that costs at most this many
 // bytes per rank ((size-1) * buffer bytes); above it, Gloo's ring.
@@ -330,6 +333,43 @@ class GlooCommunicator : public Communicator {
     });
   }
 
+  // Unbound buffers on one fixed slot, like sendrecv: Gloo matches a pair's messages on a slot in
+  // order, and every rank makes its calls in program order (ranks idle in a step make none).
+  void exchange(const void* send, size_t send_bytes, int send_peer, void* recv, size_t recv_bytes,
+                int recv_peer) override {
+    std::vector<uint8_t> copy;
+    if (!exchange_prologue(info_, &send, send_bytes, &send_peer, recv, recv_bytes, &recv_peer, &copy)) return;
+    const std::string peers = send_peer == -1   ? "rank " + std::to_string(recv_peer)
+                              : recv_peer == -1 ? "rank " + std::to_string(send_peer)
+                                                : pair_name(send_peer, recv_peer);
+    guarded("exchange", peers, [&] {
+      const uint64_t slot = gloo::Slot::build(kExchangeSlotPrefix, 0);
+      std::unique_ptr<gloo::transport::UnboundBuffer> in, out;
+      if (recv_peer != -1) {
+        in = context_->createUnboundBuffer(recv, recv_bytes);
+        in->recv(recv_peer, slot);
+      }
+      if (send_peer != -1) {
+        out = context_->createUnboundBuffer(const_cast<void*>(send), send_bytes);
+        out->send(send_peer, slot);
+      }
+      if (in) {
+        waiting_for_ = "rank " + std::to_string(recv_peer);
+        if (!in->waitRecv(opts_.comm_timeout)) throw gloo::IoException("receive aborted");
+      }
+      if (out) {
+        waiting_for_ = "rank " + std::to_string(send_peer);
+        if (!out->waitSend(opts_.comm_timeout)) throw gloo::IoException("send aborted");
+      }
+    });
+  }
+
+  // gloo::allreduce whatever the size (allreduce_sum picks the direct exchange for small ones).
+  void library_allreduce_sum(float* data, size_t n) override { gloo_allreduce<float>(data, n, &sum_f32); }
+  void library_allreduce_sum_f16(half_bits* data, size_t n) override {
+    gloo_allreduce<gloo::float16>(reinterpret_cast<gloo::float16*>(data), n, &sum_f16);
+  }
+
  private:
   std::string me() const { return describe_rank(info_); }
   ms remaining_start_time() const {
@@ -355,12 +395,20 @@ class GlooCommunicator : public Communicator {
   template <typename T>
   void allreduce(T* data, size_t n, void (*reduce)(void*, const void*, const void*, size_t)) {
     if (n == 0 || info_.size == 1) return;
-    const int sz = info_.size, r = info_.rank;
+    const int sz = info_.size;
     const size_t bytes = n * sizeof(T);
     if (bytes * (sz - 1) <= kDirectAllreduceMaxBytes) {
       guarded("allreduce", "the other ranks", [&] { direct_allreduce(data, n, reduce); });
       return;
     }
+    gloo_allreduce(data, n, reduce);
+  }
+
+  // Gloo's own allreduce (gloo::allreduce with the algorithm unspecified: Gloo picks its ring).
+  template <typename T>
+  void gloo_allreduce(T* data, size_t n, void (*reduce)(void*, const void*, const void*, size_t)) {
+    if (n == 0 || info_.size == 1) return;
+    const int sz = info_.size, r = info_.rank;
     guarded("allreduce", "ring neighbours " + pair_name((r + 1) % sz, (r + sz - 1) % sz), [&] {
       gloo::AllreduceOptions o(context_);
       o.setOutput(data, n);

@@ -7,6 +7,7 @@
 // fp16 sums use a 2-byte contiguous datatype and a commutative user op that adds in float and
 // rounds to half (round-to-nearest-even), like Horovod's float16_sum.
 // cross_rank/cross_size come from MPI_Comm_split(world, color = local_rank, key = rank).
+// exchange (the steps of comm/allreduce_*.cc) is MPI_Sendrecv with MPI_PROC_NULL for an absent side.
 // MPI has no timeouts: CommOptions' timeouts do not apply here.
 //
 // Shutdown: MPI_Finalize is a collective fence in Open MPI; a rank that finalizes while the
@@ -34,6 +35,7 @@ namespace {
 
 constexpr size_t kMaxChunk = size_t(1) << 30;  // elements or bytes per MPI call (< INT_MAX)
 constexpr int kSendRecvTag = 0x5e5d;
+constexpr int kExchangeTag = 0x5e5e;
 
 void half_sum(void* in, void* inout, int* len, MPI_Datatype*) {
   const half_bits* a = static_cast<const half_bits*>(in);
@@ -122,6 +124,34 @@ class MpiCommunicator : public Communicator {
             "MPI_Sendrecv with rank " + std::to_string(peer));
     }
   }
+
+  // MPI_Sendrecv with MPI_PROC_NULL for an absent side. Both sides are cut into the same
+  // kMaxChunk pieces as the peer's, so piece k here matches piece k there.
+  void exchange(const void* send, size_t send_bytes, int send_peer, void* recv, size_t recv_bytes,
+                int recv_peer) override {
+    if (!exchange_prologue(info_, &send, send_bytes, &send_peer, recv, recv_bytes, &recv_peer, &copy_)) return;
+    if (send_peer == -1) send_bytes = 0;
+    if (recv_peer == -1) recv_bytes = 0;
+    const char* s = static_cast<const char*>(send);
+    char* r = static_cast<char*>(recv);
+    std::string what = "MPI_Sendrecv (";
+    if (send_peer != -1) what += "send to rank " + std::to_string(send_peer) + (recv_peer != -1 ? ", " : "");
+    if (recv_peer != -1) what += "receive from rank " + std::to_string(recv_peer);
+    what += ")";
+    for (size_t off = 0; off < std::max(send_bytes, recv_bytes); off += kMaxChunk) {
+      const size_t send_count = off < send_bytes ? std::min(kMaxChunk, send_bytes - off) : 0;
+      const size_t recv_count = off < recv_bytes ? std::min(kMaxChunk, recv_bytes - off) : 0;
+      check(MPI_Sendrecv(s + (send_count ? off : 0), static_cast<int>(send_count), MPI_BYTE,
+                         send_count ? send_peer : MPI_PROC_NULL, kExchangeTag, r + (recv_count ? off : 0),
+                         static_cast<int>(recv_count), MPI_BYTE, recv_count ? recv_peer : MPI_PROC_NULL,
+                         kExchangeTag, comm_, MPI_STATUS_IGNORE),
+            what);
+    }
+  }
+
+  // MPI_Allreduce is already what allreduce_sum calls (--allreduce mpi and auto are the same call).
+  void library_allreduce_sum(float* data, size_t n) override { allreduce_sum(data, n); }
+  void library_allreduce_sum_f16(half_bits* data, size_t n) override { allreduce_sum_f16(data, n); }
 
  private:
   void init() {

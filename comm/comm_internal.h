@@ -44,3 +44,10 @@ bool ranges_overlap(const void* a, size_t an, const void* b, size_t bn);
 // buffer to send from: `send`, or its copy in *scratch when it overlaps `recv`.
 const void* sendrecv_prologue(const RankInfo& info, const void* send, void* recv, size_t bytes, int peer,
                               std::vector<uint8_t>* scratch);
+
+// What every backend's exchange does before it talks: checks both peers (-1 = none; throws
+// std::invalid_argument), turns a side with 0 bytes into none (peer -1), finishes a self-exchange
+// (send_peer == recv_peer == rank, equal sizes) itself, and points *send at a copy in *scratch when
+// it overlaps recv. Returns false when nothing is left to send or receive.
+bool exchange_prologue(const RankInfo& info, const void** send, size_t send_bytes, int* send_peer, void* recv,
+                       size_t recv_bytes, int* recv_peer, std::vector<uint8_t>* scratch);

@@ -53,6 +53,35 @@ const void* sendrecv_prologue(const RankInfo& info, const void* send, void* recv
   return scratch->data();
 }
 
+bool exchange_prologue(const RankInfo& info, const void** send, size_t send_bytes, int* send_peer, void* recv,
+                       size_t recv_bytes, int* recv_peer, std::vector<uint8_t>* scratch) {
+  if (*send_peer != -1) check_peer(info, *send_peer, "exchange (send)");
+  if (*recv_peer != -1) check_peer(info, *recv_peer, "exchange (receive)");
+  if (send_bytes == 0) *send_peer = -1;
+  if (recv_bytes == 0) *recv_peer = -1;
+  const bool self_send = *send_peer == info.rank, self_recv = *recv_peer == info.rank;
+  if (self_send || self_recv) {
+    if (!(self_send && self_recv && send_bytes == recv_bytes))
+      throw std::invalid_argument("rank " + std::to_string(info.rank) +
+                                  ": exchange with itself must send and receive the same bytes to and from itself");
+    std::memmove(recv, *send, send_bytes);
+    return false;
+  }
+  if (*send_peer == -1 && *recv_peer == -1) return false;
+  if (*send_peer != -1 && *recv_peer != -1 && ranges_overlap(*send, send_bytes, recv, recv_bytes)) {
+    scratch->assign(static_cast<const uint8_t*>(*send), static_cast<const uint8_t*>(*send) + send_bytes);
+    *send = scratch->data();
+  }
+  return true;
+}
+
+void Communicator::library_allreduce_sum(float*, size_t) {
+  throw std::logic_error(std::string("the ") + backend_name() + " backend has no library allreduce");
+}
+void Communicator::library_allreduce_sum_f16(half_bits*, size_t) {
+  throw std::logic_error(std::string("the ") + backend_name() + " backend has no library allreduce");
+}
+
 void assign_cross_ranks(RankInfo* info, const std::vector<int>& local_rank_of_rank) {
   int cross_rank = 0, cross_size = 0;
   for (int r = 0; r < static_cast<int>(local_rank_of_rank.size()); ++r) {

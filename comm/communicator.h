@@ -56,6 +56,17 @@ class Communicator {
   virtual void allgather(void* out, const void* in, size_t bytes) = 0;
   // Exchange with one peer: send `send` (bytes) and receive into `recv` (bytes). Both ranks call it.
   virtual void sendrecv(const void* send, void* recv, size_t bytes, int peer) = 0;
+  // One step of a ring or butterfly: send `send` (send_bytes) to send_peer and, at the same time,
+  // receive recv_bytes from recv_peer into `recv`. A side with peer -1 or 0 bytes is skipped; the
+  // rank send_peer makes the matching call receiving send_bytes from this rank. Self on both sides
+  // copies. Throws std::invalid_argument for a peer outside -1..size-1, else like sendrecv.
+  virtual void exchange(const void* send, size_t send_bytes, int send_peer, void* recv, size_t recv_bytes,
+                        int recv_peer) = 0;
+  // The backend library's own allreduce, whatever allreduce_sum picks (--allreduce gloo: gloo::allreduce;
+  // --allreduce mpi: MPI_Allreduce). A backend without one throws std::logic_error (the caller checks
+  // allreduce_unsupported_reason in comm/allreduce.h first).
+  virtual void library_allreduce_sum(float* data, size_t n);
+  virtual void library_allreduce_sum_f16(half_bits* data, size_t n);
 };
 
 // Rank info from the environment: BARESGD_* (our launcher), OMPI_COMM_WORLD_* (mpirun),

@@ -298,7 +298,7 @@ void average_gradients(Communicator& comm, float* grad, size_t n, const std::vec
   const double pre = 1.0 / f, post = f / comm.size();
   if (!how.fp16) {
     scale_buffer(grad, n, pre);
-    comm.allreduce_sum(grad, n);
+    allreduce_sum(comm, how.algorithm, grad, n, how.observer);
     scale_buffer(grad, n, post);
     return;
   }
@@ -306,7 +306,7 @@ void average_gradients(Communicator& comm, float* grad, size_t n, const std::vec
   wire.resize(n);
   to_half(wire.data(), grad, n);
   scale_half_buffer(wire.data(), n, pre);
-  comm.allreduce_sum_f16(wire.data(), n);
+  allreduce_sum_f16(comm, how.algorithm, wire.data(), n, how.observer);
   scale_half_buffer(wire.data(), n, post);
   from_half(grad, wire.data(), n);
 }

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <vector>
+#include "comm/allreduce.h"
 #include "comm/communicator.h"
 
 // One combination of the Adasum tree: at distance `level` (1, 2, 4, ...: Horovod's `level`) the
@@ -21,6 +22,9 @@ struct GradientAveraging {
   bool adasum = false;            // --use-adasum: combine with Adasum instead of averaging
   // Adasum only: when non-null, cleared and filled with this call's coefficients (--inspect).
   std::vector<AdasumCoefficients>* adasum_trace = nullptr;
+  // --allreduce: the algorithm of the Average sum (Adasum keeps its own exchanges), and who watches it.
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::kAuto;
+  AllreduceObserver* observer = nullptr;
 };
 
 // One layer's slice of the flat buffer (Adasum combines per layer).

@@ -9,6 +9,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "comm/allreduce.h"
 #include "src/step_list.h"
 
 namespace {
@@ -98,6 +99,8 @@ std::string usage_text() {
       "  --backend single|gloo|mpi      force the comm backend (default: from the environment)\n"
       "  --rendezvous-dir DIR           Gloo rendezvous through files in a shared DIR\n"
       "  --network-interface IF         Gloo binds this interface name or address\n"
+      "  --allreduce ALG                gradient sum: auto, direct, ring, halving-doubling,\n"
+      "                                 gloo or mpi (the library's own; default: auto)\n"
       "  --start-timeout S              rendezvous timeout in seconds (default: 30)\n"
       "  --comm-timeout S               timeout of one collective in seconds (default: 60)\n"
       "  --checkpoint-dir DIR           save a checkpoint at every epoch end (rank 0)\n"
@@ -155,6 +158,15 @@ Options parse_options(const std::vector<std::string>& args) {
        }},
       {"--rendezvous-dir", [&](auto& f, auto& v) { o.rendezvous_dir = v; }},
       {"--network-interface", [&](auto& f, auto& v) { o.network_interface = v; }},
+      {"--allreduce",
+       [&](auto& f, auto& v) {
+         try {
+           parse_allreduce_algorithm(v);
+         } catch (const std::invalid_argument& e) {
+           throw TrainUsageError{e.what()};
+         }
+         o.allreduce = v;
+       }},
       {"--start-timeout", [&](auto& f, auto& v) { o.start_timeout = parse_timeout(f, v); }},
       {"--comm-timeout", [&](auto& f, auto& v) { o.comm_timeout = parse_timeout(f, v); }},
       {"--checkpoint-dir", [&](auto& f, auto& v) { o.checkpoint_dir = v; }},

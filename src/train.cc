@@ -14,6 +14,7 @@
 
 #include <cblas.h>
 
+#include "comm/allreduce.h"
 #include "comm/distributed_optimizer.h"
 #include "kernels/rng.h"
 #include "kernels/sgd.h"
@@ -178,6 +179,9 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   // Horovod's refusals (Adasum on a non-power-of-two world, Adasum with predivide), on every rank
   // before any collective, at any world size.
   check_training_configuration(opts, size);
+  const AllreduceAlgorithm algorithm = parse_allreduce_algorithm(opts.allreduce);
+  if (std::string why = allreduce_unsupported_reason(algorithm, comm.backend_name(), size); !why.empty())
+    throw std::runtime_error(why);
   const int eval_chunk = std::min(opts.test_batch_size, std::max(opts.batch_size, 64));
   // Compute threads per rank: the count train_main gave OpenBLAS (--threads, OPENBLAS_NUM_THREADS,
   // else cores / ranks on this host). The net splits each batch across them itself; OpenBLAS only
@@ -225,6 +229,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   how.predivide_factor = opts.gradient_predivide_factor;
   how.fp16 = opts.fp16_allreduce;
   how.adasum = opts.use_adasum;
+  how.algorithm = algorithm;
   std::vector<Segment> segments;
   for (const ParamView& p : Net::kParams) segments.push_back({p.offset, p.count});
   RunFacts facts;

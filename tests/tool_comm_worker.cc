@@ -6,10 +6,12 @@
 //   --script info    prints "INFO rank=R size=S backend=B source=X local=L/LS cross=C/CS host=H"
 //                    and "SOCKETS <local ip list>" (the IPv4 addresses this process's TCP
 //                    sockets are bound to), after a barrier
+//   --script algorithms  the (light) checks of tests/allreduce_checks.h for each of --algorithms A,B,...
+//                    (comm/allreduce.h names); prints "OK ..." or "FAIL ..." lines like check
 //   --script bench   allreduce_sum of --elements floats, --iters times after 10 warm-ups;
 //                    rank 0 prints "BENCH backend=B size=S elements=N avg_us=X"
 // Options: --communication B, --rendezvous-dir D, --network-interface I, --start-timeout-ms N,
-//          --comm-timeout-ms N, --big (add the (1<<20)+3 element allreduce).
+//          --comm-timeout-ms N, --big (add the (1<<20)+3 element allreduce), --algorithms A,B,...
 // Exit status: 0 all passed, 1 a check failed, 2 an exception (message on stderr), 64 usage.
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "tests/allreduce_checks.h"
 #include "tests/comm_checks.h"
 
 namespace {
@@ -87,6 +90,7 @@ int main(int argc, char** argv) {
   size_t elements = 21840;
   int iters = 200;
   bool big = false;
+  std::vector<AllreduceAlgorithm> algorithms;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -103,6 +107,11 @@ int main(int argc, char** argv) {
       else if (a == "--elements") elements = std::stoul(value());
       else if (a == "--iters") iters = std::stoi(value());
       else if (a == "--big") big = true;
+      else if (a == "--algorithms") {
+        std::string list = value() + ",";
+        for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos; at = comma + 1)
+          algorithms.push_back(parse_allreduce_algorithm(list.substr(at, comma - at)));
+      }
       else return usage(("unknown argument " + a).c_str());
     } catch (const std::exception& e) {
       return usage(e.what());
@@ -131,15 +140,24 @@ int main(int argc, char** argv) {
                     elements, mine / comm->size());
       return 0;
     }
-    if (script != "check") return usage(("unknown script " + script).c_str());
-    commcheck::Checker c{*comm, {}};
-    c.run_all(big);
+    std::vector<std::string> failures;
+    if (script == "check") {
+      commcheck::Checker c{*comm, {}};
+      c.run_all(big);
+      failures = c.failures;
+    } else if (script == "algorithms") {
+      allreducecheck::Checker c(*comm);
+      c.run_all(algorithms, /*light=*/true);
+      failures = c.failures;
+    } else {
+      return usage(("unknown script " + script).c_str());
+    }
     // Everybody reports; a failure anywhere fails the run (exit 1 on the failing rank).
-    for (const auto& f : c.failures) std::printf("FAIL %s\n", f.c_str());
-    if (c.failures.empty()) std::printf("OK %s\n", info_line(*comm).c_str());
+    for (const auto& f : failures) std::printf("FAIL %s\n", f.c_str());
+    if (failures.empty()) std::printf("OK %s\n", info_line(*comm).c_str());
     std::fflush(stdout);
     comm->barrier();
-    return c.failures.empty() ? 0 : 1;
+    return failures.empty() ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tool_comm_worker: %s\n", e.what());
     return 2;

@@ -3,7 +3,8 @@
 // Input: the bytes split on NUL into argv[1..] (so "--lr\0" "0.5\0--epochs=3" is three words).
 // Contract checked: parse_options either returns or throws TrainUsageError — nothing else escapes —
 // and whatever it accepts is usable by its one caller, train_main.cc:
-//   every numeric field inside the range the help text promises, choices from their lists,
+//   every numeric field inside the range the help text promises, choices from their lists
+//   (--allreduce: a name parse_allreduce_algorithm takes),
 //   --hosts/--communication only with --num-proc, and both timeouts convertible to the positive
 //   whole number of milliseconds train_main computes as long(seconds * 1000).
 // Known (reported) bug, skipped with BARESGD_FUZZ_SKIP_KNOWN=1: --start-timeout/--comm-timeout
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/allreduce.h"
 #include "src/options.h"
 #include "tests/fuzz/fuzz_common.h"
 
@@ -58,6 +60,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(o.check_sync >= 0 && o.check_sync <= (1LL << 30));
   for (size_t i = 1; i < o.inspect_steps.size(); ++i) FUZZ_CHECK(o.inspect_steps[i - 1] < o.inspect_steps[i]);
   FUZZ_CHECK(o.inspect_dump.empty() || !o.inspect_steps.empty());
+  // --allreduce: a name comm/allreduce.h knows (train.cc parses it again, expecting no error).
+  FUZZ_CHECK(std::string(allreduce_algorithm_name(parse_allreduce_algorithm(o.allreduce))) == o.allreduce);
   if (!fuzz_skip_known()) {
     // train_main.cc: std::chrono::milliseconds(long(opts.start_timeout * 1000)), same for comm.
     FUZZ_CHECK(millis_ok(o.start_timeout));
