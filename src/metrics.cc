@@ -58,7 +58,8 @@ std::string options_json(const Options& o) {
       .str("metrics", o.metrics)
       .raw("inspect", inspect)
       .str("inspect_dump", o.inspect_dump)
-      .integer("check_sync", o.check_sync);
+      .integer("check_sync", o.check_sync)
+      .str("allreduce", o.allreduce);
   return j.object();
 }
 

@@ -235,7 +235,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   RunFacts facts;
   facts.lr = opts.use_adasum ? opts.lr : opts.lr * size;
   facts.elem_bytes = how.fp16 ? 2 : 4;
-  // INTEGRATE(--allreduce): facts.algorithm = allreduce_algorithm_name(how.algorithm);
+  facts.algorithm = allreduce_algorithm_name(how.algorithm);
   TrainHooks hooks(opts, comm, facts);  // --metrics, --inspect, --check-sync, the summary
 
   DistributedSampler train_sampler(size_t(train.count), size, rank, true, kSamplerSeed);
@@ -274,7 +274,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
       hooks.before_averaging(net.grads.data(), net.params.data());
       if (size > 1 && !opts.use_adasum) {
         const auto t_comm = Clock::now();
-        // INTEGRATE(--allreduce): how.observer = hooks.allreduce_observer(<the timeline's observer or nullptr>);
+        how.observer = hooks.allreduce_observer(nullptr);  // counts bytes at --inspect steps
         hooks.comm_begin();
         average_gradients(comm, net.grads.data(), net.grads.size(), segments, how);
         hooks.comm_end();
