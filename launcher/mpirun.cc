@@ -41,8 +41,9 @@ MpirunPlan build_mpirun_plan(const MpirunInputs& in) {
                                "--tag-output", "-x", "BARESGD_COMM=mpi", "-x", "OPENBLAS_NUM_THREADS", "-x",
                                "BARESGD_JOB_ID", "-x", "BARESGD_SECRET"});
   for (const std::string& e : p.env) {
-    // Open MPI's settings, and the user's other BARESGD_* (e.g. BARESGD_TIMING), reach every rank.
-    if (e.compare(0, 9, "OMPI_MCA_") != 0 &&
+    // Open MPI's settings, HOROVOD_* (HOROVOD_TIMELINE) and the user's other BARESGD_* (e.g.
+    // BARESGD_TIMING) reach every rank, remote ones too.
+    if (e.compare(0, 9, "OMPI_MCA_") != 0 && e.compare(0, 8, "HOROVOD_") != 0 &&
         (e.compare(0, 8, "BARESGD_") != 0 || is_launch_rank_env(e.substr(0, e.find('=')))))
       continue;
     p.argv.push_back("-x");

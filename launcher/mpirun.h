@@ -30,7 +30,7 @@ struct MpirunPlan {
 //        -x BARESGD_COMM=mpi -x OPENBLAS_NUM_THREADS -x BARESGD_JOB_ID -x BARESGD_SECRET
 //        -x OMPI_MCA_... [-mca plm_rsh_args "-F cfg -p P -i key"] CMD ARGS
 // Environment: the launcher's, without inherited BARESGD_* (the per-rank ones come from Open MPI),
-// plus the -x values. For an all-loopback job, Open MPI is pinned to lo and told not to resolve
+// plus the -x values; every OMPI_MCA_*, HOROVOD_* and other BARESGD_* variable gets its -x. For an all-loopback job, Open MPI is pinned to lo and told not to resolve
 // host names (which would send DNS queries for names only ssh_config knows), and runs the ob1 pml
 // (no UCX start-up inside one machine), unless the user set those OMPI_MCA_* variables; likewise --network-interface sets the tcp if_include variables.
 MpirunPlan build_mpirun_plan(const MpirunInputs& in);

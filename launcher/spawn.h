@@ -38,14 +38,18 @@ void env_remove_if(std::vector<std::string>* env, Pred drop) {
   }
   env->swap(out);
 }
-// The variables ./launch sets per rank or per job (BARESGD_RANK ... BARESGD_SECRET): stale copies
-// from the caller's environment are dropped; any other BARESGD_* (BARESGD_TIMING, ...) passes on.
+// The variables ./launch sets per rank or per job (BARESGD_RANK ... BARESGD_JOB_ID), in the order
+// it sets them: stale copies from the caller's environment are dropped; any other BARESGD_*
+// (BARESGD_TIMING, ...) passes on.
+inline const std::vector<std::string>& launch_rank_env_names() {
+  static const std::vector<std::string> kNames = {
+      "BARESGD_RANK",       "BARESGD_SIZE",     "BARESGD_LOCAL_RANK", "BARESGD_LOCAL_SIZE",
+      "BARESGD_CROSS_RANK", "BARESGD_CROSS_SIZE", "BARESGD_COMM",     "BARESGD_HOSTNAME",
+      "BARESGD_HOST_ADDR",  "BARESGD_STORE_ADDR", "BARESGD_SECRET",   "BARESGD_JOB_ID"};
+  return kNames;
+}
 inline bool is_launch_rank_env(const std::string& name) {
-  static const char* const kNames[] = {"BARESGD_RANK", "BARESGD_SIZE", "BARESGD_LOCAL_RANK",
-                                       "BARESGD_LOCAL_SIZE", "BARESGD_CROSS_RANK", "BARESGD_CROSS_SIZE",
-                                       "BARESGD_COMM", "BARESGD_HOSTNAME", "BARESGD_HOST_ADDR",
-                                       "BARESGD_STORE_ADDR", "BARESGD_SECRET", "BARESGD_JOB_ID"};
-  for (const char* n : kNames)
+  for (const std::string& n : launch_rank_env_names())
     if (name == n) return true;
   return false;
 }
