@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "launcher/agent_protocol.h"
-#include "launcher/spawn.h"
+#include "launcher/env.h"
+#include "launcher/fdio.h"
+#include "launcher/process.h"
 #include "launcher/watchdog.h"
 
 namespace {

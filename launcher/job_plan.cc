@@ -8,9 +8,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <set>
 #include <stdexcept>
 
+#include "launcher/env.h"
+#include "launcher/fdio.h"
 #include "launcher/netaddr.h"
 
 namespace {
@@ -235,17 +236,6 @@ void plan_remote_rank(const JobPlan& plan, const JobIdentity& id, RankStart* r) 
 }  // namespace
 
 void say_launch(const std::string& msg) { write_all(2, "launch: " + msg + "\n"); }
-
-bool is_host_specific_env(const std::string& name) {
-  static const std::set<std::string> kExact = {"HOSTNAME", "PWD", "OLDPWD", "SHLVL", "_", "DISPLAY",
-                                               "XAUTHORITY", "TERMCAP", "WINDOWID", "TMUX", "TMUX_PANE",
-                                               "STY", "PS1", "PROMPT_COMMAND", "MAIL"};
-  if (kExact.count(name)) return true;
-  if (name.compare(0, 4, "SSH_") == 0) return true;
-  if (name.compare(0, 10, "BASH_FUNC_") == 0) return true;
-  if (name.compare(0, 4, "XDG_") == 0) return true;
-  return false;
-}
 
 int make_job_plan(const std::vector<std::string>& args, JobPlan* plan) {
   int code = parse_command_line(args, &plan->opts);

@@ -10,7 +10,8 @@
 #include "launcher/hosts.h"
 #include "launcher/mpirun.h"
 #include "launcher/options.h"
-#include "launcher/spawn.h"
+#include "launcher/process.h"
+#include "launcher/ssh.h"
 
 // "launch: msg" on stderr.
 void say_launch(const std::string& msg);
@@ -68,7 +69,3 @@ RankStart plan_gloo_rank(const JobPlan& plan, const RankPlacement& p, const std:
 std::string find_mpirun();
 // The inputs of build_mpirun_plan (mpirun.h) for this job.
 MpirunInputs plan_mpirun(const JobPlan& plan, const JobIdentity& id);
-
-// Environment variable names a launcher does not forward to remote ranks (host- or
-// session-specific: HOSTNAME, PWD, SSH_*, DISPLAY, ...). BARESGD_* are always replaced.
-bool is_host_specific_env(const std::string& name);

@@ -7,6 +7,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "launcher/env.h"
+
 namespace {
 
 using Row = std::vector<std::string>;

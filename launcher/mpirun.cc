@@ -1,6 +1,8 @@
 // mpirun: building Open MPI's mpirun command line and environment for ./launch --mpi.
 #include "launcher/mpirun.h"
 
+#include "launcher/env.h"
+
 MpirunPlan build_mpirun_plan(const MpirunInputs& in) {
   MpirunPlan p;
   p.env = in.base_env;

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "launcher/hosts.h"
-#include "launcher/spawn.h"
+#include "launcher/ssh.h"
 
 struct MpirunInputs {
   int np = 0;

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "launcher/agent_protocol.h"
+#include "launcher/fdio.h"
 
 using Clock = std::chrono::steady_clock;
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "launcher/output.h"
-#include "launcher/spawn.h"
+#include "launcher/process.h"
 #include "launcher/tagger.h"
 #include "launcher/watchdog.h"
 

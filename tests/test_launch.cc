@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "launcher/agent_protocol.h"
+#include "launcher/env.h"
 #include "launcher/hosts.h"
 #include "launcher/job.h"
 #include "launcher/job_plan.h"
