@@ -133,7 +133,7 @@ void kill_procs_with(const std::string& text) {
 }
 
 // Test-wide environment for children: Open MPI pinned to loopback (and no DNS lookups of test
-// host names), whatever mode.
+// host names), whatever mode: the launcher's own loopback settings (mpirun.h).
 std::vector<std::string> child_env(const std::vector<std::string>& extra) {
   std::map<std::string, std::string> env;
   for (char** e = environ; *e; ++e) {
@@ -141,10 +141,7 @@ std::vector<std::string> child_env(const std::vector<std::string>& extra) {
     size_t eq = s.find('=');
     if (eq != std::string::npos) env[s.substr(0, eq)] = s.substr(eq + 1);
   }
-  env["OMPI_MCA_btl"] = "self,tcp";
-  env["OMPI_MCA_btl_tcp_if_include"] = "lo";
-  env["OMPI_MCA_oob_tcp_if_include"] = "lo";
-  env["OMPI_MCA_if_base_do_not_resolve"] = "1";
+  for (const auto& [name, value] : loopback_openmpi_env()) env[name] = value;
   for (const auto& s : extra) {
     size_t eq = s.find('=');
     if (eq == std::string::npos) env.erase(s);
@@ -874,6 +871,34 @@ TEST(LaunchOptions, DryRunAndTimelineFlags) {
   EXPECT_TRUE(contains(usage_error({"-np", "2", "--gloo", "--dry-run=yes", "x"}), "takes no value"));
   EXPECT_TRUE(contains(launch_help_text(), "--dry-run"));
   EXPECT_TRUE(contains(launch_help_text(), "--timeline-filename FILE"));
+}
+
+TEST(LaunchMpirun, LoopbackEnvironmentInOnePlace) {
+  // The project's rule for every Open MPI run on loopback, kept by the launcher and the tests alike.
+  std::set<std::string> want = {"OMPI_MCA_btl=self,tcp", "OMPI_MCA_btl_tcp_if_include=lo",
+                                "OMPI_MCA_oob_tcp_if_include=lo", "OMPI_MCA_if_base_do_not_resolve=1"};
+  std::set<std::string> got;
+  for (const auto& [name, value] : loopback_openmpi_env()) got.insert(name + "=" + value);
+  EXPECT_EQ(got, want);
+  // One loopback host keeps Open MPI's shared-memory BTL; two "hosts" on this machine get self,tcp.
+  MpirunInputs in;
+  in.np = 2;
+  in.command = {"./train"};
+  in.base_env = {"PATH=/usr/bin"};
+  in.all_loopback = true;
+  in.hosts = {{"localhost", 2}};
+  std::set<std::string> one;
+  for (const std::string& e : build_mpirun_plan(in).env) one.insert(e);
+  EXPECT_TRUE(one.count("OMPI_MCA_btl_tcp_if_include=lo"));
+  EXPECT_TRUE(one.count("OMPI_MCA_if_base_do_not_resolve=1"));
+  for (const std::string& e : one) EXPECT_NE(e.rfind("OMPI_MCA_btl=", 0), 0u) << e;
+  in.hosts = {{"hpc01", 1}, {"hpc03", 1}};
+  in.network_interface = "eth9";
+  std::set<std::string> two;
+  for (const std::string& e : build_mpirun_plan(in).env) two.insert(e);
+  EXPECT_TRUE(two.count("OMPI_MCA_btl=self,tcp"));
+  EXPECT_TRUE(two.count("OMPI_MCA_btl_tcp_if_include=eth9"));  // --network-interface wins over lo
+  EXPECT_TRUE(two.count("OMPI_MCA_oob_tcp_if_include=eth9"));
 }
 
 TEST(LaunchMpirun, HorovodVariablesReachRemoteRanks) {
