@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "launcher/agent_protocol.h"
-#include "launcher/spawn.h"
+#include "launcher/env.h"
+#include "launcher/fdio.h"
+#include "launcher/process.h"
 #include "launcher/watchdog.h"
 
 namespace {
@@ -71,76 +73,108 @@ int cpu_count() {
 
 bool group_alive(pid_t pg) { return kill(-pg, 0) == 0 || errno == EPERM; }
 
-}  // namespace
-
-int agent_main() {
+bool install_agent_signals() {
   signal(SIGPIPE, SIG_IGN);
   prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans of the rank come back to us to be reaped
   if (pipe2(g_sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     agent_error(std::string("pipe: ") + std::strerror(errno));
-    return 1;
+    return false;
   }
   install_signal_handler(on_signal, {SIGCHLD, SIGTERM, SIGINT, SIGHUP});
+  return true;
+}
 
-  // 1. The spawn request.
+// 1. The spawn request: magic, u32 big-endian length, frame. False (said) when it is not one.
+bool read_spawn_request(AgentRequest* req) {
   auto header_deadline = Clock::now() + std::chrono::seconds(60);
   std::string magic, len_bytes, body;
-  size_t magic_len = std::strlen(kAgentMagic);
-  if (!read_exact(&magic, magic_len, header_deadline) || magic != kAgentMagic) {
+  if (!read_exact(&magic, std::strlen(kAgentMagic), header_deadline) || magic != kAgentMagic) {
     agent_error("no spawn request from the launcher on stdin (is this `launch --agent` run by ./launch?)");
-    return 2;
+    return false;
   }
   if (!read_exact(&len_bytes, 4, header_deadline)) {
     agent_error("truncated spawn request");
-    return 2;
+    return false;
   }
   const unsigned char* lb = reinterpret_cast<const unsigned char*>(len_bytes.data());
   uint32_t len = (uint32_t(lb[0]) << 24) | (uint32_t(lb[1]) << 16) | (uint32_t(lb[2]) << 8) | uint32_t(lb[3]);
-  AgentRequest req;
-  if (len > kAgentMaxFrame || !read_exact(&body, len, header_deadline) || !decode_agent_request(body, &req)) {
+  if (len > kAgentMaxFrame || !read_exact(&body, len, header_deadline) || !decode_agent_request(body, req)) {
     agent_error("malformed spawn request");
-    return 2;
+    return false;
   }
-  body.clear();
+  return true;
+}
 
-  // 2. The rank's environment: ours (the remote login's), overlaid with the launcher's.
-  std::vector<std::string> env = current_environment();
-  for (const std::string& e : req.env) env_set(&env, e.substr(0, e.find('=')), e.substr(e.find('=') + 1));
+// What the rank execs: its program found on the merged PATH, argv and environment.
+struct RankExec {
+  std::vector<std::string> argv, env;
+};
+
+// 2. The rank's environment: ours (the remote login's), overlaid with the launcher's, and
+//    OPENBLAS_NUM_THREADS from this host's cores unless the user set it. False when the program
+//    is not found here (said).
+bool prepare_rank_exec(const AgentRequest& req, RankExec* x) {
+  x->env = current_environment();
+  for (const std::string& e : req.env) env_set(&x->env, e.substr(0, e.find('=')), e.substr(e.find('=') + 1));
   bool user_set_blas = false;
   for (const std::string& e : req.env)
     if (e.compare(0, 21, "OPENBLAS_NUM_THREADS=") == 0) user_set_blas = true;
   if (req.openblas_local_size > 0 && !user_set_blas)
-    env_set(&env, "OPENBLAS_NUM_THREADS", std::to_string(std::max(1, cpu_count() / req.openblas_local_size)));
+    env_set(&x->env, "OPENBLAS_NUM_THREADS", std::to_string(std::max(1, cpu_count() / req.openblas_local_size)));
   std::string path_var;
-  env_find(env, "PATH", &path_var);
+  env_find(x->env, "PATH", &path_var);
   std::string why;
   std::string prog = find_executable(req.argv[0], path_var, &why);
   if (prog.empty()) {
     agent_error("cannot run '" + req.argv[0] + "' on this host: " + why);
-    write_all(2, agent_status_line(req.nonce, 127 << 8));
-    return 127;
+    return false;
   }
-  std::vector<std::string> argv = req.argv;
-  argv[0] = prog;
-  std::vector<char*> cargv, cenv;
-  for (auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  for (auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
-  cenv.push_back(nullptr);
+  x->argv = req.argv;
+  x->argv[0] = prog;
+  return true;
+}
 
-  // 3. Fork the rank; it waits until its pid line is out so that line precedes all its output.
-  //    A watchdog (see watchdog.h) takes the rank's whole group down should this agent be killed.
-  Watchdog watchdog;
-  try {
-    watchdog.start(2000);
-  } catch (const std::exception& e) {
-    agent_error(std::string("cannot start the watchdog: ") + e.what());
-    return 1;
+// The forked child: its own group, dies with the agent, waits for the go byte, then execs.
+[[noreturn]] void exec_rank(pid_t agent_pid, int go_fd, int devnull, char** argv, char** envp) {
+  setpgid(0, 0);
+  // If the agent itself is killed (kill -9), take the rank down with it.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != agent_pid) _exit(127);
+  char b;
+  while (read(go_fd, &b, 1) < 0 && errno == EINTR) {
   }
+  for (int s = 1; s < NSIG; ++s)
+    if (s != SIGKILL && s != SIGSTOP) signal(s, SIG_DFL);
+  if (devnull >= 0) dup2(devnull, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  execve(argv[0], argv, envp);
+  const char* msg = "launch --agent: exec failed: ";
+  ssize_t ignored = write(2, msg, std::strlen(msg));
+  const char* es = std::strerror(errno);
+  ignored = write(2, es, std::strlen(es));
+  ignored = write(2, "\n", 1);
+  (void)ignored;
+  _exit(127);
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+// 3. Fork the rank; it waits until its pid line is out so that line precedes all its output.
+//    The watchdog (see watchdog.h) takes the rank's whole group down should this agent be killed.
+//    Returns the rank's pid, or -1 (said).
+pid_t fork_rank(RankExec* x, const std::string& nonce, Watchdog* watchdog) {
+  std::vector<char*> cargv = c_strings(x->argv), cenv = c_strings(x->env);
   int go[2];
   if (pipe2(go, O_CLOEXEC) != 0) {
     agent_error(std::string("pipe: ") + std::strerror(errno));
-    return 1;
+    return -1;
   }
   int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   sigset_t all, old;
@@ -148,111 +182,134 @@ int agent_main() {
   sigprocmask(SIG_SETMASK, &all, &old);
   pid_t agent_pid = getpid();
   pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    // If the agent itself is killed (kill -9), take the rank down with it.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != agent_pid) _exit(127);
-    char b;
-    while (read(go[0], &b, 1) < 0 && errno == EINTR) {
-    }
-    for (int s = 1; s < NSIG; ++s)
-      if (s != SIGKILL && s != SIGSTOP) signal(s, SIG_DFL);
-    if (devnull >= 0) dup2(devnull, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    execve(cargv[0], cargv.data(), cenv.data());
-    const char* msg = "launch --agent: exec failed: ";
-    ssize_t ignored = write(2, msg, std::strlen(msg));
-    const char* es = std::strerror(errno);
-    ignored = write(2, es, std::strlen(es));
-    ignored = write(2, "\n", 1);
-    (void)ignored;
-    _exit(127);
-  }
+  if (pid == 0) exec_rank(agent_pid, go[0], devnull, cargv.data(), cenv.data());
   int fork_errno = errno;
   sigprocmask(SIG_SETMASK, &old, nullptr);
   close(go[0]);
   if (devnull >= 0) close(devnull);
   if (pid < 0) {
     agent_error(std::string("fork: ") + std::strerror(fork_errno));
-    return 1;
+    return -1;
   }
   setpgid(pid, pid);
-  watchdog.watch(pid);
-  write_all(2, agent_pid_line(req.nonce, pid));
+  watchdog->watch(pid);
+  write_all(2, agent_pid_line(nonce, pid));
   ssize_t ignored = write(go[1], "g", 1);
   (void)ignored;
   close(go[1]);
+  return pid;
+}
 
-  // 4. Supervise.
-  const auto grace = std::chrono::milliseconds(3000);
+// 4. Supervising the rank's group until it is gone.
+struct RankWatch {
+  pid_t pid = -1;
   bool stdin_open = true, rank_done = false, leftovers_signalled = false;
   int rank_status = 0;
-  Clock::time_point kill_at = Clock::time_point::max();      // SIGKILL the group (after EOF)
+  Clock::time_point kill_at = Clock::time_point::max();  // SIGKILL the group (after EOF)
   Clock::time_point leftover_kill_at = Clock::time_point::max();
+};
+
+const auto kGrace = std::chrono::milliseconds(3000);
+
+// After the rank: SIGTERM its leftovers, then SIGKILL them; after EOF: SIGKILL when grace is over.
+void escalate_kills(RankWatch* w, Clock::time_point now) {
+  if (w->rank_done && !w->leftovers_signalled) {
+    kill(-w->pid, SIGTERM);
+    w->leftovers_signalled = true;
+    w->leftover_kill_at = now + std::chrono::milliseconds(1000);
+  } else if (w->rank_done && now >= w->leftover_kill_at) {
+    kill(-w->pid, SIGKILL);
+    w->leftover_kill_at = now + std::chrono::milliseconds(200);
+  }
+  if (now >= w->kill_at) {
+    kill(-w->pid, SIGKILL);
+    w->kill_at = now + std::chrono::milliseconds(500);
+  }
+}
+
+// SIGTERM / SIGINT / SIGHUP sent to us go to the rank's group.
+void forward_signals(const RankWatch& w) {
+  unsigned char sigs[64];
+  ssize_t ns;
+  while ((ns = read(g_sig_pipe[0], sigs, sizeof sigs)) > 0) {
+    for (ssize_t k = 0; k < ns; ++k)
+      if (sigs[k] != SIGCHLD) kill(-w.pid, sigs[k]);
+  }
+}
+
+// Reap the rank and any orphans that came to us.
+void reap_children(RankWatch* w, Watchdog* watchdog) {
+  while (true) {
+    int st;
+    pid_t p = waitpid(-1, &st, WNOHANG);
+    if (p <= 0) break;
+    if (p == w->pid) {
+      w->rank_done = true;
+      w->rank_status = st;
+    }
+    if (p == watchdog->pid()) watchdog->forget();
+  }
+}
+
+// Control bytes from the launcher; EOF (launcher gone or ssh session lost) stops the rank.
+void read_control(RankWatch* w) {
+  char buf[256];
+  ssize_t n = read(0, buf, sizeof buf);
+  if (n > 0) {
+    for (ssize_t k = 0; k < n; ++k) {
+      int s = agent_control_signal(buf[k]);
+      if (s) kill(-w->pid, s);
+    }
+  } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+    w->stdin_open = false;
+    if (!w->rank_done) {
+      kill(-w->pid, SIGTERM);
+      w->kill_at = Clock::now() + kGrace;
+    }
+  }
+}
+
+// Returns the rank's wait status once its whole group is gone.
+int supervise_rank(pid_t pid, Watchdog* watchdog) {
+  RankWatch w;
+  w.pid = pid;
   set_nonblocking(0);
   while (true) {
-    auto now = Clock::now();
-    if (rank_done) {
-      if (!group_alive(pid)) break;
-      if (!leftovers_signalled) {
-        kill(-pid, SIGTERM);
-        leftovers_signalled = true;
-        leftover_kill_at = now + std::chrono::milliseconds(1000);
-      } else if (now >= leftover_kill_at) {
-        kill(-pid, SIGKILL);
-        leftover_kill_at = now + std::chrono::milliseconds(200);
-      }
-    }
-    if (now >= kill_at) {
-      kill(-pid, SIGKILL);
-      kill_at = now + std::chrono::milliseconds(500);
-    }
+    if (w.rank_done && !group_alive(pid)) break;
+    escalate_kills(&w, Clock::now());
     struct pollfd p[2];
     int np = 0;
     p[np++] = {g_sig_pipe[0], POLLIN, 0};
-    if (stdin_open) p[np++] = {0, POLLIN, 0};
-    int r = poll(p, np, 50);
-    if (r < 0 && errno != EINTR) break;
-    unsigned char sigs[64];
-    ssize_t ns;
-    while ((ns = read(g_sig_pipe[0], sigs, sizeof sigs)) > 0) {
-      for (ssize_t k = 0; k < ns; ++k) {
-        int s = sigs[k];
-        if (s == SIGCHLD) continue;
-        kill(-pid, s);  // forward SIGTERM / SIGINT / SIGHUP
-      }
-    }
-    // Reap the rank and any orphans that came to us.
-    while (true) {
-      int st;
-      pid_t w = waitpid(-1, &st, WNOHANG);
-      if (w <= 0) break;
-      if (w == pid) {
-        rank_done = true;
-        rank_status = st;
-      }
-      if (w == watchdog.pid()) watchdog.forget();
-    }
-    if (stdin_open) {
-      char buf[256];
-      ssize_t n = read(0, buf, sizeof buf);
-      if (n > 0) {
-        for (ssize_t k = 0; k < n; ++k) {
-          int s = agent_control_signal(buf[k]);
-          if (s) kill(-pid, s);
-        }
-      } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-        stdin_open = false;  // launcher gone or ssh session lost: stop the rank
-        if (!rank_done) {
-          kill(-pid, SIGTERM);
-          kill_at = Clock::now() + grace;
-        }
-      }
-    }
+    if (w.stdin_open) p[np++] = {0, POLLIN, 0};
+    if (poll(p, np, 50) < 0 && errno != EINTR) break;
+    forward_signals(w);
+    reap_children(&w, watchdog);
+    if (w.stdin_open) read_control(&w);
   }
+  return w.rank_status;
+}
+
+}  // namespace
+
+int agent_main() {
+  if (!install_agent_signals()) return 1;
+  AgentRequest req;
+  if (!read_spawn_request(&req)) return 2;
+  RankExec exec;
+  if (!prepare_rank_exec(req, &exec)) {
+    write_all(2, agent_status_line(req.nonce, 127 << 8));
+    return 127;
+  }
+  Watchdog watchdog;
+  try {
+    watchdog.start(2000);
+  } catch (const std::exception& e) {
+    agent_error(std::string("cannot start the watchdog: ") + e.what());
+    return 1;
+  }
+  pid_t pid = fork_rank(&exec, req.nonce, &watchdog);
+  if (pid < 0) return 1;
+  int rank_status = supervise_rank(pid, &watchdog);
   watchdog.unwatch(pid);
   watchdog.stop();
   write_all(2, agent_status_line(req.nonce, rank_status));

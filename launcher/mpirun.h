@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "launcher/hosts.h"
-#include "launcher/spawn.h"
+#include "launcher/ssh.h"
 
 struct MpirunInputs {
   int np = 0;
@@ -26,11 +26,18 @@ struct MpirunPlan {
   std::vector<std::string> env;   // mpirun's complete environment (secret only here, never in argv)
 };
 
+// The Open MPI settings that keep a job on this machine's loopback: tcp and Open MPI's own
+// out-of-band channel on lo only, no host-name resolution (names only ssh_config knows would go
+// to DNS), and the self,tcp BTLs (several "hosts" on one machine crash Open MPI's shared-memory
+// BTL). build_mpirun_plan sets them for an all-loopback job; the tests' environment sets them all.
+const std::vector<std::pair<std::string, std::string>>& loopback_openmpi_env();
+
 // mpirun [--allow-run-as-root] -np N -H h:s,... -bind-to none -map-by slot --tag-output
 //        -x BARESGD_COMM=mpi -x OPENBLAS_NUM_THREADS -x BARESGD_JOB_ID -x BARESGD_SECRET
 //        -x OMPI_MCA_... [-mca plm_rsh_args "-F cfg -p P -i key"] CMD ARGS
 // Environment: the launcher's, without inherited BARESGD_* (the per-rank ones come from Open MPI),
-// plus the -x values. For an all-loopback job, Open MPI is pinned to lo and told not to resolve
-// host names (which would send DNS queries for names only ssh_config knows), and runs the ob1 pml
-// (no UCX start-up inside one machine), unless the user set those OMPI_MCA_* variables; likewise --network-interface sets the tcp if_include variables.
+// plus the -x values; every OMPI_MCA_*, HOROVOD_* and other BARESGD_* variable gets its -x. An
+// all-loopback job gets loopback_openmpi_env() (a single host keeps its shared-memory BTL) and
+// the ob1 pml (no UCX start-up inside one machine); --network-interface sets the tcp if_include
+// variables instead of lo. The user's own OMPI_MCA_* values win.
 MpirunPlan build_mpirun_plan(const MpirunInputs& in);

@@ -87,18 +87,3 @@ std::string interface_ipv4(const std::string& ifname) {
                              (exists ? "the interface has no IPv4 address" : "no such interface"));
   return found;
 }
-
-bool is_own_ipv4(const std::string& addr) {
-  if (is_loopback_ipv4(addr)) return true;
-  struct ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return false;
-  bool own = false;
-  for (struct ifaddrs* i = list; i && !own; i = i->ifa_next) {
-    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
-    char buf[INET_ADDRSTRLEN] = {0};
-    inet_ntop(AF_INET, &reinterpret_cast<struct sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof buf);
-    own = addr == buf;
-  }
-  freeifaddrs(list);
-  return own;
-}

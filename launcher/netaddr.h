@@ -12,5 +12,3 @@ bool is_loopback_ipv4(const std::string& addr);  // 127.0.0.0/8
 std::string route_source_ipv4(const std::string& peer);
 // The first IPv4 address of interface ifname. Throws if it has none.
 std::string interface_ipv4(const std::string& ifname);
-// Whether addr is assigned to one of this machine's interfaces.
-bool is_own_ipv4(const std::string& addr);

@@ -61,7 +61,23 @@ const char* launch_help_text() {
          "      --network-interface IF  bind the store to IF's address; ranks use it (and mpirun's\n"
          "                            btl/oob_tcp_if_include)\n"
          "      --bind-addr ADDR      bind the store to ADDR; local ranks get it as BARESGD_HOST_ADDR\n"
+         "      --timeline-filename FILE  every rank gets HOROVOD_TIMELINE=FILE (./train records its\n"
+         "                            timeline there; as horovodrun); FILE's directory must be\n"
+         "                            writable. HOROVOD_TIMELINE set for ./launch reaches every rank\n"
+         "                            too (the flag wins)\n"
+         "      --dry-run             print what would be started (below) and start nothing\n"
          "  -h, --help                this text\n"
+         "\n"
+         "--dry-run prints on stdout, in aligned columns:\n"
+         "  the rank table: rank, host, local rank/size, cross rank/size, how the rank starts (local\n"
+         "    or ssh) and its address (BARESGD_HOST_ADDR, which Gloo binds);\n"
+         "  the environment every rank gets (the BARESGD_*, OMPI_*, HOROVOD_* and\n"
+         "    OPENBLAS_NUM_THREADS variables), then a table of the variables that differ per rank;\n"
+         "  the command per host: the rank's own command line, the full ssh command with what the\n"
+         "    agent then runs, or the exact mpirun command for --mpi.\n"
+         "  The secret shows as ******; the store's port, the job id and a remote host's core count,\n"
+         "  known only when the job starts, as <port>, <job id> and <cores>. Host addresses are read\n"
+         "  from the ssh config with `ssh -G` (no connection is made); nothing else runs.\n"
          "\n"
          "Exit status: the first failing rank's (128+signal for a signal), 124 on --timeout,\n"
          "128+signal when the launcher itself is stopped by a signal, 2 for a bad command line,\n"
@@ -148,6 +164,12 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
     } else if (name == "--bind-addr") {
       o.bind_addr = need_value(name);
       if (o.bind_addr.empty()) throw UsageError("--bind-addr: empty address", true);
+    } else if (name == "--timeline-filename") {
+      o.timeline_file = need_value(name);
+      if (o.timeline_file.empty()) throw UsageError("--timeline-filename: empty file name", true);
+    } else if (name == "--dry-run") {
+      no_value(name);
+      o.dry_run = true;
     } else if (name == "-h" || name == "--help") {
       o.help = true;
       return o;

@@ -31,6 +31,8 @@ struct LaunchOptions {
   double timeout = 0;         // seconds, 0 = none
   std::string network_interface;
   std::string bind_addr;
+  std::string timeline_file;  // --timeline-filename: every rank gets HOROVOD_TIMELINE
+  bool dry_run = false;       // --dry-run: print what would start, start nothing
   bool help = false;
   std::vector<std::string> command;  // CMD ARGS...
 };

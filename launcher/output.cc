@@ -10,7 +10,7 @@
 #include <ctime>
 #include <stdexcept>
 
-#include "launcher/spawn.h"
+#include "launcher/fdio.h"
 
 namespace {
 

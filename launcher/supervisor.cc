@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "launcher/agent_protocol.h"
+#include "launcher/fdio.h"
 
 using Clock = std::chrono::steady_clock;
 
@@ -125,60 +126,64 @@ void Supervisor::add_mpirun(const SpawnedChild& sc) {
   adopt(std::make_unique<Child>(Kind::kMpirun, -1, "mpirun", false), sc);
 }
 
+// A remote rank's stderr line: the agent's pid or status marker (with any partial rank line
+// before it) is taken out; true when the line was one.
+bool Supervisor::take_agent_marker(Child* c, const Line& l) {
+  std::string before, kind;
+  long value = 0;
+  if (l.continuation || !parse_agent_marker(l.text, cfg_.nonce, &before, &kind, &value)) return false;
+  if (!before.empty()) {
+    Line head;
+    head.text = before;
+    sink_->emit(c->rank, Stream::kStderr, head);
+  }
+  if (kind == "pid") {
+    c->remote_pid = value;
+  } else if (!c->status_known) {
+    c->status_known = true;
+    c->status = synth_status(kind, value);
+    on_rank_status(c, c->status, true);
+  }
+  return true;
+}
+
+// One piece of an mpirun line, a rank's: '\r' inside the rank's text ends lines too.
+void Supervisor::emit_mpi_piece(const MpiPiece& pc) {
+  const std::string& t = pc.line.text;
+  size_t pos = 0;
+  while (true) {
+    size_t cr = t.find('\r', pos);
+    Line part;
+    if (cr == std::string::npos) {
+      part.text = t.substr(pos);
+      part.end = pc.line.end;
+    } else {
+      part.text = t.substr(pos, cr - pos);
+      part.end = "\r";
+      if (cr + 1 == t.size()) {  // the piece ends in '\r': merge with its terminator
+        part.end = pc.line.end == "\n" ? "\r\n" : "\r";
+        cr = std::string::npos;
+      }
+    }
+    if (!part.text.empty() || !part.end.empty()) sink_->emit(pc.rank, pc.stream, part);
+    if (cr == std::string::npos) break;
+    pos = cr + 1;
+  }
+}
+
 void Supervisor::handle_lines(Child* c, int which, std::vector<Line>* lines) {
   Stream stream = which == 0 ? Stream::kStdout : Stream::kStderr;
   for (Line& l : *lines) {
     if (c->kind == Kind::kLocal) {
       sink_->emit(c->rank, stream, l);
     } else if (c->kind == Kind::kRemote) {
-      std::string before, kind;
-      long value = 0;
-      if (which == 1 && !l.continuation && parse_agent_marker(l.text, cfg_.nonce, &before, &kind, &value)) {
-        if (!before.empty()) {
-          Line head;
-          head.text = before;
-          sink_->emit(c->rank, stream, head);
-        }
-        if (kind == "pid") {
-          c->remote_pid = value;
-        } else if (!c->status_known) {
-          c->status_known = true;
-          c->status = synth_status(kind, value);
-          on_rank_status(c, c->status, true);
-        }
-        continue;
-      }
+      if (which == 1 && take_agent_marker(c, l)) continue;
       sink_->emit(c->rank, stream, l);
     } else {  // mpirun: "[1,R]<stdout>:text" -> re-tag; anything else is mpirun's own
       std::vector<MpiPiece> pieces;
       if (!l.continuation) pieces = split_mpi_line(l);
-      if (!pieces.empty()) {
-        for (MpiPiece& pc : pieces) {
-          // '\r' inside the rank's text ends lines too.
-          const std::string& t = pc.line.text;
-          size_t pos = 0;
-          while (true) {
-            size_t cr = t.find('\r', pos);
-            Line part;
-            if (cr == std::string::npos) {
-              part.text = t.substr(pos);
-              part.end = pc.line.end;
-            } else {
-              part.text = t.substr(pos, cr - pos);
-              part.end = "\r";
-              if (cr + 1 == t.size()) {  // the piece ends in '\r': merge with its terminator
-                part.end = pc.line.end == "\n" ? "\r\n" : "\r";
-                cr = std::string::npos;
-              }
-            }
-            if (!part.text.empty() || !part.end.empty()) sink_->emit(pc.rank, pc.stream, part);
-            if (cr == std::string::npos) break;
-            pos = cr + 1;
-          }
-        }
-      } else {
-        sink_->raw(stream, l.text + (l.end.empty() ? "\n" : l.end));
-      }
+      for (const MpiPiece& pc : pieces) emit_mpi_piece(pc);
+      if (pieces.empty()) sink_->raw(stream, l.text + (l.end.empty() ? "\n" : l.end));
     }
   }
   lines->clear();
@@ -340,26 +345,31 @@ void Supervisor::finish_child(Child* c) {
   }
 }
 
-bool Supervisor::step(int poll_ms) {
-  auto now = Clock::now();
-  // Deadlines.
+void Supervisor::check_timeout(Clock::time_point now) {
   if (cfg_.timeout_s > 0 && !stopping_ && now - start_ >= std::chrono::duration<double>(cfg_.timeout_s)) {
     sink_->message("launch: the job ran longer than --timeout " + seconds_text(cfg_.timeout_s) + " s; stopping it");
     begin_stop(SIGTERM, kTimeoutExitCode);
   }
-  if (g_stop_count != seen_stop_count_) {
-    seen_stop_count_ = g_stop_count;
-    int sig = g_stop_signal;
-    if (!stopping_) {
-      sink_->message("launch: received " + signal_name(sig) + "; stopping the job");
-      begin_stop(sig, 128 + sig);
-    } else if (!killed_) {
-      sink_->message("launch: received a signal while stopping; killing the job");
-      kill_all();
-      hard_kill_at_ = Clock::now() + std::chrono::seconds(5);
-      give_up_at_ = hard_kill_at_ + std::chrono::seconds(3);
-    }
+}
+
+// The first SIGINT/SIGTERM/SIGHUP stops the job; another one while stopping kills it.
+void Supervisor::handle_stop_signals() {
+  if (g_stop_count == seen_stop_count_) return;
+  seen_stop_count_ = g_stop_count;
+  int sig = g_stop_signal;
+  if (!stopping_) {
+    sink_->message("launch: received " + signal_name(sig) + "; stopping the job");
+    begin_stop(sig, 128 + sig);
+  } else if (!killed_) {
+    sink_->message("launch: received a signal while stopping; killing the job");
+    kill_all();
+    hard_kill_at_ = Clock::now() + std::chrono::seconds(5);
+    give_up_at_ = hard_kill_at_ + std::chrono::seconds(3);
   }
+}
+
+// SIGKILL after the grace period; SIGKILL to every group and process left 5 s later.
+void Supervisor::escalate_stop(Clock::time_point now) {
   if (stopping_ && !killed_ && now >= kill_at_) {
     kill_all();
     hard_kill_at_ = now + std::chrono::seconds(5);
@@ -370,9 +380,33 @@ bool Supervisor::step(int poll_ms) {
     for (auto& c : children_)
       if (!c->finished && !c->reaped) kill(-c->pid, SIGKILL), kill(c->pid, SIGKILL);
   }
-  bool give_up = hard_killed_ && now >= give_up_at_;
+}
 
-  // Poll.
+// Writes what is queued for an agent's ssh stdin; closes it on error, or when asked once empty.
+void Supervisor::write_control(Child* c, short revents) {
+  if (revents & (POLLERR | POLLHUP)) {
+    close_fd(&c->ctl_fd);
+    c->ctl_buf.clear();
+    return;
+  }
+  while (!c->ctl_buf.empty()) {
+    ssize_t n = write(c->ctl_fd, c->ctl_buf.data(), c->ctl_buf.size());
+    if (n > 0) {
+      c->ctl_buf.erase(0, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    close_fd(&c->ctl_fd);  // EPIPE: the ssh is gone
+    c->ctl_buf.clear();
+    break;
+  }
+  if (c->ctl_fd >= 0 && c->ctl_buf.empty() && c->ctl_close) close_fd(&c->ctl_fd);
+}
+
+// One poll over the signal pipe, every output pipe and the control pipes with bytes to write;
+// then reads and writes what is ready. False when poll fails.
+bool Supervisor::poll_children(int poll_ms) {
   std::vector<struct pollfd> pfds;
   std::vector<std::pair<Child*, int>> who;  // which = 0/1 output, 2 ctl
   pfds.push_back({g_sig_pipe[0], POLLIN, 0});
@@ -396,60 +430,49 @@ bool Supervisor::step(int poll_ms) {
     if (!pfds[k].revents) continue;
     Child* c = who[k].first;
     int w = who[k].second;
-    if (w < 2) {
-      read_child(c, w, false);
-    } else if (c->ctl_fd >= 0) {
-      if (pfds[k].revents & (POLLERR | POLLHUP)) {
-        close_fd(&c->ctl_fd);
-        c->ctl_buf.clear();
-        continue;
-      }
-      while (!c->ctl_buf.empty()) {
-        ssize_t n = write(c->ctl_fd, c->ctl_buf.data(), c->ctl_buf.size());
-        if (n > 0) {
-          c->ctl_buf.erase(0, static_cast<size_t>(n));
-          continue;
-        }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        close_fd(&c->ctl_fd);  // EPIPE: the ssh is gone
-        c->ctl_buf.clear();
-        break;
-      }
-      if (c->ctl_fd >= 0 && c->ctl_buf.empty() && c->ctl_close) close_fd(&c->ctl_fd);
+    if (w < 2) read_child(c, w, false);
+    else if (c->ctl_fd >= 0) write_control(c, pfds[k].revents);
+  }
+  return true;
+}
+
+// A '\r'-ended line waiting >100 ms for a possible '\n': show it now.
+void Supervisor::flush_stale_cr(Child* c, Clock::time_point now) {
+  for (int w = 0; w < 2; ++w) {
+    if (c->fd[w] >= 0 && c->split[w].has_pending_cr() && now - c->last_data[w] > std::chrono::milliseconds(100)) {
+      std::vector<Line> lines;
+      c->split[w].flush_cr(&lines);
+      handle_lines(c, w, &lines);
     }
   }
-  reap();
+}
 
-  now = Clock::now();
+// A reaped child whose pipes something else still holds (a background child of the rank): kill
+// its group after 1 s, stop reading after 3 s (or when giving up).
+void Supervisor::close_held_pipes(Child* c, Clock::time_point now, bool give_up) {
+  if (!c->leftovers_killed && now - c->reaped_at > std::chrono::milliseconds(1000)) {
+    c->leftovers_killed = true;
+    kill(-c->pid, SIGKILL);
+  }
+  if (now - c->reaped_at <= std::chrono::milliseconds(3000) && !give_up) return;
+  for (int w = 0; w < 2; ++w) {
+    if (c->fd[w] < 0) continue;
+    read_child(c, w, false);
+    std::vector<Line> lines;
+    c->split[w].finish(&lines);
+    handle_lines(c, w, &lines);
+    close_fd(&c->fd[w]);
+  }
+}
+
+// Finishes the children that are gone; true while some are not.
+bool Supervisor::settle_children(bool give_up) {
+  auto now = Clock::now();
   bool all_done = true;
   for (auto& c : children_) {
     if (c->finished) continue;
-    // A '\r'-ended line waiting >100 ms for a possible '\n': show it now.
-    for (int w = 0; w < 2; ++w) {
-      if (c->fd[w] >= 0 && c->split[w].has_pending_cr() && now - c->last_data[w] > std::chrono::milliseconds(100)) {
-        std::vector<Line> lines;
-        c->split[w].flush_cr(&lines);
-        handle_lines(c.get(), w, &lines);
-      }
-    }
-    if (c->reaped && (c->fd[0] >= 0 || c->fd[1] >= 0)) {
-      // Something else still holds the pipes (a background child of the rank).
-      if (!c->leftovers_killed && now - c->reaped_at > std::chrono::milliseconds(1000)) {
-        c->leftovers_killed = true;
-        kill(-c->pid, SIGKILL);
-      }
-      if (now - c->reaped_at > std::chrono::milliseconds(3000) || give_up) {
-        for (int w = 0; w < 2; ++w) {
-          if (c->fd[w] < 0) continue;
-          read_child(c.get(), w, false);
-          std::vector<Line> lines;
-          c->split[w].finish(&lines);
-          handle_lines(c.get(), w, &lines);
-          close_fd(&c->fd[w]);
-        }
-      }
-    }
+    flush_stale_cr(c.get(), now);
+    if (c->reaped && (c->fd[0] >= 0 || c->fd[1] >= 0)) close_held_pipes(c.get(), now, give_up);
     if (c->reaped && c->fd[0] < 0 && c->fd[1] < 0) {
       finish_child(c.get());
       continue;
@@ -462,8 +485,20 @@ bool Supervisor::step(int poll_ms) {
     }
     all_done = false;
   }
-  sink_->flush();
   return !all_done;
+}
+
+bool Supervisor::step(int poll_ms) {
+  auto now = Clock::now();
+  check_timeout(now);
+  handle_stop_signals();
+  escalate_stop(now);
+  bool give_up = hard_killed_ && now >= give_up_at_;
+  if (!poll_children(poll_ms)) return false;
+  reap();
+  bool running = settle_children(give_up);
+  sink_->flush();
+  return running;
 }
 
 int Supervisor::abort_start(const std::string& message, int exit_code) {

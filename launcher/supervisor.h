@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "launcher/output.h"
-#include "launcher/spawn.h"
+#include "launcher/process.h"
 #include "launcher/tagger.h"
 #include "launcher/watchdog.h"
 
@@ -40,7 +40,7 @@ class Supervisor {
   void add_local(int rank, const std::string& host, const SpawnedChild& c);
   // request: the agent spawn request, written to the ssh's stdin by the loop.
   void add_remote(int rank, const std::string& host, const SpawnedChild& ssh, const std::string& request);
-  // mpirun; host_of_rank names hosts for messages.
+  // mpirun, which starts every rank itself (its tagged output names them).
   void add_mpirun(const SpawnedChild& c);
 
   // Stops what was started so far (message first) and returns exit_code once all is gone. For a
@@ -54,6 +54,8 @@ class Supervisor {
   Child* adopt(std::unique_ptr<Child> c, const SpawnedChild& sc);  // its process, pipes and watchdog
   void read_child(Child* c, int which, bool to_eof);
   void handle_lines(Child* c, int which, std::vector<Line>* lines);
+  bool take_agent_marker(Child* c, const Line& l);
+  void emit_mpi_piece(const MpiPiece& pc);
   void on_rank_status(Child* c, int wait_status, bool from_agent);
   std::string describe_child(const Child* c) const;  // "rank 2 (hpc03, pid 1234)"
   void finish_child(Child* c);
@@ -61,7 +63,17 @@ class Supervisor {
   void signal_child(Child* c, int sig);
   void kill_all();
   void reap();
+  // One turn of the loop: deadlines and signals, poll and I/O, reaping, finishing. False when
+  // every child is done (or poll failed).
   bool step(int poll_ms);
+  void check_timeout(std::chrono::steady_clock::time_point now);
+  void handle_stop_signals();
+  void escalate_stop(std::chrono::steady_clock::time_point now);
+  bool poll_children(int poll_ms);
+  void write_control(Child* c, short revents);
+  void flush_stale_cr(Child* c, std::chrono::steady_clock::time_point now);
+  void close_held_pipes(Child* c, std::chrono::steady_clock::time_point now, bool give_up);
+  bool settle_children(bool give_up);
 
   OutputSink* sink_;
   Watchdog* watchdog_;

@@ -1,0 +1,287 @@
+// job_plan: deciding what ./launch will start, before anything starts (see job_plan.h).
+#include "launcher/job_plan.h"
+
+#include <sched.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "launcher/env.h"
+#include "launcher/fdio.h"
+#include "launcher/netaddr.h"
+
+namespace {
+
+constexpr int kGoOn = -1;
+
+int cpu_count() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+std::string path_env() {
+  const char* p = getenv("PATH");
+  return p ? p : "";
+}
+
+// Flags; --help printed here.
+int parse_command_line(const std::vector<std::string>& args, LaunchOptions* o) {
+  try {
+    *o = parse_launch_options(args);
+  } catch (const UsageError& e) {
+    say_launch(e.what());
+    if (e.show_usage) write_all(2, std::string(launch_usage_line()) + "\n");
+    return 2;
+  }
+  if (o->help) {
+    write_all(1, launch_help_text());
+    return 0;
+  }
+  return kGoOn;
+}
+
+// -H, --hostfile or localhost:N, and the ranks over their slots.
+int lay_out_ranks(JobPlan* plan) {
+  const LaunchOptions& o = plan->opts;
+  try {
+    std::vector<HostSlots> host_list;
+    if (!o.hostfile.empty()) host_list = read_hostfile(o.hostfile);
+    else if (!o.hosts.empty()) host_list = parse_host_list(o.hosts);
+    else host_list = {{"localhost", o.np}};
+    plan->layout = layout_ranks(host_list, o.np);
+  } catch (const HostError& e) {
+    say_launch(e.what());
+    return 2;
+  }
+  plan->used = used_hosts(plan->layout);
+  return kGoOn;
+}
+
+int find_command(JobPlan* plan) {
+  const std::string& cmd = plan->opts.command[0];
+  std::string why;
+  plan->cmd_path = find_executable(cmd, path_env(), &why);
+  if (plan->cmd_path.empty()) {
+    say_launch("CMD '" + cmd + "': " + why);
+    return 2;
+  }
+  return kGoOn;
+}
+
+int check_mpi_ssh_files(JobPlan* plan) {
+  const LaunchOptions& o = plan->opts;
+  if (o.transport != Transport::kMpi) return kGoOn;
+  for (const std::string* f : {&o.ssh_config, &o.ssh_identity})
+    if (f->find_first_of(" \t\n") != std::string::npos) {
+      say_launch("--mpi: ssh file '" + *f + "' contains whitespace, which mpirun's plm_rsh_args cannot carry");
+      return 2;
+    }
+  return kGoOn;
+}
+
+// Local or ssh, and a remote host's address as ssh would reach it (ssh -G, then DNS).
+// first_remote_routable: the first remote address outside 127.0.0.0/8, if any.
+int resolve_hosts(JobPlan* plan, std::string* first_remote_routable) {
+  const LaunchOptions& o = plan->opts;
+  plan->ssh.port = o.ssh_port;
+  plan->ssh.identity = o.ssh_identity;
+  plan->ssh.config = o.ssh_config;
+  plan->ssh.connect_timeout = std::max(1, std::min(10, static_cast<int>(o.start_timeout)));
+  std::string me = this_hostname();
+  try {
+    for (const HostSlots& h : plan->used) {
+      HostInfo hi;
+      hi.name = h.name;
+      hi.local = is_local_host_name(h.name, me);
+      if (!hi.local) {
+        hi.addr = resolve_ipv4(ssh_config_hostname(plan->ssh, h.name));
+        if (!is_loopback_ipv4(hi.addr)) {
+          plan->all_loopback = false;
+          if (first_remote_routable->empty()) *first_remote_routable = hi.addr;
+        }
+      }
+      plan->hosts.push_back(hi);
+    }
+  } catch (const std::exception& e) {
+    say_launch(e.what());
+    return 1;
+  }
+  return kGoOn;
+}
+
+// --bind-addr, --network-interface's address, the source address towards the first routable
+// remote host, or 127.0.0.1. Local hosts' ranks get it as their address.
+int choose_bind_addr(JobPlan* plan, const std::string& first_remote_routable) {
+  const LaunchOptions& o = plan->opts;
+  plan->bind_addr = "127.0.0.1";
+  try {
+    if (!o.bind_addr.empty()) {
+      if (!is_ipv4_literal(o.bind_addr)) throw std::runtime_error("--bind-addr '" + o.bind_addr + "' is not an IPv4 address");
+      plan->bind_addr = o.bind_addr;
+    } else if (!o.network_interface.empty()) {
+      plan->bind_addr = interface_ipv4(o.network_interface);
+    } else if (!plan->all_loopback) {
+      plan->bind_addr = route_source_ipv4(first_remote_routable);
+    }
+  } catch (const std::exception& e) {
+    say_launch(e.what());
+    return 1;
+  }
+  for (HostInfo& h : plan->hosts)
+    if (h.local) h.addr = plan->bind_addr;
+  return kGoOn;
+}
+
+int resolve_addresses(JobPlan* plan) {
+  std::string first_remote_routable;
+  int code = resolve_hosts(plan, &first_remote_routable);
+  return code != kGoOn ? code : choose_bind_addr(plan, first_remote_routable);
+}
+
+// Empty if a rank can create file (its directory exists and is writable, and file is not a
+// directory or a read-only file), else why not.
+std::string unwritable_reason(const std::string& file) {
+  size_t slash = file.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : file.substr(0, slash);
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) return "directory " + dir + ": " + std::strerror(errno);
+  if (!S_ISDIR(st.st_mode)) return dir + " is not a directory";
+  if (access(dir.c_str(), W_OK | X_OK) != 0) return "directory " + dir + " is not writable: " + std::strerror(errno);
+  if (stat(file.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return "it is a directory";
+  if (access(file.c_str(), F_OK) == 0 && access(file.c_str(), W_OK) != 0) return std::strerror(errno);
+  return "";
+}
+
+// Our environment, with --timeline-filename as HOROVOD_TIMELINE; whichever timeline file the
+// ranks get must be writable here.
+int read_environment(JobPlan* plan) {
+  plan->base_env = current_environment();
+  const std::string& flag = plan->opts.timeline_file;
+  if (!flag.empty()) env_set(&plan->base_env, "HOROVOD_TIMELINE", flag);
+  std::string timeline;
+  env_find(plan->base_env, "HOROVOD_TIMELINE", &timeline);
+  std::string why = timeline.empty() ? "" : unwritable_reason(timeline);
+  if (!why.empty()) {
+    say_launch((flag.empty() ? "HOROVOD_TIMELINE=" : "--timeline-filename ") + timeline +
+               ": cannot write the timeline there: " + why);
+    return 1;
+  }
+  plan->rank_env = plan->base_env;
+  env_remove_if(&plan->rank_env, is_launch_rank_env);
+  plan->remote_env = plan->rank_env;
+  env_remove_if(&plan->remote_env, is_host_specific_env);
+  plan->user_set_blas = env_find(plan->base_env, "OPENBLAS_NUM_THREADS", nullptr) != nullptr;
+  return kGoOn;
+}
+
+int read_process_facts(JobPlan* plan) {
+  char buf[4096];
+  if (getcwd(buf, sizeof buf)) plan->cwd = buf;
+  plan->self = self_exe_path();
+  plan->cores = cpu_count();
+  return kGoOn;
+}
+
+std::vector<std::pair<std::string, std::string>> gloo_rank_variables(const RankPlacement& p, const HostInfo& h,
+                                                                     const std::string& store_addr,
+                                                                     const JobIdentity& id) {
+  return {
+      {"BARESGD_RANK", std::to_string(p.rank)},
+      {"BARESGD_SIZE", std::to_string(p.size)},
+      {"BARESGD_LOCAL_RANK", std::to_string(p.local_rank)},
+      {"BARESGD_LOCAL_SIZE", std::to_string(p.local_size)},
+      {"BARESGD_CROSS_RANK", std::to_string(p.cross_rank)},
+      {"BARESGD_CROSS_SIZE", std::to_string(p.cross_size)},
+      {"BARESGD_COMM", "gloo"},
+      {"BARESGD_HOSTNAME", h.name},
+      {"BARESGD_HOST_ADDR", h.addr},
+      {"BARESGD_STORE_ADDR", store_addr},
+      {"BARESGD_SECRET", id.secret},
+      {"BARESGD_JOB_ID", id.job_id},
+  };
+}
+
+void plan_local_rank(const JobPlan& plan, RankStart* r) {
+  r->spec.path = plan.cmd_path;
+  r->spec.argv = plan.opts.command;
+  r->spec.env = plan.rank_env;
+  if (!plan.user_set_blas)
+    env_set(&r->spec.env, "OPENBLAS_NUM_THREADS", std::to_string(std::max(1, plan.cores / r->place->local_size)));
+}
+
+// ssh -T host 'cd CWD && exec LAUNCH --agent'; the request goes to the agent on its stdin.
+void plan_remote_rank(const JobPlan& plan, const JobIdentity& id, RankStart* r) {
+  r->request.nonce = id.nonce;
+  r->request.openblas_local_size = plan.user_set_blas ? 0 : r->place->local_size;
+  r->request.env = plan.remote_env;
+  r->request.argv = plan.opts.command;
+  r->spec.argv = ssh_base_argv(plan.ssh);
+  r->spec.argv.push_back("-T");
+  r->spec.argv.push_back(r->host->name);
+  r->spec.argv.push_back("cd " + shell_quote(plan.cwd) + " && exec " + shell_quote(plan.self) + " --agent");
+  std::string why;
+  r->spec.path = find_executable("ssh", path_env(), &why);
+  if (r->spec.path.empty()) throw std::runtime_error("ssh not found in PATH");
+  r->spec.env = plan.base_env;
+  r->spec.stdin_pipe = true;
+  r->spec.pdeathsig = SIGTERM;
+}
+
+}  // namespace
+
+void say_launch(const std::string& msg) { write_all(2, "launch: " + msg + "\n"); }
+
+int make_job_plan(const std::vector<std::string>& args, JobPlan* plan) {
+  int code = parse_command_line(args, &plan->opts);
+  if (code != kGoOn) return code;
+  for (int (*step)(JobPlan*) : {lay_out_ranks, find_command, check_mpi_ssh_files, resolve_addresses,
+                                read_environment, read_process_facts}) {
+    code = step(plan);
+    if (code != kGoOn) return code;
+  }
+  return kGoOn;
+}
+
+RankStart plan_gloo_rank(const JobPlan& plan, const RankPlacement& p, const std::string& store_addr,
+                         const JobIdentity& id) {
+  RankStart r;
+  r.place = &p;
+  r.host = &plan.hosts[p.host_index];
+  if (r.host->local) plan_local_rank(plan, &r);
+  else plan_remote_rank(plan, id, &r);
+  std::vector<std::string>* env = r.host->local ? &r.spec.env : &r.request.env;
+  for (auto& kv : gloo_rank_variables(p, *r.host, store_addr, id)) env_set(env, kv.first, kv.second);
+  return r;
+}
+
+std::string find_mpirun() {
+  std::string why, path = find_executable("mpirun", path_env(), &why);
+  if (path.empty()) throw std::runtime_error("--mpi: mpirun not found in PATH (install Open MPI: apt-get install openmpi-bin)");
+  return path;
+}
+
+MpirunInputs plan_mpirun(const JobPlan& plan, const JobIdentity& id) {
+  MpirunInputs in;
+  in.np = plan.opts.np;
+  in.hosts = plan.used;
+  in.command = plan.opts.command;
+  in.base_env = plan.base_env;
+  in.ssh = plan.ssh;
+  in.as_root = geteuid() == 0;
+  in.all_loopback = plan.all_loopback;
+  in.network_interface = plan.opts.network_interface;
+  int max_local = 1;
+  for (const HostSlots& h : plan.used) max_local = std::max(max_local, h.slots);
+  in.openblas_threads = std::max(1, plan.cores / max_local);
+  // Loopback "hosts" all share this machine's cores.
+  in.oversubscribed = plan.all_loopback ? plan.opts.np > plan.cores : max_local > plan.cores;
+  in.job_id = id.job_id;
+  in.secret = id.secret;
+  return in;
+}

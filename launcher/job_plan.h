@@ -1,0 +1,71 @@
+// job_plan: everything ./launch decides before it starts anything — the flags, the rank layout,
+// each host's address, the address the store and local ranks bind, the timeline file, and for
+// each rank the environment and command line it will be started with. A run (job.cc) and
+// --dry-run (job_report.h) both read this one plan, so the dry run shows what a run starts.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "launcher/agent_protocol.h"
+#include "launcher/hosts.h"
+#include "launcher/mpirun.h"
+#include "launcher/options.h"
+#include "launcher/process.h"
+#include "launcher/ssh.h"
+
+// "launch: msg" on stderr.
+void say_launch(const std::string& msg);
+
+struct HostInfo {
+  std::string name;
+  bool local = true;
+  std::string addr;  // the ranks' BARESGD_HOST_ADDR: the bind address here, ssh's address there
+};
+
+struct JobPlan {
+  LaunchOptions opts;
+  std::vector<RankPlacement> layout;
+  std::vector<HostSlots> used;          // the hosts that run ranks, slots = ranks there
+  std::vector<HostInfo> hosts;          // the same hosts, indexed by RankPlacement::host_index
+  std::string cmd_path;                 // CMD found on PATH
+  SshOptions ssh;
+  bool all_loopback = true;             // every remote host is a 127.x address
+  std::string bind_addr;                // the store's, and local ranks' BARESGD_HOST_ADDR
+  std::vector<std::string> base_env;    // ours, with HOROVOD_TIMELINE from --timeline-filename
+  std::vector<std::string> rank_env;    // base_env without stale per-rank BARESGD_* (local ranks)
+  std::vector<std::string> remote_env;  // rank_env without host-specific variables (remote ranks)
+  bool user_set_blas = false;           // OPENBLAS_NUM_THREADS in our environment wins
+  int cores = 1;                        // this machine's (affinity mask)
+  std::string cwd, self;                // remote agents cd to cwd and run self --agent
+};
+
+// What identifies one job; a dry run shows placeholders.
+struct JobIdentity {
+  std::string secret, job_id, nonce;
+};
+
+// Parses args and decides the plan (runs `ssh -G` to read host addresses, nothing else). Returns
+// -1 to go on, else the exit status, its message said: 2 for a bad command line or host list, 0
+// for --help (printed), 1 for other errors (a host that does not resolve, an unwritable
+// timeline directory, ...).
+int make_job_plan(const std::vector<std::string>& args, JobPlan* plan);
+
+// One Gloo rank as it will be started: locally (spec runs CMD) or over ssh (spec runs ssh, and
+// the agent it starts on the host receives request).
+struct RankStart {
+  const RankPlacement* place = nullptr;
+  const HostInfo* host = nullptr;
+  SpawnSpec spec;
+  AgentRequest request;  // remote ranks only
+  // The variables the rank gets from us: local, its whole environment; remote, what the agent
+  // lays over the remote login's environment.
+  const std::vector<std::string>& env() const { return host->local ? spec.env : request.env; }
+};
+// Throws std::runtime_error when ssh is not in PATH (for a remote rank).
+RankStart plan_gloo_rank(const JobPlan& plan, const RankPlacement& p, const std::string& store_addr,
+                         const JobIdentity& id);
+
+// mpirun's path; throws std::runtime_error("--mpi: mpirun not found in PATH ...").
+std::string find_mpirun();
+// The inputs of build_mpirun_plan (mpirun.h) for this job.
+MpirunInputs plan_mpirun(const JobPlan& plan, const JobIdentity& id);
