@@ -72,21 +72,23 @@ TEST(TorchGenerator, UniformBernoulliRandpermEqualTorch) {
 }
 
 // uniform_ rounds x * (to - from) + from once (torch's AVX2 kernel is an fma); rounding twice
-// would differ from the fixture in about half the values, so the fixture does tell them apart.
+// would differ from torch's conv1.weight (seed 42) in about half the values, so the fixture does
+// tell the two apart.
 TEST(TorchGenerator, UniformRoundsOnceLikeTorchsAvx2Kernel) {
-  const auto& ref = streams_fixture().at("seed5.uniform").f;
+  const auto& ref = streams_fixture().at("init42.params").f;  // conv1.weight: ref[0..250)
   TorchGenerator g;
-  torch_manual_seed(&g, 5);
-  const float from = float(-0.3), to = float(0.7);
+  torch_manual_seed(&g, 42);
+  const double a = std::sqrt(5.0), bound = std::sqrt(3.0) * (std::sqrt(2.0 / (1 + a * a)) / 5.0);
+  const float from = float(-bound), to = float(bound);
   size_t twice_differs = 0;
-  for (float r : ref) {
+  for (size_t i = 0; i < 250; ++i) {
     const float x = float(torch_random(&g) & 0xffffffu) * (1.0f / 16777216.0f);
     volatile float scaled = x * (to - from);
     const float twice = scaled + from;
-    twice_differs += std::memcmp(&twice, &r, 4) != 0;
+    twice_differs += std::memcmp(&twice, &ref[i], 4) != 0;
   }
-  std::printf("uniform_: rounding twice differs from torch in %zu of %zu values\n", twice_differs, ref.size());
-  EXPECT_GT(twice_differs, ref.size() / 10);
+  std::printf("uniform_: rounding twice differs from torch in %zu of 250 values\n", twice_differs);
+  EXPECT_GT(twice_differs, 50u);
 }
 
 TEST(NetTorchInit, BitEqualToTorchForSeeds42And1) {
@@ -205,8 +207,9 @@ TEST(TorchReplay, TwentyStepsOfTheExampleWithinFloatRounding) {
     }
     std::printf("%s: 20 steps: max |loss - torch| %.2g (printed to 1e-6), max |param - torch| %.2g "
                 "(params up to %.3f, moved up to %.3f)\n", w.c_str(), worst_loss, worst, scale, moved);
-    EXPECT_LT(worst_loss, 2e-5) << w;
-    EXPECT_LT(worst, 2e-6) << w;     // float32 ulp at 0.3 is 3e-8: tens of ulps of drift at most
+    std::fflush(stdout);
+    EXPECT_LT(worst_loss, 2e-6) << w;  // measured 7.3e-7 (W=1), 6.6e-7 (W=2): the printing's 5e-7 and a bit
+    EXPECT_LT(worst, 2e-7) << w;  // measured 1.9e-8 / 1.5e-8: about 1 ulp at 0.2 (1.5e-8)
     EXPECT_GT(moved, 100 * worst) << w;  // the steps moved the weights far more than the gap
   }
   std::system(("rm -rf '" + dir + "'").c_str());
@@ -217,11 +220,11 @@ TEST(TorchReplay, TwentyStepsOfTheExampleWithinFloatRounding) {
 // identical lines is printed and must not fall below what was measured when this was written.
 TEST(TorchReplay, FirstEpochPrintedLinesEqualTorchs) {
   ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
-  const int min_equal[4] = {0, 0, 0, 0};  // per W, set from the measured counts below
+  const int min_equal[4] = {0, 12, 20, 3};  // per W: measured 15, 29, 3 (--threads 1), less a margin for other CPUs' OpenBLAS kernels
   for (const int W : {1, 2, 3}) {
     const std::string ref_text = testutil::read_file(fixture_path("example_epoch1_w" + std::to_string(W) + ".txt"));
     ASSERT_FALSE(ref_text.empty());
-    const std::string out = run_example(W, "--epochs 1");
+    const std::string out = run_example(W, "--epochs 1 --threads 1");
     int equal = 0, total = 0;
     std::string ours_test, ref_test;
     for (int r = 0; r < W; ++r) {
@@ -243,6 +246,46 @@ TEST(TorchReplay, FirstEpochPrintedLinesEqualTorchs) {
                 total, ref_test.c_str(), ours_test.c_str());
     EXPECT_GE(equal, min_equal[W]) << "W=" << W;
   }
+}
+
+}  // namespace
+
+namespace {
+
+// A run stopped inside epoch 1 and resumed from its last checkpoint (step 900: 38 batches before
+// the epoch ends, so the resumed run crosses the test pass and the next epoch's loader seed) ends
+// with the same bytes as one uninterrupted run; so does one resumed from an epoch-end checkpoint.
+TEST(TorchStreams, ResumedRunsEndBitIdenticalToUninterrupted) {
+  ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
+  const std::string dir = testutil::make_temp_dir("resume");
+  const std::string train = testutil::train_bin();
+  auto ok = [](const testutil::RunResult& r) {
+    EXPECT_EQ(r.status, 0) << r.err;
+    return r.out;
+  };
+  auto test_line = [](const std::string& out) {
+    const size_t at = out.find("Test set:");
+    return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+  };
+  const std::string whole = ok(testutil::run(train + " --max-steps 1000 --log-interval 1000 --dump-params " + dir + "/u.bin", 900));
+  ok(testutil::run(train + " --max-steps 920 --log-interval 1000 --checkpoint-every 100 --checkpoint-dir " + dir + "/a", 900));
+  const auto resumed = testutil::run(train + " --max-steps 1000 --log-interval 1000 --resume --checkpoint-dir " + dir +
+                                     "/a --dump-params " + dir + "/a.bin", 900);
+  EXPECT_NE(resumed.err.find("(epoch 1, batch 900, step 900)"), std::string::npos) << resumed.err;
+  EXPECT_EQ(test_line(ok(resumed)), test_line(whole));
+  EXPECT_FALSE(test_line(whole).empty());
+  EXPECT_TRUE(testutil::read_file(dir + "/a.bin") == testutil::read_file(dir + "/u.bin"))
+      << "resumed mid-epoch: weights differ from the uninterrupted run's";
+  ok(testutil::run(train + " --epochs 1 --log-interval 1000 --checkpoint-dir " + dir + "/b", 900));
+  const auto next = testutil::run(train + " --max-steps 1000 --log-interval 1000 --resume --checkpoint-dir " + dir +
+                                  "/b --dump-params " + dir + "/b.bin", 900);
+  EXPECT_NE(next.err.find("(epoch 2, batch 0, step 938)"), std::string::npos) << next.err;
+  EXPECT_TRUE(testutil::read_file(dir + "/b.bin") == testutil::read_file(dir + "/u.bin"))
+      << "resumed at an epoch's start: weights differ from the uninterrupted run's";
+  // Guard: the comparison can fail — another seed's run of the same length differs.
+  ok(testutil::run(train + " --seed 1 --max-steps 1000 --log-interval 1000 --dump-params " + dir + "/s.bin", 900));
+  EXPECT_FALSE(testutil::read_file(dir + "/s.bin") == testutil::read_file(dir + "/u.bin"));
+  std::system(("rm -rf '" + dir + "'").c_str());
 }
 
 }  // namespace
