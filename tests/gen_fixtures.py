@@ -24,6 +24,14 @@ Files:
     conv2d.bin pool.bin linear.bin activation.bin loss.bin sgd_kernel.bin   per-kernel cases
     net.bin        the Horovod MNIST seed model, one forward/backward with fixed dropout masks
     sgd_steps.bin  10 SGD(lr=0.01, momentum=0.5) steps of that model, dropout off
+    torch_streams.bin  torch's generator: words, base seed, uniform_/bernoulli_/randperm draws,
+                   the example's initial parameters (seeds 42, 1), the first 3 steps' masks
+    sampler.bin    DistributedSampler shards, epoch 1 train / epoch 0 test, W = 1, 2, 3
+    replay.bin     the example's first 20 steps on real MNIST at W = 1, 2: losses, parameters
+    example_epoch1_w{1,2,3}.txt  the lines horovodrun -np W prints for the first epoch, per rank
+The last three read real MNIST from data/MNIST/raw (make data); W > 1 is simulated in one
+process with Horovod's semantics (each rank's own generator copy and shard, Average = sum times
+float32 1/size, lr * size). These float32 runs are torch's own numbers, not float64 references.
 """
 import os
 import struct
@@ -548,7 +556,7 @@ class Example:
             test_loss /= len(self.test_samplers[r])
             test_accuracy /= len(self.test_samplers[r])
             loss_avg += torch.tensor(test_loss)  # metric_average: a float32 tensor, allreduced
-            acc_avg += torch.tensor(test_accuracy)
+            acc_avg += test_accuracy.clone().detach()  # torch.tensor(val) of a float32 tensor
         loss_avg, acc_avg = loss_avg * torch.tensor(1.0 / self.W), acc_avg * torch.tensor(1.0 / self.W)
         lines += ["[0]<stdout>:", "[0]<stdout>:Test set: Average loss: %.4f, Accuracy: %.2f%%" % (
             loss_avg.item(), 100. * acc_avg.item()), "[0]<stdout>:"]

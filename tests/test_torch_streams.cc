@@ -88,6 +88,7 @@ TEST(TorchGenerator, UniformRoundsOnceLikeTorchsAvx2Kernel) {
     twice_differs += std::memcmp(&twice, &ref[i], 4) != 0;
   }
   std::printf("uniform_: rounding twice differs from torch in %zu of 250 values\n", twice_differs);
+  std::fflush(stdout);
   EXPECT_GT(twice_differs, 50u);
 }
 
@@ -217,10 +218,13 @@ TEST(TorchReplay, TwentyStepsOfTheExampleWithinFloatRounding) {
 
 // The first epoch's printed lines at W = 1, 2, 3 against what torch + Horovod print (fixture
 // lines per rank). Rounding drift lets later losses differ in the printed digits; the count of
-// identical lines is printed and must not fall below what was measured when this was written.
+// identical lines is printed and must not fall below what was measured when this was written
+// (--threads 1: 16 of 95, 29 of 95, 3 of 97; the first line of every rank, from the initial
+// weights, always matches). At W = 3 the paths part at step 2, where rank 0's batch holds a
+// max-pool near-tie: torch's own float32 and float64 gradients of it differ by 3-4.5%.
 TEST(TorchReplay, FirstEpochPrintedLinesEqualTorchs) {
   ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
-  const int min_equal[4] = {0, 12, 20, 3};  // per W: measured 15, 29, 3 (--threads 1), less a margin for other CPUs' OpenBLAS kernels
+  const int min_equal[4] = {0, 12, 20, 3};  // per W: measured 16, 29, 3, less a margin for other CPUs' kernels
   for (const int W : {1, 2, 3}) {
     const std::string ref_text = testutil::read_file(fixture_path("example_epoch1_w" + std::to_string(W) + ".txt"));
     ASSERT_FALSE(ref_text.empty());
@@ -244,6 +248,7 @@ TEST(TorchReplay, FirstEpochPrintedLinesEqualTorchs) {
     }
     std::printf("W=%d: %d of %d printed lines equal torch's\n  torch:   %s\n  baresgd: %s\n", W, equal,
                 total, ref_test.c_str(), ours_test.c_str());
+    std::fflush(stdout);  // before the next run forks
     EXPECT_GE(equal, min_equal[W]) << "W=" << W;
   }
 }
