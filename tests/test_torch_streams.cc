@@ -71,6 +71,27 @@ TEST(TorchGenerator, UniformBernoulliRandpermEqualTorch) {
   for (size_t i = 0; i < perm.size(); ++i) ASSERT_EQ(perm[i], uint32_t(ref[i])) << "position " << i;
 }
 
+// The block-wise fill equals torch's per-element formula (the fixture above checks the formula)
+// from every start position, including a pair of words that straddles two blocks.
+TEST(TorchGenerator, BernoulliFillEqualsPerElementDrawsAcrossBlocks) {
+  for (const int skip : {0, 1, 623, 624, 625}) {
+    for (const double p : {0.5, 0.3, 1e-9, 1.0}) {
+      TorchGenerator a, b;
+      torch_manual_seed(&a, 11);
+      for (int i = 0; i < skip; ++i) torch_random(&a);
+      b = a;
+      std::vector<float> fill(1500);
+      torch_bernoulli_fill(fill.data(), fill.size(), p, &a);
+      for (size_t i = 0; i < fill.size(); ++i) {
+        const double u = double(torch_random64(&b) & ((uint64_t(1) << 53) - 1)) / 9007199254740992.0;
+        ASSERT_EQ(fill[i], u < p ? 1.0f : 0.0f) << "skip " << skip << " p " << p << " i " << i;
+      }
+      ASSERT_EQ(a.index, b.index);
+      ASSERT_EQ(std::memcmp(a.state, b.state, sizeof a.state), 0);
+    }
+  }
+}
+
 // uniform_ rounds x * (to - from) + from once (torch's AVX2 kernel is an fma); rounding twice
 // would differ from torch's conv1.weight (seed 42) in about half the values, so the fixture does
 // tell the two apart.
