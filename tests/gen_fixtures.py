@@ -29,6 +29,8 @@ Files:
     sampler.bin    DistributedSampler shards, epoch 1 train / epoch 0 test, W = 1, 2, 3
     replay.bin     the example's first 20 steps on real MNIST at W = 1, 2: losses, parameters
     example_epoch1_w{1,2,3}.txt  the lines horovodrun -np W prints for the first epoch, per rank
+    example_epoch1_params.bin, example_test_epoch1_weights.txt  the W = 1 weights after epoch 1
+                   and the Test line a test pass over them prints at W = 1, 2, 3
 The last three read real MNIST from data/MNIST/raw (make data); W > 1 is simulated in one
 process with Horovod's semantics (each rank's own generator copy and shard, Average = sum times
 float32 1/size, lr * size). These float32 runs are torch's own numbers, not float64 references.
@@ -579,15 +581,32 @@ def write_example_lines(outdir):
     """The lines horovodrun -np W prints for the example's first epoch (--epochs 1, defaults),
     per rank in order (the interleaving between ranks is not fixed), W = 1, 2, 3."""
     torch.set_num_threads(1)
+    trained = None
     for W in (1, 2, 3):
         ex = Example(W)
         lines = []
         ex.train(1, lines=lines)
         ex.test(lines)
+        if W == 1:
+            trained = {k: v.clone() for k, v in ex.model.state_dict().items()}
+            write_fixture(os.path.join(outdir, "example_epoch1_params.bin"),
+                          [("W1.params", flat_params(ex.model))])
         path = os.path.join(outdir, "example_epoch1_w%d.txt" % W)
         with open(path, "w") as f:
             f.write("\n".join(lines) + "\n")
         print("wrote %s (%d lines)" % (path, len(lines)))
+    # The test pass alone at W = 1, 2, 3 over the same weights (the example's after its first
+    # epoch at W = 1): which samples each rank's shard holds, padding included, decides these.
+    weights = trained
+    path = os.path.join(outdir, "example_test_epoch1_weights.txt")
+    with open(path, "w") as f:
+        for W in (1, 2, 3):
+            ex = Example(W)
+            ex.model.load_state_dict(weights)
+            lines = []
+            ex.test(lines)
+            f.write("W=%d %s\n" % (W, lines[1][len("[0]<stdout>:"):]))
+    print("wrote %s" % path)
 
 
 def main():

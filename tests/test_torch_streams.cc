@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "kernels/torch_generator.h"
+#include "src/checkpoint.h"
 #include "src/net.h"
 #include "src/sampler.h"
 #include "src/torch_streams.h"
@@ -233,6 +234,43 @@ TEST(TorchReplay, TwentyStepsOfTheExampleWithinFloatRounding) {
     EXPECT_LT(worst_loss, 2e-6) << w;  // measured 7.3e-7 (W=1), 6.6e-7 (W=2): the printing's 5e-7 and a bit
     EXPECT_LT(worst, 2e-7) << w;  // measured 1.9e-8 / 1.5e-8: about 1 ulp at 0.2 (1.5e-8)
     EXPECT_GT(moved, 100 * worst) << w;  // the steps moved the weights far more than the gap
+  }
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+// The test pass over the same weights (torch's after epoch 1 at W = 1) prints torch's Test line
+// at W = 1, 2 and 3: each rank's shard holds the samples torch's does, the two padded ones at W = 3
+// included. The weights reach ./train through a checkpoint positioned at the end of epoch 1.
+TEST(TorchReplay, TestPassOverTheSameWeightsPrintsTorchsLineForW123) {
+  ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
+  const Fixture fx(fixture_path("example_epoch1_params.bin"));
+  std::istringstream ref(testutil::read_file(fixture_path("example_test_epoch1_weights.txt")));
+  const std::string dir = testutil::make_temp_dir("testpass");
+  for (int W = 1; W <= 3; ++W) {
+    std::string want;
+    ASSERT_TRUE(std::getline(ref, want));
+    ASSERT_EQ(want.rfind("W=" + std::to_string(W) + " ", 0), 0u) << want;
+    want = want.substr(4);
+    TrainState st;
+    st.world_size = W;
+    st.batch_size = 64;
+    st.epoch = 1;
+    st.batch = int64_t(num_batches((60000 + size_t(W) - 1) / size_t(W), 64));  // epoch 1 done
+    st.step = st.batch;
+    st.momentum_started = true;
+    st.params = fx.at("W1.params").f;
+    st.momentum.assign(st.params.size(), 0.0f);
+    torch_manual_seed(&st.generator, 42);
+    const std::string ck = dir + "/w" + std::to_string(W);
+    prepare_checkpoint_dir(ck);
+    save_checkpoint(ck, st);
+    const std::string out = run_example(W, "--epochs 1 --resume --checkpoint-dir " + ck);
+    const size_t at = out.find("Test set:");
+    ASSERT_NE(at, std::string::npos) << out;
+    const std::string got = out.substr(at, out.find('\n', at) - at);
+    std::printf("W=%d test pass over torch's weights after epoch 1:\n  torch:   %s\n  baresgd: %s\n", W, want.c_str(), got.c_str());
+    std::fflush(stdout);
+    EXPECT_EQ(got, want) << "W=" << W;
   }
   std::system(("rm -rf '" + dir + "'").c_str());
 }
