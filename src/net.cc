@@ -177,15 +177,28 @@ Net::Net(int max_batch, int threads) : max_batch_(max_batch) {
 
 Net::~Net() = default;
 
-void Net::init(Rng* rng) {
-  const size_t fan_in[kNumTensors] = {25, 25, 250, 250, 320, 320, 50, 50};
-  for (int t = 0; t < kNumTensors; ++t)
-    uniform_init(P(params, t), kParams[t].count, 1.0f / std::sqrt(float(fan_in[t])), rng);
+// torch.nn.init.kaiming_uniform_(w, a=sqrt(5)): bound = sqrt(3) * gain / sqrt(fan_in) with
+// gain = sqrt(2 / (1 + a^2)), every step in double as Python computes it.
+static double kaiming_uniform_bound(double fan_in) {
+  const double a = std::sqrt(5.0);
+  const double gain = std::sqrt(2.0 / (1 + a * a));
+  const double std_dev = gain / std::sqrt(fan_in);
+  return std::sqrt(3.0) * std_dev;
 }
 
-void Net::sample_dropout_masks(Rng* rng, int n, float p) {
-  dropout_make_mask(mask2d_.data(), size_t(n) * kC2, p, rng);
-  dropout_make_mask(mask_.data(), size_t(n) * kHidden, p, rng);
+void Net::init(TorchGenerator* g) {
+  const double fan_in[kNumTensors / 2] = {25, 250, 320, 50};  // conv1, conv2, fc1, fc2
+  for (int layer = 0; layer < kNumTensors / 2; ++layer) {
+    const int w = 2 * layer, b = w + 1;
+    const double wb = kaiming_uniform_bound(fan_in[layer]), bb = 1 / std::sqrt(fan_in[layer]);
+    torch_uniform_fill(P(params, w), kParams[w].count, -wb, wb, g);
+    torch_uniform_fill(P(params, b), kParams[b].count, -bb, bb, g);
+  }
+}
+
+void Net::sample_dropout_masks(TorchGenerator* g, int n, double p) {
+  dropout_make_mask(mask2d_.data(), size_t(n) * kC2, p, g);
+  dropout_make_mask(mask_.data(), size_t(n) * kHidden, p, g);
 }
 
 // Blocks are dealt in runs of ceil(blocks / threads), so slice 0 (the caller) is never idle.

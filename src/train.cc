@@ -16,7 +16,6 @@
 
 #include "comm/allreduce.h"
 #include "comm/distributed_optimizer.h"
-#include "kernels/rng.h"
 #include "kernels/sgd.h"
 #include "src/adasum_step.h"
 #include "src/checkpoint.h"
@@ -24,17 +23,12 @@
 #include "src/mnist.h"
 #include "src/net.h"
 #include "src/sampler.h"
+#include "src/torch_streams.h"
 #include "src/train_hooks.h"
 
 namespace {
 
 constexpr uint64_t kSamplerSeed = 0;  // DistributedSampler's default seed
-// Dropout masks of one step on one rank come from a generator keyed by (seed, rank, step), so a
-// resumed run draws exactly the masks an uninterrupted one would, with no RNG state to save.
-void seed_dropout(Rng* rng, long long seed, int rank, uint64_t step) {
-  uint64_t k = uint64_t(seed) * 0x9E3779B97F4A7C15ull ^ (uint64_t(rank) << 48) ^ step;
-  rng_seed(rng, k);
-}
 
 struct TestResult {
   double loss, accuracy;  // averaged over ranks
@@ -99,10 +93,11 @@ struct Resume {
 };
 
 // Rank 0 checks --checkpoint-dir and, with --resume, loads the newest valid checkpoint into
-// params/momentum; the position is broadcast so every rank starts at the same step. Every rank
+// params/momentum/generator; the position and the generator are broadcast so every rank starts at
+// the same step with the same draws to come. Every rank
 // throws the same error when rank 0 could not prepare the directory or the checkpoint does not fit.
 Resume prepare_checkpoints(const Options& opts, Communicator& comm, std::vector<float>* params,
-                           std::vector<float>* momentum) {
+                           std::vector<float>* momentum, TorchGenerator* generator) {
   Resume r;
   if (opts.checkpoint_dir.empty()) {
     if (opts.resume) throw std::runtime_error("--resume needs --checkpoint-dir DIR");
@@ -128,6 +123,7 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, std::vector<
         h[7] = st.batch_size;
         *params = st.params;
         *momentum = st.momentum;
+        *generator = st.generator;
         std::fprintf(stderr, "train: resuming from %s (epoch %d, batch %lld, step %lld)\n", path.c_str(),
                      st.epoch, (long long)st.batch, (long long)st.step);
       } else if (opts.resume) {
@@ -153,6 +149,7 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, std::vector<
     r.batch = size_t(h[3]);
     r.step = uint64_t(h[4]);
     r.momentum_started = h[5] != 0;
+    comm.broadcast(generator, sizeof *generator, 0);
   }
   return r;
 }
@@ -190,14 +187,14 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   const int threads = std::max(1, openblas_get_num_threads());
   openblas_set_num_threads(1);
   Net net(std::max(opts.batch_size, eval_chunk), threads);
-  Rng init_rng;
-  rng_seed(&init_rng, uint64_t(opts.seed));
-  net.init(&init_rng);
+  TorchStreams torch_rng;  // torch.manual_seed(args.seed) on every rank, then model = Net()
+  torch_rng.seed(uint64_t(opts.seed));
+  torch_rng.init_net(&net);
   std::vector<float> momentum(Net::kNumParams, 0.0f);
 
   // --checkpoint-dir / --resume: rank 0 prepares the directory and reads the newest valid
   // checkpoint; its position and state reach every rank with the start-up broadcast.
-  Resume start = prepare_checkpoints(opts, comm, &net.params, &momentum);
+  Resume start = prepare_checkpoints(opts, comm, &net.params, &momentum, &torch_rng.gen);
 
   // Horovod: broadcast parameters and optimizer state from rank 0.
   // --use-adasum: after this broadcast every rank's momentum buffer evolves on its own (Horovod's
@@ -220,6 +217,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     st.momentum_started = momentum_started;
     st.params = net.params;
     st.momentum = momentum;
+    st.generator = torch_rng.gen;
     save_checkpoint(opts.checkpoint_dir, st);
   };
 
@@ -244,7 +242,6 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
 
   std::vector<float> x(size_t(net.max_batch()) * 784);
   std::vector<int32_t> y(size_t(net.max_batch()));
-  Rng dropout_rng;
   uint64_t step = start.step;
   bool stop = false;
 
@@ -254,6 +251,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     train_sampler.set_epoch(uint64_t(epoch));
     const auto& idx = train_sampler.indices();
     const size_t first_batch = epoch == start.epoch ? start.batch : 0;
+    if (first_batch == 0) torch_rng.start_train_loader();  // a resumed epoch drew it already
     for (size_t b = first_batch; b < batches; ++b) {
       if (opts.max_steps >= 0 && step >= uint64_t(opts.max_steps)) {
         stop = true;
@@ -265,10 +263,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
       gather_batch(x.data(), y.data(), train, idx.data() + start, n);
       hooks.data_done();
       const bool dropout = !opts.no_dropout;
-      if (dropout) {
-        seed_dropout(&dropout_rng, opts.seed, rank, step);
-        net.sample_dropout_masks(&dropout_rng, n);
-      }
+      if (dropout) torch_rng.dropout_masks(&net, n);
       net.forward(x.data(), n, dropout);
       const float loss = net.backward(y.data(), n);
       hooks.before_averaging(net.grads.data(), net.params.data());
@@ -310,6 +305,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     train_s += since(t_epoch);
     if (stop) break;
     const auto t_test = Clock::now();
+    torch_rng.start_test_loader();
     TestResult r = evaluate(net, test, test_sampler, opts.test_batch_size, comm, x, y);
     if (rank == 0) {
       std::fprintf(out, "\nTest set: Average loss: %.4f, Accuracy: %.2f%%\n\n", r.loss,

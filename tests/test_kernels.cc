@@ -27,6 +27,7 @@
 #include "kernels/loss.h"
 #include "kernels/pool.h"
 #include "kernels/rng.h"
+#include "kernels/torch_generator.h"
 #include "kernels/sgd.h"
 #include "tests/fixture.h"
 
@@ -797,9 +798,9 @@ TEST(Dropout, MatchesTorchMasks) {
     const Vec x = floats(fx, p + ".x"), mask = floats(fx, p + ".mask"), dy = floats(fx, p + ".dy");
     // PyTorch's own mask (recovered from its output) holds 0 or 1/(1-p), as ours must.
     Vec ours(mask.size());
-    Rng rng;
-    rng_seed(&rng, 1);
-    dropout_make_mask(ours.data(), ours.size(), prob, &rng);
+    TorchGenerator g;
+    torch_manual_seed(&g, 1);
+    dropout_make_mask(ours.data(), ours.size(), prob, &g);
     const float scale = 1.0f / (1.0f - prob);
     for (float m : mask) EXPECT_TRUE(m == 0.0f || std::fabs(m - scale) <= 1e-6f * scale) << m;
     for (float m : ours) EXPECT_TRUE(m == 0.0f || m == scale) << m;
@@ -841,9 +842,9 @@ TEST(Dropout, GradCheck) {
   const Vec r = randn(x.size(), &data_rng);
   Vec y(x.size()), mask(x.size());
   auto loss = [&] {
-    Rng rng;
-    rng_seed(&rng, 99);
-    dropout_make_mask(mask.data(), mask.size(), p, &rng);
+    TorchGenerator g;
+    torch_manual_seed(&g, 99);
+    dropout_make_mask(mask.data(), mask.size(), p, &g);
     dropout_forward(y.data(), x.data(), mask.data(), x.size());
     return dot(y, r);
   };
@@ -861,9 +862,9 @@ TEST(Dropout2d, GradCheck) {
   const Vec r = randn(x.size(), &data_rng);
   Vec y(x.size()), mask(N * C);
   auto loss = [&] {
-    Rng rng;
-    rng_seed(&rng, 98);
-    dropout_make_mask(mask.data(), mask.size(), 0.5f, &rng);
+    TorchGenerator g;
+    torch_manual_seed(&g, 98);
+    dropout_make_mask(mask.data(), mask.size(), 0.5, &g);
     dropout2d_forward(y.data(), x.data(), mask.data(), N * C, HW);
     return dot(y, r);
   };
@@ -1070,14 +1071,14 @@ TEST(Rng, BelowIsInRangeAndUnbiased) {
   for (int i = 0; i < 1000; ++i) ASSERT_LT(rng_below(&rng, ~0ULL), ~0ULL);
 }
 
-TEST(Rng, DropoutMaskFractionAndValues) {
-  Rng rng;
-  rng_seed(&rng, 9);
+TEST(Dropout, MaskFractionAndValues) {
+  TorchGenerator rng;
+  torch_manual_seed(&rng, 9);
   const size_t n = 100000;
   Vec mask(n);
-  for (const float p : {0.1f, 0.5f, 0.75f}) {
+  for (const double p : {0.1, 0.5, 0.75}) {
     dropout_make_mask(mask.data(), n, p, &rng);
-    const float keep = 1.0f / (1.0f - p);
+    const float keep = 1.0f / float(1.0 - p);
     size_t zeros = 0;
     for (float m : mask) {
       ASSERT_TRUE(m == 0.0f || m == keep) << m;
@@ -1085,15 +1086,17 @@ TEST(Rng, DropoutMaskFractionAndValues) {
     }
     EXPECT_NEAR(static_cast<double>(zeros) / n, p, 0.01) << "p=" << p;
   }
-  dropout_make_mask(mask.data(), n, 0.0f, &rng);
+  const TorchGenerator before = rng;
+  dropout_make_mask(mask.data(), n, 0.0, &rng);
   EXPECT_TRUE(std::all_of(mask.begin(), mask.end(), [](float m) { return m == 1.0f; }));
+  EXPECT_EQ(rng.index, before.index) << "p == 0 draws nothing, as torch's dropout";
   // Same seed, same mask.
   Vec m1(1000), m2(1000);
-  Rng a, b;
-  rng_seed(&a, 3);
-  rng_seed(&b, 3);
-  dropout_make_mask(m1.data(), m1.size(), 0.5f, &a);
-  dropout_make_mask(m2.data(), m2.size(), 0.5f, &b);
+  TorchGenerator a, b;
+  torch_manual_seed(&a, 3);
+  torch_manual_seed(&b, 3);
+  dropout_make_mask(m1.data(), m1.size(), 0.5, &a);
+  dropout_make_mask(m2.data(), m2.size(), 0.5, &b);
   EXPECT_EQ(m1, m2);
 }
 
@@ -1121,12 +1124,12 @@ TEST(Sgd, MomentumStepsMatchTorch) {
 }
 
 TEST(Init, UniformBounds) {
-  Rng rng;
-  rng_seed(&rng, 10);
+  TorchGenerator rng;
+  torch_manual_seed(&rng, 10);
   const size_t n = 50000;
   const float bound = 1.0f / std::sqrt(25.0f);  // conv1: fan_in = 1*5*5
   Vec p(n);
-  uniform_init(p.data(), n, bound, &rng);
+  torch_uniform_fill(p.data(), n, -bound, bound, &rng);
   double sum = 0.0;
   float lo = bound, hi = -bound;
   for (float v : p) {
@@ -1140,9 +1143,9 @@ TEST(Init, UniformBounds) {
   EXPECT_LT(lo, -0.99f * bound);
   EXPECT_GT(hi, 0.99f * bound);
   Vec q(n);
-  Rng again;
-  rng_seed(&again, 10);
-  uniform_init(q.data(), n, bound, &again);
+  TorchGenerator again;
+  torch_manual_seed(&again, 10);
+  torch_uniform_fill(q.data(), n, -bound, bound, &again);
   EXPECT_EQ(p, q);
 }
 
