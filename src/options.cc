@@ -89,6 +89,9 @@ std::string usage_text() {
       "  --resume                       continue from the newest valid checkpoint\n"
       "  --threads N                    compute threads per rank (default: cores / ranks on\n"
       "                                 this host, or OPENBLAS_NUM_THREADS)\n"
+      "  --timeline FILE                record a Chrome trace (Perfetto, chrome://tracing) of\n"
+      "                                 every rank into FILE (default: $HOROVOD_TIMELINE)\n"
+      "  --timeline-steps A-B           record only optimizer steps A..B (0-based; or A)\n"
       "  --no-dropout                   disable both dropout layers (tests)\n"
       "  --max-steps N                  stop after N optimizer steps (tests)\n"
       "  --dump-params FILE             write the final parameters as raw float32 (tests);\n"
@@ -139,6 +142,13 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--max-steps", [&](auto& f, auto& v) { o.max_steps = parse_int(f, v, 0, kMax); }},
       {"--dump-params", [&](auto& f, auto& v) { o.dump_params = v; }},
       {"--threads", [&](auto& f, auto& v) { o.threads = (int)parse_int(f, v, 1, 1024); }},
+      {"--timeline", [&](auto& f, auto& v) { o.timeline = v; }},
+      {"--timeline-steps",
+       [&](auto& f, auto& v) {
+         if (!parse_step_range(v, &o.timeline_steps))
+           throw TrainUsageError{"argument " + f + ": invalid step range " + quote(v) +
+                                 " (expected A-B or A: 0-based optimizer steps, A <= B)"};
+       }},
   };
   std::map<std::string, bool*> switches = {
       {"--no-cuda", &o.no_cuda},

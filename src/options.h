@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "src/step_range.h"
+
 struct Options {
   // The Horovod PyTorch MNIST example's flags, same defaults.
   int batch_size = 64;
@@ -36,6 +38,8 @@ struct Options {
   long long max_steps = -1;       // --max-steps: stop after this many optimizer steps (tests)
   std::string dump_params;        // --dump-params FILE: raw float32 parameters at the end (tests)
   int threads = 0;                // --threads: OpenBLAS threads (0: OPENBLAS_NUM_THREADS or 1)
+  std::string timeline;           // --timeline FILE: Chrome trace of every rank (else HOROVOD_TIMELINE)
+  StepRange timeline_steps;       // --timeline-steps A-B: optimizer steps recorded (default all)
   bool help = false;
 };
 

@@ -21,6 +21,7 @@
 #include "src/mnist.h"
 #include "src/net.h"
 #include "src/sampler.h"
+#include "src/timeline.h"
 
 namespace {
 
@@ -205,7 +206,9 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     st.momentum_started = momentum_started;
     st.params = net.params;
     st.momentum = momentum;
+    const int64_t tl = timeline_begin();
     save_checkpoint(opts.checkpoint_dir, st);
+    timeline_end(TimelineKind::kCheckpoint, tl);
   };
 
   // Horovod: scale the learning rate by the number of ranks (not with Adasum on CPU).
@@ -225,6 +228,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   std::vector<int32_t> y(size_t(net.max_batch()));
   Rng dropout_rng;
   uint64_t step = start.step;
+  timeline_start(comm, net.threads(), how);  // --timeline: clocks synced to rank 0's, tracks named
   bool stop = false;
 
   for (int epoch = start.epoch; epoch <= opts.epochs && !stop; ++epoch) {
@@ -240,7 +244,10 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
       }
       const size_t start = b * size_t(opts.batch_size);
       const int n = int(std::min(size_t(opts.batch_size), idx.size() - start));
+      timeline_step((long long)step);
+      int64_t tl = timeline_begin();
       gather_batch(x.data(), y.data(), train, idx.data() + start, n);
+      timeline_end(TimelineKind::kBatchRead, tl);
       const bool dropout = !opts.no_dropout;
       if (dropout) {
         seed_dropout(&dropout_rng, opts.seed, rank, step);
@@ -250,11 +257,15 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
       const float loss = net.backward(y.data(), n);
       if (size > 1) {
         const auto t_comm = Clock::now();
+        tl = timeline_begin();
         average_gradients(comm, net.grads.data(), net.grads.size(), segments, how);
+        timeline_gradient_allreduce(tl, net.grads.size());
         if (timing) comm_s += since(t_comm);
       }
+      tl = timeline_begin();
       sgd_momentum_step(net.params.data(), momentum.data(), net.grads.data(), net.params.size(), lr,
                         float(opts.momentum), !momentum_started);
+      timeline_end(TimelineKind::kOptimizerStep, tl);
       momentum_started = true;
       ++step;
       if (b % size_t(opts.log_interval) == 0) {
@@ -269,7 +280,10 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     train_s += since(t_epoch);
     if (stop) break;
     const auto t_test = Clock::now();
+    timeline_step((long long)step);  // the test pass and epoch-end checkpoint count as the next step
+    const int64_t tl = timeline_begin();
     TestResult r = evaluate(net, test, test_sampler, opts.test_batch_size, comm, x, y);
+    timeline_end(TimelineKind::kTestPass, tl);
     if (rank == 0) {
       std::fprintf(out, "\nTest set: Average loss: %.4f, Accuracy: %.2f%%\n\n", r.loss,
                    100.0 * r.accuracy);
@@ -278,6 +292,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     test_s += since(t_test);
     save(epoch + 1, 0, step);
   }
+  timeline_finish(comm);  // --timeline: every rank's events merged into the one file
   if (timing)
     std::fprintf(stderr, "timing: rank=%d startup_s=%.4f train_s=%.4f test_s=%.4f comm_s=%.4f\n", rank,
                  startup_s, train_s, test_s, comm_s);
