@@ -11,8 +11,9 @@ bool parse_step(const std::string& s, size_t begin, size_t end, long long* out) 
   long long v = 0;
   for (size_t i = begin; i < end; ++i) {
     if (s[i] < '0' || s[i] > '9') return false;
-    v = v * 10 + (s[i] - '0');
-    if (v > kMaxStep) return false;
+    const int digit = s[i] - '0';
+    if (v > (kMaxStep - digit) / 10) return false;  // v * 10 + digit would pass kMaxStep
+    v = v * 10 + digit;
   }
   *out = v;
   return true;
