@@ -4,6 +4,7 @@
 #include "src/timeline.h"
 
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -60,15 +61,19 @@ struct Recorder {
   bool started = false;
   TraceContext ctx;
   std::atomic<long long> step{0};
-  // buffers (registered once per thread under the mutex)
+  // buffers: allocated (and their pages touched) by timeline_start, one claimed by each thread
+  // at its first record under the mutex; more are allocated only when they run out
   std::mutex buffers_mutex;
   std::vector<std::unique_ptr<ThreadBuffer>> buffers;
+  size_t claimed = 0;
   // the writer thread and what only it touches until it is joined
   std::thread writer;
   std::mutex writer_mutex;
   std::condition_variable writer_wake;
   bool writer_stop = false;
   uint64_t written = 0;  // bytes in the part so far
+  uint64_t events = 0;   // records formatted
+  double writer_cpu_s = 0;  // the writer thread's CPU time (the recording's off-path cost)
   std::vector<AllreducePatch> patches;
   std::string write_error;
 };
@@ -79,8 +84,8 @@ thread_local ThreadBuffer* t_buffer = nullptr;
 ThreadBuffer* my_buffer() {
   if (t_buffer) return t_buffer;
   std::lock_guard<std::mutex> lock(g->buffers_mutex);
-  g->buffers.push_back(std::make_unique<ThreadBuffer>());
-  return t_buffer = g->buffers.back().get();
+  if (g->claimed == g->buffers.size()) g->buffers.push_back(std::make_unique<ThreadBuffer>());
+  return t_buffer = g->buffers[g->claimed++].get();
 }
 
 void write_part(const std::string& s) {
@@ -101,6 +106,7 @@ void drain() {
     const uint64_t h = b->head.load(std::memory_order_acquire);
     for (uint64_t i = t; i < h; ++i) {
       const TimelineRecord& r = b->ring[i % kBufferRecords];
+      ++g->events;
       size_t patch_at = std::string::npos;
       append_trace_record(&out, r, g->ctx, &patch_at);
       if (patch_at != std::string::npos)
@@ -127,6 +133,8 @@ void writer_loop() {
     drain();
     lock.lock();
   }
+  timespec cpu{};
+  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) g->writer_cpu_s = double(cpu.tv_sec) + cpu.tv_nsec * 1e-9;
 }
 
 std::string thread_metadata(int compute_threads) {
@@ -261,6 +269,7 @@ void timeline_start(Communicator& comm, int compute_threads, const GradientAvera
   std::string head = thread_metadata(compute_threads);
   if (comm.rank() == 0) head += trace_clock_metadata(clocks.offset_ns, clocks.bound_ns, kClockRounds);
   write_part(head);
+  for (int t = 0; t < compute_threads + 1; ++t) g->buffers.push_back(std::make_unique<ThreadBuffer>());
   g_observer = new Observer;
   g->started = true;
   g->writer = std::thread(writer_loop);
@@ -305,8 +314,12 @@ void timeline_finish(Communicator& comm) {
     std::fprintf(stderr, "train: warning: timeline: allreduce wait times left out: %s\n", mismatch.c_str());
   long long dropped = 0;
   for (auto& b : g->buffers) dropped += (long long)b->dropped.load();
-  write_part("{\"ph\":\"M\",\"name\":\"timeline_stats\",\"pid\":" + std::to_string(g->rank) +
-             ",\"tid\":0,\"args\":{\"dropped_events\":" + std::to_string(dropped) + "}},\n");
+  char stats[256];
+  std::snprintf(stats, sizeof stats,
+                "{\"ph\":\"M\",\"name\":\"timeline_stats\",\"pid\":%d,\"tid\":0,\"args\":{\"events\":%llu,"
+                "\"dropped_events\":%lld,\"writer_cpu_ms\":%.3f}},\n",
+                g->rank, (unsigned long long)g->events, dropped, g->writer_cpu_s * 1e3);
+  write_part(stats);
   gather_parts(comm, g->fd, g->written);
   if (comm.rank() == 0) write_part(trace_end(comm.size()));
   ::close(g->fd);
