@@ -119,6 +119,9 @@ void drain() {
   try {
     write_part(out);
   } catch (const std::exception& e) {
+    // Cut a partly written chunk so the part still ends on a whole line.
+    const bool cut = ::ftruncate(g->fd, off_t(g->written)) == 0 && ::lseek(g->fd, off_t(g->written), SEEK_SET) >= 0;
+    (void)cut;  // if even that fails, the warning below is all there is to do
     g->write_error = e.what();
     timeline_detail::recording.store(false);
     std::fprintf(stderr, "train: warning: %s; the timeline stops here\n", e.what());

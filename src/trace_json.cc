@@ -123,14 +123,14 @@ void append_step(std::string* out, const TimelineRecord& r, const TraceContext& 
   *out += ",\"recv_bytes\":";
   append_int(out, (long long)r.recv_bytes);
   *out += "}},\n";
+  // Both ends 1 ns inside the slice (when it is that long), so each binds to this slice and not
+  // to the step before or after it.
   const std::string flow = alg + " message";
+  const int64_t inside = r.end_ns - r.begin_ns >= 2 ? 1 : 0;
   if (r.send_peer >= 0)
-    append_flow(out, 's', trace_flow_id(r.call, r.algo_step, c.rank, r.send_peer), r.begin_ns, flow, c);
-  if (r.recv_peer >= 0) {
-    // Just inside the receive slice's end, so the arrow binds to this slice and not the next.
-    const int64_t at = r.end_ns > r.begin_ns ? r.end_ns - 1 : r.end_ns;
-    append_flow(out, 'f', trace_flow_id(r.call, r.algo_step, r.recv_peer, c.rank), at, flow, c);
-  }
+    append_flow(out, 's', trace_flow_id(r.call, r.algo_step, c.rank, r.send_peer), r.begin_ns + inside, flow, c);
+  if (r.recv_peer >= 0)
+    append_flow(out, 'f', trace_flow_id(r.call, r.algo_step, r.recv_peer, c.rank), r.end_ns - inside, flow, c);
 }
 
 }  // namespace
