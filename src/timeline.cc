@@ -101,6 +101,7 @@ void drain() {
     for (auto& b : g->buffers) bufs.push_back(b.get());
   }
   std::string out;
+  out.reserve(1 << 16);
   for (ThreadBuffer* b : bufs) {
     const uint64_t t = b->tail.load(std::memory_order_relaxed);
     const uint64_t h = b->head.load(std::memory_order_acquire);

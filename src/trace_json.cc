@@ -1,9 +1,11 @@
 // trace_json: formats timeline records and metadata as Chrome Trace Event Format lines.
 #include "src/trace_json.h"
 
+#include <charconv>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <string_view>
 
 namespace {
 
@@ -32,8 +34,7 @@ const KindInfo kKinds[size_t(TimelineKind::kCount)] = {
 
 void append_int(std::string* out, long long v) {
   char b[24];
-  std::snprintf(b, sizeof b, "%lld", v);
-  *out += b;
+  *out += std::string_view(b, size_t(std::to_chars(b, b + sizeof b, v).ptr - b));
 }
 
 // {"ph":"X","name":...,"cat":...,"pid":R,"tid":T,"ts":...,"dur":...,"args":{  (args left open)
@@ -239,8 +240,15 @@ const char* trace_algorithm_name(AllreduceAlgorithm a) {
 void append_us(std::string* out, int64_t ns) {
   char b[32];
   const uint64_t a = ns < 0 ? uint64_t(-(ns + 1)) + 1 : uint64_t(ns);
-  std::snprintf(b, sizeof b, "%s%" PRIu64 ".%03u", ns < 0 ? "-" : "", a / 1000, unsigned(a % 1000));
-  *out += b;
+  char* p = b;
+  if (ns < 0) *p++ = '-';
+  p = std::to_chars(p, b + sizeof b - 4, a / 1000).ptr;
+  const unsigned frac = unsigned(a % 1000);
+  *p++ = '.';
+  *p++ = char('0' + frac / 100);
+  *p++ = char('0' + frac / 10 % 10);
+  *p++ = char('0' + frac % 10);
+  *out += std::string_view(b, size_t(p - b));
 }
 
 std::string json_quote(const std::string& s) {
