@@ -41,7 +41,7 @@ void append_int(std::string* out, long long v) {
 void open_slice(std::string* out, const std::string& name, const char* cat, const TimelineRecord& r,
                 const TraceContext& c) {
   *out += "{\"ph\":\"X\",\"name\":";
-  *out += json_quote(name);
+  *out += trace_quote(name);
   *out += ",\"cat\":\"";
   *out += cat;
   *out += "\",\"pid\":";
@@ -63,7 +63,7 @@ void append_flow(std::string* out, char ph, uint64_t id, int64_t ns, const std::
   *out += ph;
   *out += ph == 'f' ? "\",\"bp\":\"e" : "";
   *out += "\",\"name\":";
-  *out += json_quote(name);
+  *out += trace_quote(name);
   *out += ",\"cat\":\"allreduce flow\",\"id\":";
   append_int(out, (long long)id);
   *out += ",\"pid\":";
@@ -80,9 +80,9 @@ void append_gradient_allreduce(std::string* out, const TimelineRecord& r, const 
   open_slice(out, "allreduce", "comm", r, c);
   *out += ",\"bytes\":";
   append_int(out, (long long)r.bytes);
-  *out += ",\"backend\":" + json_quote(c.backend);
+  *out += ",\"backend\":" + trace_quote(c.backend);
   *out += ",\"algorithm\":";
-  *out += json_quote(r.call >= 0 ? trace_algorithm_name(r.algorithm) : c.algorithm);
+  *out += trace_quote(r.call >= 0 ? trace_algorithm_name(r.algorithm) : c.algorithm);
   *out += c.fp16 ? ",\"fp16\":true" : ",\"fp16\":false";
   *out += c.adasum ? ",\"adasum\":true" : ",\"adasum\":false";
   *out += ",\"wait_us\":";
@@ -96,7 +96,7 @@ void append_call(std::string* out, const TimelineRecord& r, const TraceContext& 
   open_slice(out, alg + " allreduce", "comm", r, c);
   *out += ",\"call\":";
   append_int(out, r.call);
-  *out += ",\"algorithm\":" + json_quote(alg) + ",\"bytes\":";
+  *out += ",\"algorithm\":" + trace_quote(alg) + ",\"bytes\":";
   append_int(out, (long long)r.bytes);
   *out += "}},\n";
 }
@@ -173,7 +173,7 @@ void append_trace_record(std::string* out, const TimelineRecord& r, const TraceC
 std::string trace_process_metadata(int rank, const std::string& host) {
   const std::string pid = std::to_string(rank);
   return "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + pid + ",\"tid\":0,\"args\":{\"name\":" +
-         json_quote("rank " + pid + " @ " + host) + "}},\n" +
+         trace_quote("rank " + pid + " @ " + host) + "}},\n" +
          "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + pid +
          ",\"tid\":0,\"args\":{\"sort_index\":" + pid + "}},\n";
 }
@@ -181,7 +181,7 @@ std::string trace_process_metadata(int rank, const std::string& host) {
 std::string trace_thread_metadata(int rank, int track, const std::string& name) {
   const std::string head = "{\"ph\":\"M\",\"name\":\"";
   const std::string ids = "\",\"pid\":" + std::to_string(rank) + ",\"tid\":" + std::to_string(trace_tid(track));
-  return head + "thread_name" + ids + ",\"args\":{\"name\":" + json_quote(name) + "}},\n" + head +
+  return head + "thread_name" + ids + ",\"args\":{\"name\":" + trace_quote(name) + "}},\n" + head +
          "thread_sort_index" + ids + ",\"args\":{\"sort_index\":" + std::to_string(trace_tid(track)) + "}},\n";
 }
 
@@ -251,7 +251,7 @@ void append_us(std::string* out, int64_t ns) {
   *out += std::string_view(b, size_t(p - b));
 }
 
-std::string json_quote(const std::string& s) {
+std::string trace_quote(const std::string& s) {
   std::string o = "\"";
   for (unsigned char ch : s) {
     if (ch == '"' || ch == '\\') {

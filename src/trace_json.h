@@ -48,4 +48,4 @@ const char* trace_algorithm_name(AllreduceAlgorithm a);
 // ns as microseconds with 3 decimals ("-1.250", "12.000").
 void append_us(std::string* out, int64_t ns);
 // s as a JSON string literal (quotes, escapes).
-std::string json_quote(const std::string& s);
+std::string trace_quote(const std::string& s);
