@@ -25,6 +25,7 @@
 #include "src/sampler.h"
 #include "src/torch_streams.h"
 #include "src/train_hooks.h"
+#include "src/timeline.h"
 
 namespace {
 
@@ -218,7 +219,9 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     st.params = net.params;
     st.momentum = momentum;
     st.generator = torch_rng.gen;
+    const int64_t tl = timeline_begin();
     save_checkpoint(opts.checkpoint_dir, st);
+    timeline_end(TimelineKind::kCheckpoint, tl);
   };
 
   // Horovod: scale the learning rate by the number of ranks (not with Adasum on CPU).
@@ -243,6 +246,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   std::vector<float> x(size_t(net.max_batch()) * 784);
   std::vector<int32_t> y(size_t(net.max_batch()));
   uint64_t step = start.step;
+  timeline_start(comm, net.threads(), how);  // --timeline: clocks synced to rank 0's, tracks named
   bool stop = false;
 
   for (int epoch = start.epoch; epoch <= opts.epochs && !stop; ++epoch) {
@@ -260,7 +264,10 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
       hooks.begin_step(epoch, b, step, b % size_t(opts.log_interval) == 0);
       const size_t start = b * size_t(opts.batch_size);
       const int n = int(std::min(size_t(opts.batch_size), idx.size() - start));
+      timeline_step((long long)step);
+      int64_t tl = timeline_begin();
       gather_batch(x.data(), y.data(), train, idx.data() + start, n);
+      timeline_end(TimelineKind::kBatchRead, tl);
       hooks.data_done();
       const bool dropout = !opts.no_dropout;
       if (dropout) torch_rng.dropout_masks(&net, n);
@@ -269,9 +276,11 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
       hooks.before_averaging(net.grads.data(), net.params.data());
       if (size > 1 && !opts.use_adasum) {
         const auto t_comm = Clock::now();
-        how.observer = hooks.allreduce_observer(nullptr);  // counts bytes at --inspect steps
+        how.observer = hooks.allreduce_observer(timeline_allreduce_observer());  // bytes at --inspect steps, slices
         hooks.comm_begin();
+        tl = timeline_begin();
         average_gradients(comm, net.grads.data(), net.grads.size(), segments, how);
+        timeline_gradient_allreduce(tl, net.grads.size());
         hooks.comm_end();
         if (timing) comm_s += since(t_comm);
       }
@@ -280,15 +289,19 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
         const auto t_comm = Clock::now();
         std::vector<AdasumCoefficients> trace;
         hooks.comm_begin();
+        tl = timeline_begin();
         adasum_step(comm, net.params.data(), momentum.data(), net.grads.data(), net.params.size(), segments,
                     AdasumStepArgs{lr, float(opts.momentum), !momentum_started, how.fp16,
                                    hooks.inspecting() ? &trace : nullptr});
+        timeline_gradient_allreduce(tl, net.params.size());  // the local step and the deltas' Adasum
         hooks.comm_end();
         hooks.add_adasum_coefficients(trace);
         if (timing) comm_s += since(t_comm);
       } else {
+        tl = timeline_begin();
         sgd_momentum_step(net.params.data(), momentum.data(), net.grads.data(), net.params.size(), lr,
                           float(opts.momentum), !momentum_started);
+        timeline_end(TimelineKind::kOptimizerStep, tl);
       }
       hooks.after_step(net.grads.data(), net.params.data(), loss, n);
       momentum_started = true;
@@ -306,7 +319,10 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     if (stop) break;
     const auto t_test = Clock::now();
     torch_rng.start_test_loader();
+    timeline_step((long long)step);  // the test pass and epoch-end checkpoint count as the next step
+    const int64_t tl = timeline_begin();
     TestResult r = evaluate(net, test, test_sampler, opts.test_batch_size, comm, x, y);
+    timeline_end(TimelineKind::kTestPass, tl);
     if (rank == 0) {
       std::fprintf(out, "\nTest set: Average loss: %.4f, Accuracy: %.2f%%\n\n", r.loss,
                    100.0 * r.accuracy);
@@ -316,6 +332,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     test_s += since(t_test);
     save(epoch + 1, 0, step);
   }
+  timeline_finish(comm);  // --timeline: every rank's events merged into the one file
   hooks.finish(train_s);
   if (timing)
     std::fprintf(stderr, "timing: rank=%d startup_s=%.4f train_s=%.4f test_s=%.4f comm_s=%.4f\n", rank,
