@@ -16,6 +16,7 @@
 
 #include "comm/communicator.h"
 #include "src/options.h"
+#include "src/shared_failure.h"
 #include "src/train.h"
 
 namespace {
@@ -104,6 +105,8 @@ int main(int argc, char** argv) {
     TrainData data = load_train_data(opts);  // a bad file fails here, before any rendezvous
     comm = make_communicator(co);
     run_training(opts, data, *comm, stdout);
+  } catch (const PrintedError&) {
+    std::_Exit(1);  // its line is on stderr already; as below, no communicator teardown
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "train: error: %s\n", e.what());
