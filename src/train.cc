@@ -23,6 +23,7 @@
 #include "src/mnist.h"
 #include "src/net.h"
 #include "src/sampler.h"
+#include "src/shared_failure.h"
 #include "src/torch_streams.h"
 #include "src/train_hooks.h"
 #include "src/timeline.h"
@@ -137,9 +138,9 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, std::vector<
       error = e.what();
     }
   }
+  if (h[0] == 0) print_rank0_error_now(error);
   comm.broadcast(h, sizeof h, 0);
-  if (h[0] == 0)
-    throw std::runtime_error(comm.rank() == 0 ? error : "rank 0 could not use --checkpoint-dir " + opts.checkpoint_dir);
+  if (h[0] == 0) throw_shared_failure(comm.rank(), error, "rank 0 could not use --checkpoint-dir " + opts.checkpoint_dir);
   if (h[1]) {
     if (h[6] != comm.size() || h[7] != opts.batch_size)
       throw std::runtime_error("checkpoint in " + opts.checkpoint_dir + " was written by " +

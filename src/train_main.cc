@@ -16,6 +16,7 @@
 
 #include "comm/communicator.h"
 #include "src/options.h"
+#include "src/shared_failure.h"
 #include "src/timeline.h"
 #include "src/train.h"
 
@@ -106,6 +107,8 @@ int main(int argc, char** argv) {
     timeline_open(opts, info);               // so does a timeline file this rank cannot write
     comm = make_communicator(co);
     run_training(opts, data, *comm, stdout);
+  } catch (const PrintedError&) {
+    std::_Exit(1);  // its line is on stderr already; as below, no communicator teardown
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "train: error: %s\n", e.what());
