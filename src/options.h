@@ -44,6 +44,7 @@ struct Options {
   std::string inspect_dump;             // --inspect-dump DIR: gradients at those steps (tests)
   long long check_sync = 0;             // --check-sync N: compare parameter checksums every N steps
   bool help = false;
+  bool data_dir_given = false;  // --data-dir was on the command line (src/data_dir.h)
 };
 
 // Parses argv[1..]. On a bad flag throws TrainUsageError (the caller prints usage and exits 2).
