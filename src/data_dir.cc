@@ -21,6 +21,6 @@ std::string missing_data_message(const DataDirChoice& choice, const std::string&
   if (!installed) return where + " (run `make data` to fetch it, or pass --data-dir)" + why;
   return where + why +
          ": fetch the four MNIST IDX files (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
-         "t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz; baresgd's source tree fetches them "
-         "with `make data`) into DIR/MNIST/raw/, then pass --data-dir DIR or set BARESGD_DATA_DIR=DIR";
+         "t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz; data/fetch_mnist.sh in baresgd's "
+         "source fetches them) into DIR/MNIST/raw/, then pass --data-dir DIR or set BARESGD_DATA_DIR=DIR";
 }
