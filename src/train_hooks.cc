@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "src/net.h"
+#include "src/shared_failure.h"
 
 namespace {
 
@@ -73,8 +74,9 @@ TrainHooks::TrainHooks(const Options& opts, Communicator& comm, const RunFacts& 
       error = e.what();
     }
   }
+  if (!ok) print_rank0_error_now(error);
   comm.broadcast(&ok, sizeof ok, 0);
-  if (!ok) throw std::runtime_error(rank_ == 0 ? error : "rank 0 could not write --metrics " + opts.metrics);
+  if (!ok) throw_shared_failure(rank_, error, "rank 0 could not write --metrics " + opts.metrics);
   MetricsHeader h;
   h.world_size = size_;
   h.backend = backend_;

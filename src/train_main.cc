@@ -20,6 +20,8 @@
 #include "src/data_dir.h"
 #include "src/mnist.h"
 #include "src/options.h"
+#include "src/shared_failure.h"
+#include "src/timeline.h"
 #include "src/train.h"
 #include "src/version_text.h"
 
@@ -150,8 +152,11 @@ int main(int argc, char** argv) {
     }
     resolve_data_dir(opts);
     TrainData data = load_train_data(opts);  // a bad file fails here, before any rendezvous
+    timeline_open(opts, info);               // so does a timeline file this rank cannot write
     comm = make_communicator(co);
     run_training(opts, data, *comm, stdout);
+  } catch (const PrintedError&) {
+    std::_Exit(1);  // its line is on stderr already; as below, no communicator teardown
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "train: error: %s\n", e.what());
