@@ -176,6 +176,7 @@ TEST_F(InstallMinimalImage, TrainsAndLaunchesTwoRanksInTheRoot) {
   EXPECT_TRUE(has(r.out, "[1]<stdout>:")) << r.out;
   auto size = run("du -sm --exclude=./proc --exclude=./dev '" + root_ + "' | cut -f1");
   std::printf("minimal root: %s MiB (%s)\n", size.out.substr(0, size.out.find('\n')).c_str(), root_.c_str());
+  std::fflush(stdout);  // before TearDown forks
 }
 
 }  // namespace
