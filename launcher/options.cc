@@ -67,6 +67,7 @@ const char* launch_help_text() {
          "                            too (the flag wins)\n"
          "      --dry-run             print what would be started (below) and start nothing\n"
          "  -h, --help                this text\n"
+         "      --version             the version and the backends built in (first flag only)\n"
          "\n"
          "--dry-run prints on stdout, in aligned columns:\n"
          "  the rank table: rank, host, local rank/size, cross rank/size, how the rank starts (local\n"

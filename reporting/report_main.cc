@@ -10,6 +10,7 @@
 
 #include "reporting/file_io.h"
 #include "reporting/html_report.h"
+#include "src/version_text.h"
 
 namespace {
 
@@ -18,7 +19,8 @@ const char* const kUsage =
     "  METRICS   a ./train --metrics file (JSON Lines, docs/metrics.md)\n"
     "  TIMELINE  optional: a ./train --timeline file (Chrome Trace Event JSON)\n"
     "  -o, --output FILE  the HTML page to write (self-contained: inline SVG, nothing fetched)\n"
-    "  -h, --help         this text\n";
+    "  -h, --help         this text\n"
+    "  --version          print the version and exit\n";
 
 struct Args {
   std::vector<std::string> inputs;
@@ -37,6 +39,10 @@ Args parse_args(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (arg == "--version") {
+      std::fputs(version_text("report").c_str(), stdout);
       std::exit(0);
     }
     if (arg == "-o" || arg == "--output") {
