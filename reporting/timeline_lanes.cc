@@ -112,14 +112,24 @@ double place_lanes(std::map<TrackId, Lane>& lanes) {
   return y - kTop;
 }
 
-std::string flow_arrows(const Timeline& t, const std::map<TrackId, Lane>& lanes, const Frame& f, double lo, double hi) {
+// The pixel row centre of the deepest slice of the lane's step holding time ts; false if none does.
+bool row_at(const Lane& l, double ts, double& y) {
+  int best = -1;
+  for (size_t i = 0; i < l.slices.size(); ++i)
+    if (l.slices[i]->ts_us - 1 <= ts && ts <= l.slices[i]->ts_us + l.slices[i]->dur_us + 1) best = std::max(best, l.depth[i]);
+  if (best < 0) return false;
+  y = l.y + (best + 0.5) * kRowHeight;
+  return true;
+}
+
+// An arrow per flow whose send and receive both lie inside slices of the step.
+std::string flow_arrows(const Timeline& t, const std::map<TrackId, Lane>& lanes, const Frame& f, double lo) {
   std::string s;
   for (const TraceFlow& fl : t.flows) {
-    if (fl.from_ts_us < lo || fl.to_ts_us > hi || fl.from_ts_us > hi || fl.to_ts_us < lo) continue;
     auto a = lanes.find({fl.from_pid, fl.from_tid}), b = lanes.find({fl.to_pid, fl.to_tid});
-    if (a == lanes.end() || b == lanes.end()) continue;
-    const double y1 = a->second.y + (a->second.rows - 0.5) * kRowHeight;
-    const double y2 = b->second.y + (b->second.rows - 0.5) * kRowHeight;
+    double y1 = 0, y2 = 0;
+    if (a == lanes.end() || b == lanes.end() || !row_at(a->second, fl.from_ts_us, y1) || !row_at(b->second, fl.to_ts_us, y2))
+      continue;
     s += "<line class=\"flow\" x1=\"" + format_number(f.px(fl.from_ts_us - lo), 7) + "\" y1=\"" + format_number(y1, 7) +
          "\" x2=\"" + format_number(f.px(fl.to_ts_us - lo), 7) + "\" y2=\"" + format_number(y2, 7) +
          "\" stroke=\"#222\" stroke-width=\"1.2\" marker-end=\"url(#lane-arrow)\"><title>" +
@@ -191,7 +201,7 @@ std::string timeline_lanes_svg(const Timeline& t, long step) {
                     "class=\"slice\" data-rank=\"" + std::to_string(sl.pid) + "\"", slice_title(sl, ext.first));
     }
   }
-  s += flow_arrows(t, lanes, f, ext.first, ext.second);
+  s += flow_arrows(t, lanes, f, ext.first);
   std::vector<LegendEntry> legend;
   for (int k : kinds_used) legend.push_back({kKinds[k].label, kKinds[k].color, ""});
   if (!t.flows.empty()) legend.push_back({"message: send \xe2\x86\x92 receive (flow event)", "#222", ""});
