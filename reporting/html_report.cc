@@ -171,10 +171,11 @@ std::string summary_section(const Metrics& m) {
   if (!m.has_summary) return s + no_data("run-summary", "no summary record (the run did not finish)") + "</section>\n";
   const SummaryRecord& r = m.summary;
   s += "<div class=\"cards\">\n";
-  s += card("test accuracy", num(r.test_accuracy * 100, 4) + " %");
+  // A run with no test pass writes test_accuracy null: the card says "n/a", with no unit.
+  s += card("test accuracy", std::isfinite(r.test_accuracy) ? num(r.test_accuracy * 100, 4) + " %" : "n/a");
   s += card("training time", num(r.train_s, 4) + " s");
   s += card("samples/s", num(r.samples_per_s, 6));
-  s += card("time in communication", num(r.comm_share * 100, 3) + " %");
+  s += card("time in communication", std::isfinite(r.comm_share) ? num(r.comm_share * 100, 3) + " %" : "n/a");
   s += card("epochs", std::to_string(r.epochs));
   s += card("ranks / backend / algorithm", std::to_string(r.world_size) + " / " + r.backend + " / " + r.algorithm);
   return s + "</div>\n</section>\n";

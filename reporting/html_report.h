@@ -21,8 +21,8 @@ struct ReportInput {
   bool has_timeline = false;
   std::string timeline_name;
   Timeline timeline;
-  long lane_step = -1;
-  bool timeline_only = false;  // --section timeline: the header and the timeline section only  // the step timeline-lanes draws; -1: default_lane_step
+  long lane_step = -1;         // --step: the step timeline-lanes draws; -1: default_lane_step
+  bool timeline_only = false;  // --section timeline: the header and the timeline section only
 };
 
 std::string build_report_html(const ReportInput& in);

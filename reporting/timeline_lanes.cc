@@ -13,7 +13,7 @@ namespace {
 using TrackId = std::pair<long, long>;  // (pid, tid)
 
 constexpr double kWidth = 1140, kLeft = 190, kRight = 20, kTop = 24, kRowHeight = 16, kLaneGap = 6,
-                 kRankGap = 10, kAxisHeight = 40;
+                 kRankGap = 10, kAxisHeight = 40, kIdleHeight = 18;
 
 struct Kind {
   const char* label;
@@ -48,12 +48,20 @@ std::pair<double, double> step_extent(const Timeline& t, long step) {
   return {lo, hi};
 }
 
-// A slice's depth in its lane: how many of the lane's slices before it still enclose it.
+// The file writes ts and dur in microseconds with 3 decimals: a slice that starts within this of
+// another's end follows it (a sibling on the same row), it is not inside it.
+constexpr double kTouchUs = 0.0015;
+
+// A slice's depth in its lane: how many of the lane's slices before it still enclose it. A slice
+// that ended (within kTouchUs) is closed wherever it sits among the open ones, so a child that
+// overhangs its parent does not push the parent's next sibling a row down.
 std::vector<int> depths(const std::vector<const TraceSlice*>& lane) {
   std::vector<int> out;
   std::vector<double> open_ends;
   for (const TraceSlice* s : lane) {
-    while (!open_ends.empty() && open_ends.back() <= s->ts_us + 1e-6) open_ends.pop_back();
+    open_ends.erase(std::remove_if(open_ends.begin(), open_ends.end(),
+                                   [&](double end) { return end <= s->ts_us + kTouchUs; }),
+                    open_ends.end());
     out.push_back(int(open_ends.size()));
     open_ends.push_back(s->ts_us + s->dur_us);
   }
@@ -74,6 +82,13 @@ std::string slice_title(const TraceSlice& s, double t0) {
   return title;
 }
 
+// "no slice in step 7: rank 0 @ h · comm, rank 1 @ h · comm"
+std::string idle_note(const Timeline& t, const std::vector<TrackId>& idle, long step) {
+  std::string s = "no slice in step " + std::to_string(step) + ": ";
+  for (size_t i = 0; i < idle.size(); ++i) s += (i ? ", " : "") + lane_label(t, idle[i]);
+  return s;
+}
+
 struct Lane {
   std::vector<const TraceSlice*> slices;  // of the step, by start (longest first on ties)
   std::vector<int> depth;
@@ -81,13 +96,18 @@ struct Lane {
   double y = 0;  // top pixel
 };
 
-std::map<TrackId, Lane> build_lanes(const Timeline& t, long step) {
+// The lanes of the tracks with a slice in step; a track idle in the step gets no lane (it would be
+// an empty row) and is named in *idle instead.
+std::map<TrackId, Lane> build_lanes(const Timeline& t, long step, std::vector<TrackId>* idle) {
   std::map<TrackId, Lane> lanes;
+  std::set<TrackId> tracks;
   for (const TraceSlice& s : t.slices) {
-    Lane& l = lanes[{s.pid, s.tid}];
-    if (s.step == step) l.slices.push_back(&s);
+    tracks.insert({s.pid, s.tid});
+    if (s.step == step) lanes[{s.pid, s.tid}].slices.push_back(&s);
   }
-  for (const auto& kv : t.thread_names) lanes[kv.first];
+  for (const auto& kv : t.thread_names) tracks.insert(kv.first);
+  for (const TrackId& id : tracks)
+    if (!lanes.count(id)) idle->push_back(id);
   for (auto& kv : lanes) {
     Lane& l = kv.second;
     std::stable_sort(l.slices.begin(), l.slices.end(), [](const TraceSlice* a, const TraceSlice* b) {
@@ -156,7 +176,8 @@ long default_lane_step(const Timeline& t) {
 }
 
 std::string timeline_lanes_svg(const Timeline& t, long step) {
-  std::map<TrackId, Lane> lanes = build_lanes(t, step);
+  std::vector<TrackId> idle;
+  std::map<TrackId, Lane> lanes = build_lanes(t, step, &idle);
   const double lanes_height = place_lanes(lanes);
   const auto ext = step_extent(t, step);
   Frame f;
@@ -164,7 +185,7 @@ std::string timeline_lanes_svg(const Timeline& t, long step) {
   f.left = kLeft;
   f.right = kRight;
   f.top = kTop;
-  f.bottom = kAxisHeight + 64;  // axis labels, then the legend
+  f.bottom = kAxisHeight + 64 + (idle.empty() ? 0 : kIdleHeight);  // axis labels, the legend, the idle tracks
   f.height = kTop + lanes_height + f.bottom;
   f.x = nice_axis(0, std::max(1.0, ext.second - ext.first), 10);
   f.y = nice_axis(0, 1);
@@ -207,5 +228,6 @@ std::string timeline_lanes_svg(const Timeline& t, long step) {
   if (!t.flows.empty()) legend.push_back({"message: send \xe2\x86\x92 receive (flow event)", "#222", ""});
   double used = 0;
   s += svg_legend(kLeft, axis_y + 42, f.plot_width(), legend, used);
+  if (!idle.empty()) s += svg_text(kLeft, f.height - 10, idle_note(t, idle, step), "start", "class=\"lanes-idle\"");
   return s + svg_end();
 }
