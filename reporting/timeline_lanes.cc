@@ -205,8 +205,16 @@ std::string timeline_lanes_svg(const Timeline& t, long step) {
                     " us on rank 0's clock)",
                 "middle", "class=\"axis-title\"");
   std::set<int> kinds_used;
+  bool group_open = false;  // each rank's lanes are one <g class="rank-lanes" data-rank="N">
+  long open_rank = 0;
   for (const auto& kv : lanes) {
     const Lane& l = kv.second;
+    if (!group_open || kv.first.first != open_rank) {
+      if (group_open) s += "</g>\n";
+      group_open = true;
+      open_rank = kv.first.first;
+      s += "<g class=\"rank-lanes\" data-rank=\"" + std::to_string(open_rank) + "\">\n";
+    }
     s += svg_text(kLeft - 6, l.y + kRowHeight * 0.75, lane_label(t, kv.first), "end",
                   "class=\"lane-label\" data-rank=\"" + std::to_string(kv.first.first) + "\"");
     s += "<rect class=\"lane\" x=\"" + format_number(kLeft, 7) + "\" y=\"" + format_number(l.y, 7) + "\" width=\"" +
@@ -222,6 +230,7 @@ std::string timeline_lanes_svg(const Timeline& t, long step) {
                     "class=\"slice\" data-rank=\"" + std::to_string(sl.pid) + "\"", slice_title(sl, ext.first));
     }
   }
+  if (group_open) s += "</g>\n";
   s += flow_arrows(t, lanes, f, ext.first);
   std::vector<LegendEntry> legend;
   for (int k : kinds_used) legend.push_back({kKinds[k].label, kKinds[k].color, ""});
