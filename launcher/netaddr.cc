@@ -23,6 +23,13 @@ bool is_loopback_ipv4(const std::string& addr) {
   return (ntohl(a.s_addr) >> 24) == 127;
 }
 
+bool is_connectable_ipv4(const std::string& addr) {
+  struct in_addr a;
+  if (inet_pton(AF_INET, addr.c_str(), &a) != 1) return false;
+  uint32_t h = ntohl(a.s_addr);
+  return (h >> 24) != 0 && (h >> 28) < 14;  // not 0/8, not 224/4 (multicast) nor 240/4 (reserved)
+}
+
 std::string resolve_ipv4(const std::string& host) {
   if (is_ipv4_literal(host)) return host;
   struct addrinfo hints;

@@ -8,6 +8,9 @@
 std::string resolve_ipv4(const std::string& host);
 bool is_ipv4_literal(const std::string& s);
 bool is_loopback_ipv4(const std::string& addr);  // 127.0.0.0/8
+// False for addresses no peer can connect to: 0.0.0.0/8 (INADDR_ANY), 255.255.255.255, multicast
+// 224.0.0.0/4 and reserved 240.0.0.0/4.
+bool is_connectable_ipv4(const std::string& addr);
 // The local source address the kernel would use to reach peer (UDP connect + getsockname).
 std::string route_source_ipv4(const std::string& peer);
 // The first IPv4 address of interface ifname. Throws if it has none.

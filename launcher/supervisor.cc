@@ -84,6 +84,12 @@ struct Supervisor::Child {
   Clock::time_point reaped_at;
   bool leftovers_killed = false;
   long remote_pid = -1;
+  long agent_pid = -1;               // from its "alive" lines
+  Clock::time_point last_heard;      // the last marker line of the agent (or the spawn)
+  Clock::time_point next_ping;
+  bool heard = false;                // a marker line came
+  bool lost = false;                 // named silent; its ssh was killed
+  std::string carry;                 // a partial rank stderr line cut by an "alive" marker
   bool status_known = false;  // rank status known (local: reaped; remote: agent said)
   int status = 0;
   bool reported = false;  // failure judged
@@ -118,7 +124,9 @@ void Supervisor::add_local(int rank, const std::string& host, const SpawnedChild
 }
 
 void Supervisor::add_remote(int rank, const std::string& host, const SpawnedChild& ssh, const std::string& request) {
-  adopt(std::make_unique<Child>(Kind::kRemote, rank, host, true), ssh)->ctl_buf = request;
+  Child* c = adopt(std::make_unique<Child>(Kind::kRemote, rank, host, true), ssh);
+  c->ctl_buf = request;
+  c->last_heard = c->next_ping = Clock::now();
 }
 
 void Supervisor::add_mpirun(const SpawnedChild& sc) {
@@ -132,6 +140,14 @@ bool Supervisor::take_agent_marker(Child* c, const Line& l) {
   std::string before, kind;
   long value = 0;
   if (l.continuation || !parse_agent_marker(l.text, cfg_.nonce, &before, &kind, &value)) return false;
+  c->last_heard = Clock::now();
+  c->heard = true;
+  if (kind == "alive") {
+    // Written between two pieces of a rank's line: the piece before joins the next line.
+    c->agent_pid = value;
+    c->carry = before;
+    return true;
+  }
   if (!before.empty()) {
     Line head;
     head.text = before;
@@ -177,6 +193,10 @@ void Supervisor::handle_lines(Child* c, int which, std::vector<Line>* lines) {
     if (c->kind == Kind::kLocal) {
       sink_->emit(c->rank, stream, l);
     } else if (c->kind == Kind::kRemote) {
+      if (which == 1 && !c->carry.empty() && !l.continuation) {
+        l.text = c->carry + l.text;
+        c->carry.clear();
+      }
       if (which == 1 && take_agent_marker(c, l)) continue;
       sink_->emit(c->rank, stream, l);
     } else {  // mpirun: "[1,R]<stdout>:text" -> re-tag; anything else is mpirun's own
@@ -208,6 +228,11 @@ void Supervisor::read_child(Child* c, int which, bool to_eof) {
     // EOF or error.
     c->split[which].finish(&lines);
     handle_lines(c, which, &lines);
+    if (which == 1 && !c->carry.empty()) {
+      Line rest;
+      rest.text.swap(c->carry);
+      sink_->emit(c->rank, Stream::kStderr, rest);
+    }
     close_fd(&fd);
     return;
   }
@@ -352,6 +377,45 @@ void Supervisor::check_timeout(Clock::time_point now) {
   }
 }
 
+// The host of an agent silent for the heartbeat timeout: named, its ssh killed (there is no one to
+// talk to), and the job stopped as on a failure.
+void Supervisor::lose_host(Child* c, double silent_s) {
+  c->lost = true;
+  std::string agent = c->agent_pid > 0 ? ", agent pid " + std::to_string(c->agent_pid) : ", ssh pid " + std::to_string(c->pid);
+  sink_->message("launch: " + c->host + " (rank " + std::to_string(c->rank) + agent + ") sent no heartbeat for " +
+                 seconds_text(silent_s) + " s; stopping the job");
+  kill(-c->pid, SIGKILL);
+  close_fd(&c->ctl_fd);
+  c->ctl_buf.clear();
+  c->status_known = c->reported = true;
+  c->status = 255 << 8;
+  if (!stopping_) {
+    failure_code_ = 255;
+    first_failure_exited_ = true;
+    first_failure_at_ = Clock::now();
+    begin_stop(SIGTERM, 255);
+  }
+}
+
+// Pings out; a remote child whose agent has said nothing for the timeout is lost. Before the first
+// marker, ssh may still be connecting: start_timeout more.
+void Supervisor::check_heartbeats(Clock::time_point now) {
+  if (cfg_.heartbeat_timeout_s <= 0) return;
+  auto timeout = std::chrono::duration<double>(cfg_.heartbeat_timeout_s);
+  auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cfg_.heartbeat_interval_s));
+  for (auto& cp : children_) {
+    Child* c = cp.get();
+    if (c->kind != Kind::kRemote || c->finished || c->lost || c->reaped) continue;
+    if (c->ctl_fd >= 0 && c->ctl_buf.empty() && !c->ctl_close && now >= c->next_ping) {
+      c->ctl_buf += kAgentPing;
+      c->next_ping = now + interval;
+    }
+    auto allowed = c->heard ? timeout : timeout + std::chrono::duration<double>(cfg_.start_timeout_s);
+    if (now - c->last_heard < allowed) continue;
+    lose_host(c, cfg_.heartbeat_timeout_s);  // also after its status: an agent then exits at once
+  }
+}
+
 // The first SIGINT/SIGTERM/SIGHUP stops the job; another one while stopping kills it.
 void Supervisor::handle_stop_signals() {
   if (g_stop_count == seen_stop_count_) return;
@@ -491,6 +555,7 @@ bool Supervisor::settle_children(bool give_up) {
 bool Supervisor::step(int poll_ms) {
   auto now = Clock::now();
   check_timeout(now);
+  check_heartbeats(now);
   handle_stop_signals();
   escalate_stop(now);
   bool give_up = hard_killed_ && now >= give_up_at_;

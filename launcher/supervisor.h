@@ -25,6 +25,10 @@ struct SupervisorConfig {
   double timeout_s = 0;  // 0 = no --timeout
   int grace_ms = 3000;   // SIGTERM -> SIGKILL
   std::string nonce;     // of the agents' status lines
+  // Heartbeats with the agents (0 = off): a ping byte every interval to each agent; an agent whose
+  // ssh brings no marker line for timeout (before its first one: timeout + start_timeout) is named
+  // and the job stops (exit 255), its ssh killed.
+  double heartbeat_timeout_s = 0, heartbeat_interval_s = 0, start_timeout_s = 30;
 };
 
 // SIGINT/SIGTERM/SIGHUP/SIGCHLD are caught into a self-pipe; SIGPIPE is ignored. Call once, early.
@@ -67,6 +71,8 @@ class Supervisor {
   // every child is done (or poll failed).
   bool step(int poll_ms);
   void check_timeout(std::chrono::steady_clock::time_point now);
+  void check_heartbeats(std::chrono::steady_clock::time_point now);
+  void lose_host(Child* c, double silent_s);
   void handle_stop_signals();
   void escalate_stop(std::chrono::steady_clock::time_point now);
   bool poll_children(int poll_ms);
