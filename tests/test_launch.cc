@@ -1352,7 +1352,7 @@ TEST_F(LaunchDryRun, GlooRankTableEnvironmentAndSshCommandsStartNothing) {
   std::string ssh_tail = " -T HOST 'cd " + std::string(cwd) + " && exec " + real_path(launch_bin()) + " --agent'";
   auto ssh_cmd = [&](const std::string& host) {
     std::string tail = ssh_tail;
-    return "ssh -o BatchMode=yes -o ConnectTimeout=10 -F " + cfg + tail.replace(tail.find("HOST"), 4, host);
+    return "ssh -o BatchMode=yes -o ConnectTimeout=10 -o ServerAliveInterval=10 -o ServerAliveCountMax=3 -F " + cfg + tail.replace(tail.find("HOST"), 4, host);
   };
   std::string want =
       "dry run: 4 ranks on 2 hosts with --gloo; nothing was started\n"
