@@ -132,7 +132,8 @@ FUZZ_CXXFLAGS ?= -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,add
 FUZZ_NAMES    := $(patsubst tests/fuzz/fuzz_%.cc,%,$(wildcard tests/fuzz/fuzz_*.cc))
 FUZZ_SRC_store_server   := comm/store_protocol.cc launcher/store_session.cc
 FUZZ_SRC_idx            := src/mnist.cc
-FUZZ_SRC_train_options  := src/options.cc src/step_list.cc comm/allreduce_names.cc
+FUZZ_SRC_train_options  := src/options.cc src/step_list.cc src/step_range.cc comm/allreduce_names.cc
+FUZZ_SRC_step_range     := src/step_range.cc
 FUZZ_SRC_launch_options := launcher/options.cc launcher/tagger.cc
 FUZZ_SRC_hosts          := launcher/hosts.cc
 FUZZ_SRC_checkpoint     := src/checkpoint.cc src/crc32.cc

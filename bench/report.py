@@ -159,7 +159,8 @@ LOG_NAME = re.compile(r"^(baresgd|pytorch)-(\w+)-w(\d+)-r(\d+)\.log$")
 TRANSPORT_LABEL = {"single": "single process", "gloo": "gloo", "mpi": "mpi",
                    "single_coretype_unset": "single, OPENBLAS_CORETYPE unset",
                    "mpi_yield": "mpi, yield_when_idle=1",
-                   "single_1thread": "single process, 1 thread"}
+                   "single_1thread": "single process, 1 thread",
+                   "gloo_timeline": "gloo, --timeline"}
 
 
 def training_rows(run_dir):
@@ -203,7 +204,14 @@ def training_rows(run_dir):
             "rss_mib_max": (max(x for x in t["rss_mib"] if x) / max(x for x in row["rss_mib"] if x))
             if all(row["rss_mib"]) and all(t["rss_mib"]) else None,
         }
-    order = {"single": 0, "single_coretype_unset": 1, "single_1thread": 1, "gloo": 2, "mpi": 3, "mpi_yield": 4}
+    # --timeline's recording cost: its epoch against the plain gloo epoch at the same W.
+    plain = {r["world"]: r for r in rows if r["program"] == "baresgd" and r["transport"] == "gloo" and r.get("train_s")}
+    for row in rows:
+        p = plain.get(row["world"])
+        if row["transport"] == "gloo_timeline" and p and row.get("train_s"):
+            row["timeline_overhead_pct"] = 100.0 * (row["train_s"] / p["train_s"] - 1)
+    order = {"single": 0, "single_coretype_unset": 1, "single_1thread": 1, "gloo": 2, "gloo_timeline": 2.5,
+             "mpi": 3, "mpi_yield": 4}
     rows.sort(key=lambda r: (r["world"], r["program"] != "baresgd", order.get(r["transport"], 9)))
     return rows
 
@@ -335,6 +343,10 @@ def render(report):
             fmt(ratio.get("rss_mib_max"), "{:.1f}x"), fmt(r.get("other_cpu_pct"), "{:.0f}%"),
             "{}/{}".format(r["reps_ok"], r["reps"])])
     out.append(table(hdr, rows, ["<", "<"] + [">"] * (len(hdr) - 2)))
+    for r in report["training"]:
+        if r.get("timeline_overhead_pct") is not None:
+            out.append("--timeline recording cost, W={}: {:+.1f}% of the epoch (budget: 5%)".format(
+                r["world"], r["timeline_overhead_pct"]))
     if any("log-estimate" in (r.get("train_s_source") or "") for r in report["training"]):
         out.append("~ s/epoch estimated from the timestamps of the log lines (no timing: line in the output)")
 

@@ -254,6 +254,12 @@ if ! skip train; then
           note "rep $rep/$REPS: baresgd $w ranks, gloo"
           measure run_logged "$OUT/train/baresgd-gloo-w$w-r$rep.log" "$TP" \
             ./launch -np "$w" --gloo sh -c "$RANK_WRAP" "$TP" ./train --epochs 1
+          if [[ $w == 2 ]]; then
+            # The timeline's recording cost: the same epoch with --timeline (every step recorded).
+            note "rep $rep/$REPS: baresgd $w ranks, gloo, --timeline"
+            measure run_logged "$OUT/train/baresgd-gloo_timeline-w$w-r$rep.log" "$TP" \
+              ./launch -np "$w" --gloo sh -c "$RANK_WRAP" "$TP" ./train --epochs 1 --timeline "$OUT/tmp/timeline.json"
+          fi
         fi
         if [[ $HAVE_MPI == 1 ]]; then
           note "rep $rep/$REPS: baresgd $w ranks, mpi"

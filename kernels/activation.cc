@@ -11,15 +11,15 @@ void relu_backward(float* dx, const float* dy, const float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
-// mask (n): 0 with probability p, else 1/(1-p); one rng_uniform draw per element (none if p == 0).
-void dropout_make_mask(float* mask, size_t n, float p, Rng* rng) {
-  if (p <= 0.0f) {
+// mask (n): bernoulli_(1 - p) then div_(1 - p) in float32, as torch's CPU dropout (p == 0: ones).
+void dropout_make_mask(float* mask, size_t n, double p, TorchGenerator* g) {
+  if (p <= 0.0) {
     for (size_t i = 0; i < n; ++i) mask[i] = 1.0f;
     return;
   }
-  const float scale = 1.0f / (1.0f - p);
-  // scale * (0 or 1) is exactly 0 or scale; branch-free, as the draws are coin flips.
-  for (size_t i = 0; i < n; ++i) mask[i] = scale * static_cast<float>(!(rng_uniform(rng) < p));
+  torch_bernoulli_fill(mask, n, 1.0 - p, g);
+  const float keep = float(1.0 - p);  // div_ by the double scalar runs in the tensor's float32
+  for (size_t i = 0; i < n; ++i) mask[i] = mask[i] / keep;
 }
 
 // x (n), mask (n) -> y (n) = x * mask

@@ -1,5 +1,8 @@
-// rng: a small deterministic random generator (xoshiro256**-style state in 4 words),
-// used for init, dropout masks and sampler permutations. Plain data so checkpoints can save it.
+// rng: a small deterministic random generator (xoshiro256**-style state in 4 words) for the tests'
+// and benchmarks' synthetic data. Training draws torch's streams instead (kernels/torch_generator.h,
+// src/torch_streams.h): this generator's per-(seed, rank, step) masks needed no saved state, but
+// checkpoints now hold the torch generator, and masks independent per rank are not what the
+// Horovod example draws, so it is no longer a training option.
 #pragma once
 #include <cstdint>
 

@@ -1,4 +1,4 @@
-// sgd: PyTorch SGD-with-momentum step over flat buffers and the default uniform Conv2d/Linear init.
+// sgd: PyTorch SGD-with-momentum step over flat buffers.
 #include "kernels/sgd.h"
 
 // p (n), buf (n), g (n): buf = g (first) or momentum*buf + g; then p -= lr*buf.
@@ -15,9 +15,4 @@ void sgd_momentum_step(float* p, float* buf, const float* g, size_t n, float lr,
       p[i] -= lr * buf[i];
     }
   }
-}
-
-// p (n) = bound * (2u - 1), u = rng_uniform in [0,1): values in [-bound, bound).
-void uniform_init(float* p, size_t n, float bound, Rng* rng) {
-  for (size_t i = 0; i < n; ++i) p[i] = bound * (2.0f * rng_uniform(rng) - 1.0f);
 }

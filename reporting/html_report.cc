@@ -111,7 +111,7 @@ Axis value_axis(double lo, double hi, int max_ticks) {
   return nice_axis(lo - pad, hi + pad, max_ticks);
 }
 
-std::vector<LegendEntry> rank_legend(const std::map<int, Points>& by_rank, const MetricsHeader& h) {
+std::vector<LegendEntry> rank_legend(const std::map<int, Points>& by_rank, const ReportHeader& h) {
   std::vector<LegendEntry> out;
   for (const auto& kv : by_rank) {
     const int r = kv.first;
@@ -123,7 +123,7 @@ std::vector<LegendEntry> rank_legend(const std::map<int, Points>& by_rank, const
 
 // ---- header and summary --------------------------------------------------------------------
 
-std::string hosts_line(const MetricsHeader& h) {
+std::string hosts_line(const ReportHeader& h) {
   std::vector<std::string> order;
   std::map<std::string, std::vector<int>> ranks;
   for (size_t r = 0; r < h.hosts.size(); ++r) {
@@ -141,7 +141,7 @@ std::string row(const std::string& name, const std::string& value_html) {
 }
 
 std::string header_section(const ReportInput& in) {
-  const MetricsHeader& h = in.metrics.header;
+  const ReportHeader& h = in.metrics.header;
   std::string s = "<section id=\"run-header\">\n<h1>baresgd run report</h1>\n";
   s += "<p class=\"source\">metrics: " + esc(in.metrics_name) +
        (in.has_timeline ? " &middot; timeline: " + esc(in.timeline_name) : "") + "</p>\n<table>\n";
@@ -195,7 +195,7 @@ std::string loss_chart(const Metrics& m) {
   if (m.steps.empty()) return s + no_data("loss-chart", "no step records") + "</section>\n";
   std::map<int, Points> by_rank;
   double x0 = 1e300, x1 = -1e300, y0 = 1e300, y1 = -1e300;
-  for (const StepRecord& r : m.steps) {
+  for (const ReportStep& r : m.steps) {
     by_rank[r.rank].push_back({double(r.step), r.loss});
     x0 = std::min(x0, double(r.step)), x1 = std::max(x1, double(r.step));
     y0 = std::min(y0, r.loss), y1 = std::max(y1, r.loss);
@@ -262,7 +262,7 @@ struct StepTimeMeans {
 
 std::map<int, StepTimeMeans> step_time_means(const Metrics& m) {
   std::map<int, StepTimeMeans> out;
-  for (const StepRecord& r : m.steps) {
+  for (const ReportStep& r : m.steps) {
     StepTimeMeans& t = out[r.rank];
     t.part[0] += r.data_s;
     t.part[1] += r.compute_s;
@@ -332,7 +332,7 @@ std::string bytes_chart(const Metrics& m) {
   if (m.steps.empty()) return s + no_data("bytes-chart", "no step records") + "</section>\n";
   std::map<int, std::pair<double, int>> by_step;  // step -> (sum of bytes, ranks)
   double lo = 1e300, hi = -1e300;
-  for (const StepRecord& r : m.steps) {
+  for (const ReportStep& r : m.steps) {
     by_step[r.step].first += r.allreduce_bytes;
     ++by_step[r.step].second;
     lo = std::min(lo, r.allreduce_bytes), hi = std::max(hi, r.allreduce_bytes);

@@ -62,8 +62,8 @@ class Record {
   const std::string& type_;
 };
 
-MetricsHeader read_header(const Record& r) {
-  MetricsHeader h;
+ReportHeader read_header(const Record& r) {
+  ReportHeader h;
   h.version = r.integer("version");
   if (h.version != 1)
     r.fail("format version " + std::to_string(h.version) + " is not supported (this report reads version 1)");
@@ -84,8 +84,8 @@ MetricsHeader read_header(const Record& r) {
   return h;
 }
 
-StepRecord read_step(const Record& r, int world_size) {
-  StepRecord s;
+ReportStep read_step(const Record& r, int world_size) {
+  ReportStep s;
   s.epoch = r.integer("epoch");
   s.batch = r.integer("batch");
   s.step = r.integer("step");

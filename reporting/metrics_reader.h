@@ -12,7 +12,7 @@ struct MetricsError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-struct MetricsHeader {
+struct ReportHeader {
   int version = 0;
   int world_size = 0;
   std::string backend, algorithm;
@@ -21,7 +21,7 @@ struct MetricsHeader {
   std::vector<std::pair<std::string, std::string>> flags;     // name -> value as JSON text
 };
 
-struct StepRecord {
+struct ReportStep {
   int epoch = 0, batch = 0, step = 0, rank = 0;
   double loss = 0, lr = 0, grad_norm = 0;
   double data_s = 0, compute_s = 0, comm_s = 0, wait_s = 0, step_s = 0;
@@ -54,8 +54,8 @@ struct SummaryRecord {
 };
 
 struct Metrics {
-  MetricsHeader header;
-  std::vector<StepRecord> steps;
+  ReportHeader header;
+  std::vector<ReportStep> steps;
   std::vector<TestRecord> tests;
   std::vector<InspectRecord> inspects;
   std::vector<AdasumRecord> adasums;

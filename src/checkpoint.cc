@@ -15,9 +15,10 @@
 namespace {
 
 constexpr char kMagic[8] = {'B', 'S', 'G', 'D', 'C', 'K', 'P', 'T'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: + torch generator state
 // magic, version, world, batch, seed, epoch, batch index, step, started, nparams
 constexpr size_t kHeaderBytes = 8 + 4 + 4 + 4 + 8 + 4 + 8 + 8 + 4 + 8;
+constexpr size_t kGeneratorBytes = (TorchGenerator::kWords + 1) * 4;  // words, index
 
 template <class T>
 void put(std::string& out, T v) {
@@ -85,6 +86,8 @@ std::string encode_checkpoint(const TrainState& s) {
   put<uint64_t>(out, s.params.size());
   out.append(reinterpret_cast<const char*>(s.params.data()), s.params.size() * sizeof(float));
   out.append(reinterpret_cast<const char*>(s.momentum.data()), s.momentum.size() * sizeof(float));
+  out.append(reinterpret_cast<const char*>(s.generator.state), sizeof s.generator.state);
+  put<uint32_t>(out, s.generator.index);
   put<uint32_t>(out, crc32_of(out.data(), out.size()));
   return out;
 }
@@ -95,6 +98,9 @@ TrainState decode_checkpoint(const std::string& in, size_t expect_params) {
   if (std::memcmp(in.data(), kMagic, 8) != 0) throw std::runtime_error("bad magic (not a baresgd checkpoint)");
   size_t at = 8;
   uint32_t version = get<uint32_t>(in, &at);
+  if (version == 1)
+    throw std::runtime_error("version 1 checkpoint (written before baresgd drew torch's random streams; "
+                             "it holds no generator state and cannot be resumed bit for bit)");
   if (version != kVersion)
     throw std::runtime_error("unsupported version " + std::to_string(version) + " (expected " +
                              std::to_string(kVersion) + ")");
@@ -110,7 +116,7 @@ TrainState decode_checkpoint(const std::string& in, size_t expect_params) {
   if (n != expect_params)
     throw std::runtime_error("holds " + std::to_string(n) + " parameters, the model has " +
                              std::to_string(expect_params));
-  const size_t want = kHeaderBytes + 2 * n * sizeof(float) + 4;
+  const size_t want = kHeaderBytes + 2 * n * sizeof(float) + kGeneratorBytes + 4;
   if (in.size() != want)
     throw std::runtime_error("truncated or padded (" + std::to_string(in.size()) + " bytes, expected " +
                              std::to_string(want) + ")");
@@ -123,6 +129,12 @@ TrainState decode_checkpoint(const std::string& in, size_t expect_params) {
   s.momentum.resize(n);
   std::memcpy(s.params.data(), in.data() + at, n * sizeof(float));
   std::memcpy(s.momentum.data(), in.data() + at + n * sizeof(float), n * sizeof(float));
+  at += 2 * n * sizeof(float);
+  std::memcpy(s.generator.state, in.data() + at, sizeof s.generator.state);
+  at += sizeof s.generator.state;
+  s.generator.index = get<uint32_t>(in, &at);
+  if (s.generator.index > uint32_t(TorchGenerator::kWords))
+    throw std::runtime_error("impossible generator index " + std::to_string(s.generator.index));
   return s;
 }
 

@@ -1,10 +1,14 @@
 // checkpoint: the training state saved by rank 0 (parameters, momentum, epoch/batch position,
-// step; dropout masks are keyed by (seed, rank, step), so the step is the RNG state), written
-// atomically (temp file, fsync, rename, fsync dir) with a magic, version and CRC-32 checksum.
+// step, and torch's default generator, which every rank holds alike: the dropout masks and
+// DataLoader seeds still to come are drawn from it), written atomically (temp file, fsync,
+// rename, fsync dir) with a magic, version and CRC-32 checksum. Version 2; version 1 files
+// (no generator) are refused by name.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "kernels/torch_generator.h"
 
 struct TrainState {
   int world_size = 1;
@@ -15,9 +19,11 @@ struct TrainState {
   int64_t step = 0;           // optimizer steps taken so far (all epochs)
   bool momentum_started = false;
   std::vector<float> params, momentum;
+  TorchGenerator generator{};  // src/torch_streams.h: the state after the last step taken
 };
 
-// Bytes of a checkpoint file for state (magic "BSGDCKPT", version, fields, floats, CRC-32).
+// Bytes of a checkpoint file for state (magic "BSGDCKPT", version, fields, floats, the 624
+// generator words and their index, CRC-32).
 std::string encode_checkpoint(const TrainState& s);
 // Parses and verifies bytes; throws std::runtime_error("<what is wrong>") on any defect.
 TrainState decode_checkpoint(const std::string& bytes, size_t expect_params);

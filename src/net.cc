@@ -17,6 +17,7 @@
 #include "kernels/linear.h"
 #include "kernels/loss.h"
 #include "kernels/sgd.h"
+#include "src/timeline.h"
 
 const ParamView Net::kParams[Net::kNumTensors] = {
     {"conv1.weight", 0, 250, {10, 1, 5, 5}},      {"conv1.bias", 250, 10, {10, 0, 0, 0}},
@@ -177,15 +178,28 @@ Net::Net(int max_batch, int threads) : max_batch_(max_batch) {
 
 Net::~Net() = default;
 
-void Net::init(Rng* rng) {
-  const size_t fan_in[kNumTensors] = {25, 25, 250, 250, 320, 320, 50, 50};
-  for (int t = 0; t < kNumTensors; ++t)
-    uniform_init(P(params, t), kParams[t].count, 1.0f / std::sqrt(float(fan_in[t])), rng);
+// torch.nn.init.kaiming_uniform_(w, a=sqrt(5)): bound = sqrt(3) * gain / sqrt(fan_in) with
+// gain = sqrt(2 / (1 + a^2)), every step in double as Python computes it.
+static double kaiming_uniform_bound(double fan_in) {
+  const double a = std::sqrt(5.0);
+  const double gain = std::sqrt(2.0 / (1 + a * a));
+  const double std_dev = gain / std::sqrt(fan_in);
+  return std::sqrt(3.0) * std_dev;
 }
 
-void Net::sample_dropout_masks(Rng* rng, int n, float p) {
-  dropout_make_mask(mask2d_.data(), size_t(n) * kC2, p, rng);
-  dropout_make_mask(mask_.data(), size_t(n) * kHidden, p, rng);
+void Net::init(TorchGenerator* g) {
+  const double fan_in[kNumTensors / 2] = {25, 250, 320, 50};  // conv1, conv2, fc1, fc2
+  for (int layer = 0; layer < kNumTensors / 2; ++layer) {
+    const int w = 2 * layer, b = w + 1;
+    const double wb = kaiming_uniform_bound(fan_in[layer]), bb = 1 / std::sqrt(fan_in[layer]);
+    torch_uniform_fill(P(params, w), kParams[w].count, -wb, wb, g);
+    torch_uniform_fill(P(params, b), kParams[b].count, -bb, bb, g);
+  }
+}
+
+void Net::sample_dropout_masks(TorchGenerator* g, int n, double p) {
+  dropout_make_mask(mask2d_.data(), size_t(n) * kC2, p, g);
+  dropout_make_mask(mask_.data(), size_t(n) * kHidden, p, g);
 }
 
 // Blocks are dealt in runs of ceil(blocks / threads), so slice 0 (the caller) is never idle.
@@ -222,14 +236,17 @@ void Net::forward_job(Net* net, int s, int begin, int end) {
   const int n = end - begin;
   const std::vector<float>& prm = net->params;
   const float* mask2d = net->dropout_ ? net->mask2d_.data() + size_t(begin) * kC2 : nullptr;
+  TimelineLayers tl(s);  // --timeline: one slice per fused block below
   // conv1 -> (n,10,24,24); max_pool 2; relu -> h1 (n,10,12,12), lane-blocked
   pack_lanes(S.xb.data(), net->x_ + size_t(begin) * kIn * kIn, n, kIn * kIn);
   conv2d_pool_relu_forward_n16(S.h1b.data(), S.sel1.data(), S.xb.data(), P(prm, 0), P(prm, 1),
                                nullptr, n, 1, kIn, kIn, kC1, kK, kK);
+  tl.mark(TimelineKind::kConv1Forward);
   // conv2 -> (n,20,8,8); Dropout2d; max_pool 2; relu -> h2 (n,20,4,4) = view (n,320)
   conv2d_pool_relu_forward_n16(S.h2b.data(), S.sel2.data(), S.h1b.data(), P(prm, 2), P(prm, 3),
                                mask2d, n, kC1, kP1, kP1, kC2, kK, kK);
   unpack_lanes(S.h2.data(), S.h2b.data(), n, kFlat);
+  tl.mark(TimelineKind::kConv2Forward);
   // fc1 -> (n,50); relu; dropout
   linear_forward(S.h3.data(), S.h2.data(), P(prm, 4), P(prm, 5), n, kFlat, kHidden);
   relu_forward(S.h3.data(), S.h3.data(), size_t(n) * kHidden);
@@ -239,9 +256,11 @@ void Net::forward_job(Net* net, int s, int begin, int end) {
                     size_t(n) * kHidden);
     fc2_in = S.d3.data();
   }
+  tl.mark(TimelineKind::kFc1Forward);
   // fc2 -> (n,10); log_softmax
   linear_forward(S.f2.data(), fc2_in, P(prm, 6), P(prm, 7), n, kHidden, kClasses);
   log_softmax_forward(net->logp_.data() + size_t(begin) * kClasses, S.f2.data(), n, kClasses);
+  tl.mark(TimelineKind::kFc2Forward);
 }
 
 float Net::backward(const int32_t* target, int n) {
@@ -269,12 +288,14 @@ void Net::backward_job(Net* net, int s, int begin, int end) {
   const float* logp = net->logp_.data() + size_t(begin) * kClasses;
   const int32_t* target = net->target_ + begin;
   const float* mask2d = net->dropout_ ? net->mask2d_.data() + size_t(begin) * kC2 : nullptr;
+  TimelineLayers tl(s);  // --timeline: one slice per fused block below
   nll_loss_backward(S.g_f2.data(), target, 1.0f / float(N), n, kClasses, false);
   log_softmax_backward(S.g_f2.data(), S.g_f2.data(), logp, n, kClasses);
   // fc2: d(fc2 input) (n,50)
   const float* fc2_in = net->dropout_ ? S.d3.data() : S.h3.data();
   linear_backward(S.g_h3.data(), P(grads, 6), P(grads, 7), S.g_f2.data(), fc2_in, P(prm, 6), n,
                   kHidden, kClasses);
+  tl.mark(TimelineKind::kFc2Backward);
   if (net->dropout_)
     dropout_backward(S.g_h3.data(), S.g_h3.data(), net->mask_.data() + size_t(begin) * kHidden,
                      size_t(n) * kHidden);
@@ -282,12 +303,15 @@ void Net::backward_job(Net* net, int s, int begin, int end) {
   // fc1: d(h2) (n,320)
   linear_backward(S.g_h2.data(), P(grads, 4), P(grads, 5), S.g_h3.data(), S.h2.data(), P(prm, 4), n,
                   kFlat, kHidden);
+  tl.mark(TimelineKind::kFc1Backward);
   // conv2 block (relu, max_pool, Dropout2d, conv2): d(h1) (n,10,12,12), lane-blocked
   pack_lanes(S.g_h2b.data(), S.g_h2.data(), n, kFlat);
   conv2d_pool_relu_backward_sparse(S.g_h1b.data(), P(grads, 2), P(grads, 3), S.g_h2b.data(),
                                    S.sel2.data(), mask2d, S.h1b.data(), P(prm, 2), S.work.data(), n,
                                    kC1, kP1, kP1, kC2, kK, kK);
+  tl.mark(TimelineKind::kConv2Backward);
   // conv1 block (relu, max_pool, conv1): no input gradient needed
   conv2d_pool_relu_backward_weights_n16(P(grads, 0), P(grads, 1), S.g_h1b.data(), S.sel1.data(),
                                         nullptr, S.xb.data(), n, 1, kIn, kIn, kC1, kK, kK);
+  tl.mark(TimelineKind::kConv1Backward);
 }

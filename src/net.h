@@ -17,7 +17,7 @@
 #include <new>
 #include <vector>
 
-#include "kernels/rng.h"
+#include "kernels/torch_generator.h"
 
 // One parameter tensor's place in the flat buffer.
 struct ParamView {
@@ -65,11 +65,14 @@ class Net {
   int max_batch() const { return max_batch_; }
   int threads() const { return int(slices_.size()); }
 
-  // PyTorch's default Conv2d/Linear init, U(-1/sqrt(fan_in), +1/sqrt(fan_in)), drawn in order.
-  void init(Rng* rng);
+  // PyTorch's default init drawn from g as the example's Net() draws it after torch.manual_seed:
+  // layer by layer (conv1, conv2, fc1, fc2), the weight by kaiming_uniform_(a=sqrt(5)), then the
+  // bias by uniform_(-1/sqrt(fan_in), 1/sqrt(fan_in)); bit-identical to torch 1.13.
+  void init(TorchGenerator* g);
 
-  // Dropout masks for a batch of n (Dropout2d on conv2's 20 channels, dropout on fc1's 50).
-  void sample_dropout_masks(Rng* rng, int n, float p = 0.5f);
+  // Dropout masks for a batch of n as the example's forward draws them from g: Dropout2d's noise
+  // (n,20,1,1) first, then F.dropout's (n,50); 0 or 1/(1-p).
+  void sample_dropout_masks(TorchGenerator* g, int n, double p = 0.5);
   float* mask2d() { return mask2d_.data(); }  // (max_batch, 20): 0 or 1/(1-p)
   float* mask() { return mask_.data(); }      // (max_batch, 50)
 

@@ -108,6 +108,9 @@ std::string usage_text() {
       "  --resume                       continue from the newest valid checkpoint\n"
       "  --threads N                    compute threads per rank (default: cores / ranks on\n"
       "                                 this host, or OPENBLAS_NUM_THREADS)\n"
+      "  --timeline FILE                record a Chrome trace (Perfetto, chrome://tracing) of\n"
+      "                                 every rank into FILE (default: $HOROVOD_TIMELINE)\n"
+      "  --timeline-steps A-B           record only optimizer steps A..B (0-based; or A)\n"
       "  --no-dropout                   disable both dropout layers (tests)\n"
       "  --max-steps N                  stop after N optimizer steps (tests)\n"
       "  --dump-params FILE             write the final parameters as raw float32 (tests);\n"
@@ -179,6 +182,13 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--inspect", [&](auto& f, auto& v) { o.inspect_steps = parse_steps(f, v); }},
       {"--inspect-dump", [&](auto& f, auto& v) { o.inspect_dump = non_empty(f, v); }},
       {"--check-sync", [&](auto& f, auto& v) { o.check_sync = parse_int(f, v, 1, 1LL << 30); }},
+      {"--timeline", [&](auto& f, auto& v) { o.timeline = v; }},
+      {"--timeline-steps",
+       [&](auto& f, auto& v) {
+         if (!parse_step_range(v, &o.timeline_steps))
+           throw TrainUsageError{"argument " + f + ": invalid step range " + quote(v) +
+                                 " (expected A-B or A: 0-based optimizer steps, A <= B)"};
+       }},
   };
   std::map<std::string, bool*> switches = {
       {"--no-cuda", &o.no_cuda},

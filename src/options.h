@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "src/step_range.h"
+
 struct Options {
   // The Horovod PyTorch MNIST example's flags, same defaults.
   int batch_size = 64;
@@ -43,6 +45,8 @@ struct Options {
   std::vector<uint64_t> inspect_steps;  // --inspect 0,100,500: 0-based optimizer steps, ascending
   std::string inspect_dump;             // --inspect-dump DIR: gradients at those steps (tests)
   long long check_sync = 0;             // --check-sync N: compare parameter checksums every N steps
+  std::string timeline;           // --timeline FILE: Chrome trace of every rank (else HOROVOD_TIMELINE)
+  StepRange timeline_steps;       // --timeline-steps A-B: optimizer steps recorded (default all)
   bool help = false;
 };
 

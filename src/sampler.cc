@@ -1,18 +1,13 @@
 // sampler: DistributedSampler permutation/padding/striding and MNIST batch assembly.
 #include "src/sampler.h"
 
-#include "kernels/rng.h"
+#include "kernels/torch_generator.h"
 
+// g = torch.Generator(); g.manual_seed(seed + epoch); torch.randperm(n, generator=g).
 std::vector<uint32_t> sampler_permutation(size_t n, uint64_t seed_plus_epoch) {
-  std::vector<uint32_t> p(n);
-  for (size_t i = 0; i < n; ++i) p[i] = uint32_t(i);
-  Rng rng;
-  rng_seed(&rng, seed_plus_epoch);
-  for (size_t i = n; i > 1; --i) {  // Fisher-Yates
-    size_t j = size_t(rng_below(&rng, i));
-    std::swap(p[i - 1], p[j]);
-  }
-  return p;
+  TorchGenerator g;
+  torch_manual_seed(&g, seed_plus_epoch);
+  return torch_randperm(n, &g);
 }
 
 DistributedSampler::DistributedSampler(size_t dataset_size, int num_replicas, int rank,

@@ -23,8 +23,10 @@ class DistributedSampler {
   std::vector<uint32_t> indices_;
 };
 
-// The permutation of 0..n-1 the sampler uses for (seed + epoch); identical on every rank and for
-// every world size, so W ranks of batch B see the same samples as one rank of batch W*B.
+// The permutation of 0..n-1 the sampler uses for (seed + epoch): torch.randperm(n) from a
+// generator seeded seed + epoch, as DistributedSampler.__iter__ draws it (equal to torch's,
+// tests/test_torch_streams.cc). Identical on every rank and for every world size, so W ranks of
+// batch B see the same samples as one rank of batch W*B.
 std::vector<uint32_t> sampler_permutation(size_t n, uint64_t seed_plus_epoch);
 
 // Number of batches the DataLoader yields: ceil(len / batch).

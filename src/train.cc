@@ -16,7 +16,6 @@
 
 #include "comm/allreduce.h"
 #include "comm/distributed_optimizer.h"
-#include "kernels/rng.h"
 #include "kernels/sgd.h"
 #include "src/adasum_step.h"
 #include "src/checkpoint.h"
@@ -24,17 +23,13 @@
 #include "src/mnist.h"
 #include "src/net.h"
 #include "src/sampler.h"
+#include "src/torch_streams.h"
 #include "src/train_hooks.h"
+#include "src/timeline.h"
 
 namespace {
 
 constexpr uint64_t kSamplerSeed = 0;  // DistributedSampler's default seed
-// Dropout masks of one step on one rank come from a generator keyed by (seed, rank, step), so a
-// resumed run draws exactly the masks an uninterrupted one would, with no RNG state to save.
-void seed_dropout(Rng* rng, long long seed, int rank, uint64_t step) {
-  uint64_t k = uint64_t(seed) * 0x9E3779B97F4A7C15ull ^ (uint64_t(rank) << 48) ^ step;
-  rng_seed(rng, k);
-}
 
 struct TestResult {
   double loss, accuracy;  // averaged over ranks
@@ -99,10 +94,11 @@ struct Resume {
 };
 
 // Rank 0 checks --checkpoint-dir and, with --resume, loads the newest valid checkpoint into
-// params/momentum; the position is broadcast so every rank starts at the same step. Every rank
+// params/momentum/generator; the position and the generator are broadcast so every rank starts at
+// the same step with the same draws to come. Every rank
 // throws the same error when rank 0 could not prepare the directory or the checkpoint does not fit.
 Resume prepare_checkpoints(const Options& opts, Communicator& comm, std::vector<float>* params,
-                           std::vector<float>* momentum) {
+                           std::vector<float>* momentum, TorchGenerator* generator) {
   Resume r;
   if (opts.checkpoint_dir.empty()) {
     if (opts.resume) throw std::runtime_error("--resume needs --checkpoint-dir DIR");
@@ -128,6 +124,7 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, std::vector<
         h[7] = st.batch_size;
         *params = st.params;
         *momentum = st.momentum;
+        *generator = st.generator;
         std::fprintf(stderr, "train: resuming from %s (epoch %d, batch %lld, step %lld)\n", path.c_str(),
                      st.epoch, (long long)st.batch, (long long)st.step);
       } else if (opts.resume) {
@@ -153,6 +150,7 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, std::vector<
     r.batch = size_t(h[3]);
     r.step = uint64_t(h[4]);
     r.momentum_started = h[5] != 0;
+    comm.broadcast(generator, sizeof *generator, 0);
   }
   return r;
 }
@@ -190,14 +188,14 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   const int threads = std::max(1, openblas_get_num_threads());
   openblas_set_num_threads(1);
   Net net(std::max(opts.batch_size, eval_chunk), threads);
-  Rng init_rng;
-  rng_seed(&init_rng, uint64_t(opts.seed));
-  net.init(&init_rng);
+  TorchStreams torch_rng;  // torch.manual_seed(args.seed) on every rank, then model = Net()
+  torch_rng.seed(uint64_t(opts.seed));
+  torch_rng.init_net(&net);
   std::vector<float> momentum(Net::kNumParams, 0.0f);
 
   // --checkpoint-dir / --resume: rank 0 prepares the directory and reads the newest valid
   // checkpoint; its position and state reach every rank with the start-up broadcast.
-  Resume start = prepare_checkpoints(opts, comm, &net.params, &momentum);
+  Resume start = prepare_checkpoints(opts, comm, &net.params, &momentum, &torch_rng.gen);
 
   // Horovod: broadcast parameters and optimizer state from rank 0.
   // --use-adasum: after this broadcast every rank's momentum buffer evolves on its own (Horovod's
@@ -220,7 +218,10 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     st.momentum_started = momentum_started;
     st.params = net.params;
     st.momentum = momentum;
+    st.generator = torch_rng.gen;
+    const int64_t tl = timeline_begin();
     save_checkpoint(opts.checkpoint_dir, st);
+    timeline_end(TimelineKind::kCheckpoint, tl);
   };
 
   // Horovod: scale the learning rate by the number of ranks (not with Adasum on CPU).
@@ -244,8 +245,8 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
 
   std::vector<float> x(size_t(net.max_batch()) * 784);
   std::vector<int32_t> y(size_t(net.max_batch()));
-  Rng dropout_rng;
   uint64_t step = start.step;
+  timeline_start(comm, net.threads(), how);  // --timeline: clocks synced to rank 0's, tracks named
   bool stop = false;
 
   for (int epoch = start.epoch; epoch <= opts.epochs && !stop; ++epoch) {
@@ -254,6 +255,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     train_sampler.set_epoch(uint64_t(epoch));
     const auto& idx = train_sampler.indices();
     const size_t first_batch = epoch == start.epoch ? start.batch : 0;
+    if (first_batch == 0) torch_rng.start_train_loader();  // a resumed epoch drew it already
     for (size_t b = first_batch; b < batches; ++b) {
       if (opts.max_steps >= 0 && step >= uint64_t(opts.max_steps)) {
         stop = true;
@@ -262,21 +264,23 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
       hooks.begin_step(epoch, b, step, b % size_t(opts.log_interval) == 0);
       const size_t start = b * size_t(opts.batch_size);
       const int n = int(std::min(size_t(opts.batch_size), idx.size() - start));
+      timeline_step((long long)step);
+      int64_t tl = timeline_begin();
       gather_batch(x.data(), y.data(), train, idx.data() + start, n);
+      timeline_end(TimelineKind::kBatchRead, tl);
       hooks.data_done();
       const bool dropout = !opts.no_dropout;
-      if (dropout) {
-        seed_dropout(&dropout_rng, opts.seed, rank, step);
-        net.sample_dropout_masks(&dropout_rng, n);
-      }
+      if (dropout) torch_rng.dropout_masks(&net, n);
       net.forward(x.data(), n, dropout);
       const float loss = net.backward(y.data(), n);
       hooks.before_averaging(net.grads.data(), net.params.data());
       if (size > 1 && !opts.use_adasum) {
         const auto t_comm = Clock::now();
-        how.observer = hooks.allreduce_observer(nullptr);  // counts bytes at --inspect steps
+        how.observer = hooks.allreduce_observer(timeline_allreduce_observer());  // bytes at --inspect steps, slices
         hooks.comm_begin();
+        tl = timeline_begin();
         average_gradients(comm, net.grads.data(), net.grads.size(), segments, how);
+        timeline_gradient_allreduce(tl, net.grads.size());
         hooks.comm_end();
         if (timing) comm_s += since(t_comm);
       }
@@ -285,15 +289,19 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
         const auto t_comm = Clock::now();
         std::vector<AdasumCoefficients> trace;
         hooks.comm_begin();
+        tl = timeline_begin();
         adasum_step(comm, net.params.data(), momentum.data(), net.grads.data(), net.params.size(), segments,
                     AdasumStepArgs{lr, float(opts.momentum), !momentum_started, how.fp16,
                                    hooks.inspecting() ? &trace : nullptr});
+        timeline_gradient_allreduce(tl, net.params.size());  // the local step and the deltas' Adasum
         hooks.comm_end();
         hooks.add_adasum_coefficients(trace);
         if (timing) comm_s += since(t_comm);
       } else {
+        tl = timeline_begin();
         sgd_momentum_step(net.params.data(), momentum.data(), net.grads.data(), net.params.size(), lr,
                           float(opts.momentum), !momentum_started);
+        timeline_end(TimelineKind::kOptimizerStep, tl);
       }
       hooks.after_step(net.grads.data(), net.params.data(), loss, n);
       momentum_started = true;
@@ -310,7 +318,11 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     train_s += since(t_epoch);
     if (stop) break;
     const auto t_test = Clock::now();
+    torch_rng.start_test_loader();
+    timeline_step((long long)step);  // the test pass and epoch-end checkpoint count as the next step
+    const int64_t tl = timeline_begin();
     TestResult r = evaluate(net, test, test_sampler, opts.test_batch_size, comm, x, y);
+    timeline_end(TimelineKind::kTestPass, tl);
     if (rank == 0) {
       std::fprintf(out, "\nTest set: Average loss: %.4f, Accuracy: %.2f%%\n\n", r.loss,
                    100.0 * r.accuracy);
@@ -320,6 +332,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     test_s += since(t_test);
     save(epoch + 1, 0, step);
   }
+  timeline_finish(comm);  // --timeline: every rank's events merged into the one file
   hooks.finish(train_s);
   if (timing)
     std::fprintf(stderr, "timing: rank=%d startup_s=%.4f train_s=%.4f test_s=%.4f comm_s=%.4f\n", rank,

@@ -16,6 +16,7 @@
 
 #include "comm/communicator.h"
 #include "src/options.h"
+#include "src/timeline.h"
 #include "src/train.h"
 
 namespace {
@@ -102,6 +103,7 @@ int main(int argc, char** argv) {
       openblas_set_num_threads(std::max(1, cores / std::max(1, info.local_size)));
     }
     TrainData data = load_train_data(opts);  // a bad file fails here, before any rendezvous
+    timeline_open(opts, info);               // so does a timeline file this rank cannot write
     comm = make_communicator(co);
     run_training(opts, data, *comm, stdout);
   } catch (const std::exception& e) {

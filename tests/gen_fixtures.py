@@ -24,6 +24,16 @@ Files:
     conv2d.bin pool.bin linear.bin activation.bin loss.bin sgd_kernel.bin   per-kernel cases
     net.bin        the Horovod MNIST seed model, one forward/backward with fixed dropout masks
     sgd_steps.bin  10 SGD(lr=0.01, momentum=0.5) steps of that model, dropout off
+    torch_streams.bin  torch's generator: words, base seed, uniform_/bernoulli_/randperm draws,
+                   the example's initial parameters (seeds 42, 1), the first 3 steps' masks
+    sampler.bin    DistributedSampler shards, epoch 1 train / epoch 0 test, W = 1, 2, 3
+    replay.bin     the example's first 20 steps on real MNIST at W = 1, 2: losses, parameters
+    example_epoch1_w{1,2,3}.txt  the lines horovodrun -np W prints for the first epoch, per rank
+    example_epoch1_params.bin, example_test_epoch1_weights.txt  the W = 1 weights after epoch 1
+                   and the Test line a test pass over them prints at W = 1, 2, 3
+The last three read real MNIST from data/MNIST/raw (make data); W > 1 is simulated in one
+process with Horovod's semantics (each rank's own generator copy and shard, Average = sum times
+float32 1/size, lr * size). These float32 runs are torch's own numbers, not float64 references.
 """
 import os
 import struct
@@ -330,16 +340,287 @@ def gen_sgd_steps():
             ("losses", torch.stack(losses)), ("params10", flat_params(model))]
 
 
+# ---------------------------------------------------------------------------------------------
+# PyTorch's random streams (src/torch_streams.h): what the Horovod example draws from torch's
+# generators, and the example itself replayed on real MNIST.
+
+class ExampleNet(nn.Module):
+    """Horovod's examples/pytorch/pytorch_mnist.py Net, as written there (real dropouts)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 10, kernel_size=5)
+        self.conv2 = nn.Conv2d(10, 20, kernel_size=5)
+        self.conv2_drop = nn.Dropout2d()
+        self.fc1 = nn.Linear(320, 50)
+        self.fc2 = nn.Linear(50, 10)
+
+    def forward(self, x):
+        x = F.relu(F.max_pool2d(self.conv1(x), 2))
+        x = F.relu(F.max_pool2d(self.conv2_drop(self.conv2(x)), 2))
+        x = x.view(-1, 320)
+        x = F.relu(self.fc1(x))
+        x = F.dropout(x, training=self.training)
+        x = self.fc2(x)
+        return F.log_softmax(x, dim=1)
+
+
+def as_int32_bits(t):
+    """Unsigned 32-bit values (in an int64 tensor) stored as int32 with the same bits."""
+    t = t.to(torch.int64)
+    return torch.where(t >= 2 ** 31, t - 2 ** 32, t).to(torch.int32)
+
+
+def words_consumed(state_before, state_after):
+    """32-bit words a generator handed out between two get_state()s (THGeneratorState: seed,
+    left, seeded, next, state[624]...); valid within one block of 624 or across whole blocks."""
+    _, left0, _, next0 = struct.unpack_from("<QiiQ", state_before.numpy().tobytes(), 0)
+    _, left1, _, next1 = struct.unpack_from("<QiiQ", state_after.numpy().tobytes(), 0)
+    return (next1 - next0) % 624 if left0 != 1 else next1
+
+
+def gen_torch_streams():
+    out = []
+    # Raw words: random_(0, 2^32 - 1) on int64 draws one word each, word % (2^32 - 1).
+    torch.manual_seed(42)
+    s0 = torch.get_rng_state()
+    w = torch.empty(600, dtype=torch.int64).random_(0, 2 ** 32 - 1)
+    assert words_consumed(s0, torch.get_rng_state()) == 600
+    out.append(("seed42.words_mod", as_int32_bits(w)))
+    # The DataLoader base seed draw: int64 random_() = random64() mod 2^63 (two words).
+    torch.manual_seed(42)
+    s0 = torch.get_rng_state()
+    b = torch.empty((), dtype=torch.int64).random_()
+    assert words_consumed(s0, torch.get_rng_state()) == 2
+    bv = int(b.item())
+    out.append(("seed42.base_seed", as_int32_bits(torch.tensor([bv & 0xffffffff, bv >> 32]))))
+    # uniform_ on float32 (one word each) and bernoulli_ on float32 (two words each), seed 5.
+    torch.manual_seed(5)
+    out.append(("seed5.uniform", torch.empty(1000).uniform_(-0.3, 0.7)))
+    s0 = torch.get_rng_state()
+    out.append(("seed5.bernoulli50", torch.empty(300).bernoulli_(0.5)))
+    assert words_consumed(s0, torch.get_rng_state()) == 600
+    out.append(("seed5.bernoulli30", torch.empty(200).bernoulli_(0.3)))
+    g = torch.Generator()
+    g.manual_seed(3)
+    out.append(("seed3.randperm1000", torch.randperm(1000, generator=g)))
+    # The example's initial parameters: torch.manual_seed(seed); Net().
+    for seed in (42, 1):
+        torch.manual_seed(seed)
+        s0 = torch.get_rng_state()
+        model = ExampleNet()
+        assert words_consumed(s0, torch.get_rng_state()) == 624  # 21840 = 35 blocks, 1 word each
+        out.append(("init%d.params" % seed, flat_params(model)))
+    # The dropout masks of the example's first 3 steps (seed 42, batch 64): after Net() and the
+    # train loader's base seed, each forward draws Dropout2d's (64,20,1,1) then dropout's (64,50).
+    torch.manual_seed(42)
+    model = ExampleNet()
+    torch.empty((), dtype=torch.int64).random_()  # iter(train_loader)
+    for step in range(3):
+        m2d = torch.empty(64, 20, 1, 1).bernoulli_(0.5).div_(0.5)
+        m = torch.empty(64, 50).bernoulli_(0.5).div_(0.5)
+        out += [("step%d.mask2d" % step, m2d.reshape(64, 20)), ("step%d.mask" % step, m)]
+    check_masks_are_the_forwards()
+    return out
+
+
+def check_masks_are_the_forwards():
+    """The masks drawn by hand above are the ones the real forward draws: same outputs, bit for
+    bit, and the generator ends in the same state."""
+    torch.manual_seed(42)
+    model = ExampleNet()
+    model.train()
+    x = torch.randn(64, 1, 28, 28)
+    state = torch.get_rng_state()
+    real = model(x)
+    after = torch.get_rng_state()
+    torch.set_rng_state(state)
+    m2d = torch.empty(64, 20, 1, 1).bernoulli_(0.5).div_(0.5)
+    m = torch.empty(64, 50).bernoulli_(0.5).div_(0.5)
+    assert torch.equal(torch.get_rng_state(), after)
+    h = F.relu(F.max_pool2d(model.conv1(x), 2))
+    h = F.relu(F.max_pool2d(model.conv2(h) * m2d, 2)).view(-1, 320)
+    h = F.relu(model.fc1(h)) * m
+    assert torch.equal(F.log_softmax(model.fc2(h), dim=1), real), "masks differ from the forward's"
+
+
+def gen_sampler():
+    """DistributedSampler indices of epoch 1 (train) and epoch 0 (test: never set_epoch), W=1..3."""
+    import torch.utils.data.distributed as tud
+    out = []
+    for split, n, epoch in (("train", 60000, 1), ("test", 10000, 0)):
+        for W in (1, 2, 3):
+            for r in range(W):
+                s = tud.DistributedSampler(range(n), num_replicas=W, rank=r)
+                s.set_epoch(epoch)
+                out.append(("%s.W%d.r%d" % (split, W, r), torch.tensor(list(iter(s)))))
+    return out
+
+
+def read_idx(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    magic, count = struct.unpack_from(">II", data, 0)
+    if magic == 2051:
+        rows, cols = struct.unpack_from(">II", data, 8)
+        x = torch.frombuffer(bytearray(data[16:]), dtype=torch.uint8).reshape(count, 1, rows, cols)
+        # torchvision: ToTensor (p / 255 in float32), Normalize((0.1307,), (0.3081,))
+        return (x.float().div(255) - 0.1307) / 0.3081
+    return torch.frombuffer(bytearray(data[8:]), dtype=torch.uint8).long()
+
+
+MNIST_RAW = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "MNIST", "raw")
+
+
+_MNIST = {}
+
+
+def load_mnist(train):
+    pre = "train" if train else "t10k"
+    if pre not in _MNIST:
+        _MNIST[pre] = (read_idx(os.path.join(MNIST_RAW, pre + "-images-idx3-ubyte")),
+                       read_idx(os.path.join(MNIST_RAW, pre + "-labels-idx1-ubyte")))
+    return _MNIST[pre]
+
+
+class Example:
+    """The Horovod example at W ranks, simulated in one process: every rank seeds torch 42 and
+    builds Net() (so all hold the same weights, which broadcast_parameters keeps), draws its
+    loader seeds and masks from its own copy of the default generator, computes its gradient on
+    its own DistributedSampler shard; hvd's Average allreduce = sum / size; lr = 0.01 * size;
+    SGD(momentum=0.5)."""
+
+    def __init__(self, W, seed=42):
+        import torch.utils.data.distributed as tud
+        self.W = W
+        torch.manual_seed(seed)
+        self.model = ExampleNet()
+        self.states = [torch.get_rng_state() for _ in range(W)]
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01 * W, momentum=0.5)
+        self.train_x, self.train_y = load_mnist(True)
+        self.test_x, self.test_y = load_mnist(False)
+        self.train_samplers = [tud.DistributedSampler(range(60000), num_replicas=W, rank=r)
+                               for r in range(W)]
+        self.test_samplers = [tud.DistributedSampler(range(10000), num_replicas=W, rank=r)
+                              for r in range(W)]
+
+    def on_rank(self, r, fn):
+        torch.set_rng_state(self.states[r])
+        v = fn()
+        self.states[r] = torch.get_rng_state()
+        return v
+
+    def base_seed(self):
+        return torch.empty((), dtype=torch.int64).random_().item()
+
+    def train(self, epoch, max_steps=None, log_interval=10, lines=None, losses=None):
+        self.model.train()
+        batches = []
+        for r in range(self.W):
+            self.train_samplers[r].set_epoch(epoch)
+            idx = torch.tensor(list(iter(self.train_samplers[r])))
+            batches.append(idx.split(64))
+            self.on_rank(r, self.base_seed)
+        nb = len(batches[0])
+        for b in range(nb if max_steps is None else max_steps):
+            grads, step_losses = [], []
+            for r in range(self.W):
+                self.opt.zero_grad()
+                i = batches[r][b]
+                loss = self.on_rank(r, lambda: F.nll_loss(self.model(self.train_x[i]), self.train_y[i]))
+                loss.backward()
+                grads.append([p.grad.clone() for p in self.model.parameters()])
+                step_losses.append(loss.item())
+                if lines is not None and b % log_interval == 0:
+                    lines.append("[%d]<stdout>:Train Epoch: %d [%d/%d (%.0f%%)]\tLoss: %.6f" % (
+                        r, epoch, b * len(i), len(self.train_samplers[r]), 100. * b / nb, loss.item()))
+            for k, p in enumerate(self.model.parameters()):
+                total = grads[0][k].clone()
+                for r in range(1, self.W):
+                    total += grads[r][k]
+                p.grad = total * torch.tensor(1.0 / self.W)  # Average: postscale by 1/size in float32
+            self.opt.step()
+            if losses is not None:
+                losses.append(torch.tensor(step_losses))
+
+    def test(self, lines):
+        self.model.eval()
+        loss_avg, acc_avg = torch.zeros(()), torch.zeros(())
+        for r in range(self.W):
+            self.on_rank(r, self.base_seed)
+            idx = torch.tensor(list(iter(self.test_samplers[r])))
+            test_loss, test_accuracy = 0., 0.
+            for i in idx.split(1000):
+                output = self.model(self.test_x[i])
+                test_loss += F.nll_loss(output, self.test_y[i], reduction="sum").item()
+                pred = output.data.max(1, keepdim=True)[1]
+                test_accuracy += pred.eq(self.test_y[i].view_as(pred)).float().sum()
+            test_loss /= len(self.test_samplers[r])
+            test_accuracy /= len(self.test_samplers[r])
+            loss_avg += torch.tensor(test_loss)  # metric_average: a float32 tensor, allreduced
+            acc_avg += test_accuracy.clone().detach()  # torch.tensor(val) of a float32 tensor
+        loss_avg, acc_avg = loss_avg * torch.tensor(1.0 / self.W), acc_avg * torch.tensor(1.0 / self.W)
+        lines += ["[0]<stdout>:", "[0]<stdout>:Test set: Average loss: %.4f, Accuracy: %.2f%%" % (
+            loss_avg.item(), 100. * acc_avg.item()), "[0]<stdout>:"]
+
+
+def gen_replay():
+    """20 steps of the example at W=1 and W=2 (dropout on), real MNIST (data/MNIST/raw)."""
+    torch.set_num_threads(1)
+    out = []
+    for W in (1, 2):
+        ex = Example(W)
+        losses = []
+        out.append(("W%d.params0" % W, flat_params(ex.model)))
+        ex.train(1, max_steps=20, losses=losses)
+        out += [("W%d.losses" % W, torch.stack(losses)), ("W%d.params20" % W, flat_params(ex.model))]
+    return out
+
+
+def write_example_lines(outdir):
+    """The lines horovodrun -np W prints for the example's first epoch (--epochs 1, defaults),
+    per rank in order (the interleaving between ranks is not fixed), W = 1, 2, 3."""
+    torch.set_num_threads(1)
+    trained = None
+    for W in (1, 2, 3):
+        ex = Example(W)
+        lines = []
+        ex.train(1, lines=lines)
+        ex.test(lines)
+        if W == 1:
+            trained = {k: v.clone() for k, v in ex.model.state_dict().items()}
+            write_fixture(os.path.join(outdir, "example_epoch1_params.bin"),
+                          [("W1.params", flat_params(ex.model))])
+        path = os.path.join(outdir, "example_epoch1_w%d.txt" % W)
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        print("wrote %s (%d lines)" % (path, len(lines)))
+    # The test pass alone at W = 1, 2, 3 over the same weights (the example's after its first
+    # epoch at W = 1): which samples each rank's shard holds, padding included, decides these.
+    weights = trained
+    path = os.path.join(outdir, "example_test_epoch1_weights.txt")
+    with open(path, "w") as f:
+        for W in (1, 2, 3):
+            ex = Example(W)
+            ex.model.load_state_dict(weights)
+            lines = []
+            ex.test(lines)
+            f.write("W=%d %s\n" % (W, lines[1][len("[0]<stdout>:"):]))
+    print("wrote %s" % path)
+
+
 def main():
     outdir = sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures"
     os.makedirs(outdir, exist_ok=True)
     gens = [("conv2d.bin", gen_conv2d), ("pool.bin", gen_pool), ("linear.bin", gen_linear),
             ("activation.bin", gen_activation), ("loss.bin", gen_loss),
             ("sgd_kernel.bin", gen_sgd_kernel), ("net.bin", gen_net),
-            ("sgd_steps.bin", gen_sgd_steps)]
+            ("sgd_steps.bin", gen_sgd_steps), ("torch_streams.bin", gen_torch_streams),
+            ("sampler.bin", gen_sampler), ("replay.bin", gen_replay)]
     for i, (fname, gen) in enumerate(gens):
         torch.manual_seed(1000 + i)
         write_fixture(os.path.join(outdir, fname), gen())
+    write_example_lines(outdir)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,10 @@
 // valid file wins over corrupt newer ones, and unwritable directories give a clear error.
 #include <gtest/gtest.h>
 
+#include <zlib.h>
+
+#include <cstring>
+
 #include "src/checkpoint.h"
 #include "tests/test_util.h"
 
@@ -20,6 +24,8 @@ TrainState sample_state(int64_t step) {
     s.params.push_back(float(i) * 0.5f + float(step));
     s.momentum.push_back(-float(i));
   }
+  torch_manual_seed(&s.generator, uint64_t(step));
+  for (int i = 0; i < 700; ++i) torch_random(&s.generator);  // mid-block: index 76
   return s;
 }
 
@@ -44,6 +50,9 @@ TEST(Checkpoint, RoundTrip) {
   EXPECT_TRUE(t.momentum_started);
   EXPECT_EQ(t.params, s.params);
   EXPECT_EQ(t.momentum, s.momentum);
+  EXPECT_EQ(t.generator.index, 76u);
+  EXPECT_EQ(std::memcmp(t.generator.state, s.generator.state, sizeof s.generator.state), 0);
+  EXPECT_EQ(torch_random(&t.generator), torch_random(&s.generator));
 }
 
 TEST(Checkpoint, EveryDefectIsNamed) {
@@ -61,6 +70,17 @@ TEST(Checkpoint, EveryDefectIsNamed) {
   version[8] = 9;
   EXPECT_NE(decode_error(version).find("unsupported version 9"), std::string::npos);
   EXPECT_NE(decode_error(good, 99).find("holds 100 parameters"), std::string::npos);
+  // A version 1 file (before the generator state was saved) is refused by name.
+  std::string v1 = good;
+  v1[8] = 1;
+  EXPECT_NE(decode_error(v1).find("version 1 checkpoint"), std::string::npos) << decode_error(v1);
+  // A generator index past the block (CRC made valid again) is impossible.
+  std::string index = good;
+  const uint32_t bad_index = 625;
+  std::memcpy(&index[index.size() - 8], &bad_index, 4);
+  const uint32_t crc = uint32_t(crc32(0L, reinterpret_cast<const Bytef*>(index.data()), uInt(index.size() - 4)));
+  std::memcpy(&index[index.size() - 4], &crc, 4);
+  EXPECT_NE(decode_error(index).find("impossible generator index 625"), std::string::npos) << decode_error(index);
   EXPECT_EQ(decode_error(good), "");
 }
 

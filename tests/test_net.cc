@@ -96,7 +96,9 @@ TEST(Net, ThreadedSlicesMatchOneThread) {
   EXPECT_EQ(two.threads(), 2);
   Rng rng;
   rng_seed(&rng, 7);
-  one.init(&rng);
+  TorchGenerator g;
+  torch_manual_seed(&g, 7);
+  one.init(&g);
   two.params = one.params;
   std::vector<float> x(64 * 784);
   std::vector<int32_t> target(64);
@@ -104,7 +106,7 @@ TEST(Net, ThreadedSlicesMatchOneThread) {
     for (const int n : {64, 40, 16, 17}) {
       for (float& v : x) v = rng_uniform(&rng) < 0.75f ? -0.4242f : 2.0f * rng_uniform(&rng);
       for (int32_t& t : target) t = int32_t(rng_below(&rng, 10));
-      one.sample_dropout_masks(&rng, n);
+      one.sample_dropout_masks(&g, n);
       std::copy(one.mask2d(), one.mask2d() + 64 * 20, two.mask2d());
       std::copy(one.mask(), one.mask() + 64 * 50, two.mask());
       const bool dropout = n != 17;
@@ -121,9 +123,9 @@ TEST(Net, ThreadedSlicesMatchOneThread) {
 
 TEST(Net, InitMatchesPyTorchBounds) {
   Net net(1);
-  Rng rng;
-  rng_seed(&rng, 42);
-  net.init(&rng);
+  TorchGenerator g;
+  torch_manual_seed(&g, 42);
+  net.init(&g);
   const double fan_in[] = {25, 25, 250, 250, 320, 320, 50, 50};
   for (int t = 0; t < Net::kNumTensors; ++t) {
     const ParamView& p = Net::kParams[t];

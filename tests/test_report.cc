@@ -175,7 +175,7 @@ TEST(Json, ParseAtReadsOneValueOfAStream) {
 
 // ---- metrics reader -----------------------------------------------------------------------------
 
-TEST(Metrics, ReadsAGoodFile) {
+TEST(MetricsReader, ReadsAGoodFile) {
   const Metrics m = parse_metrics_text(report_samples::metrics_file(4, 2, {0, 100}), "run.jsonl");
   EXPECT_EQ(m.header.version, 1);
   EXPECT_EQ(m.header.world_size, 4);
@@ -201,7 +201,7 @@ TEST(Metrics, ReadsAGoodFile) {
   EXPECT_TRUE(m.warnings.empty());
 }
 
-TEST(Metrics, FileThatIsNotOursIsNamed) {
+TEST(MetricsReader, FileThatIsNotOursIsNamed) {
   const std::string msg = "t.json: not a baresgd metrics file (first line is not its header)";
   EXPECT_EQ(metrics_error("{\"traceEvents\":[]}\n", "t.json"), msg);
   EXPECT_EQ(metrics_error("epoch,loss\n1,2.3\n", "t.json"), msg);
@@ -215,7 +215,7 @@ TEST(Metrics, FileThatIsNotOursIsNamed) {
             "t.json:1: header record: format version 2 is not supported (this report reads version 1)");
 }
 
-TEST(Metrics, BadLineIsNamedByFileAndLine) {
+TEST(MetricsReader, BadLineIsNamedByFileAndLine) {
   const std::string head = report_samples::header_line(2, {"a", "b"});
   const std::string step = report_samples::step_lines(2, 1, 0, 0);  // two lines
   EXPECT_EQ(metrics_error(head + step + "{\"type\":\"step\",\"epoch\":1 oops}\n"),
@@ -240,7 +240,7 @@ TEST(Metrics, BadLineIsNamedByFileAndLine) {
   EXPECT_EQ(metrics_error(head + sum), "m.jsonl:2: inspect record: param_checksum \"xyz\" is not 8 hex digits");
 }
 
-TEST(Metrics, UnknownTypesAndFieldsAreIgnored) {
+TEST(MetricsReader, UnknownTypesAndFieldsAreIgnored) {
   const std::string head = report_samples::header_line(2, {"a", "b"});
   std::string step = report_samples::step_lines(2, 1, 0, 0);
   step.insert(1, "\"future_field\":[1,{\"x\":2}],");
@@ -249,7 +249,7 @@ TEST(Metrics, UnknownTypesAndFieldsAreIgnored) {
   EXPECT_FALSE(m.has_summary);
 }
 
-TEST(Metrics, CutShortLastLineOfAKilledRunIsAWarning) {
+TEST(MetricsReader, CutShortLastLineOfAKilledRunIsAWarning) {
   const std::string head = report_samples::header_line(2, {"a", "b"});
   const std::string step = report_samples::step_lines(2, 1, 0, 0);
   const Metrics m = parse_metrics_text(head + step + "{\"type\":\"step\",\"epoch\":1,\"ba", "m.jsonl");
@@ -261,7 +261,7 @@ TEST(Metrics, CutShortLastLineOfAKilledRunIsAWarning) {
             "m.jsonl:4: not JSON: column 29: unexpected end of input in a string");
 }
 
-TEST(Metrics, UnreadableFileIsNamed) {
+TEST(MetricsReader, UnreadableFileIsNamed) {
   try {
     read_metrics_file("/nonexistent/run.jsonl");
     ADD_FAILURE();

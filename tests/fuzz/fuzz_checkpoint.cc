@@ -52,11 +52,14 @@ bool same_state(const TrainState& a, const TrainState& b) {
          a.momentum_started == b.momentum_started && a.params.size() == b.params.size() &&
          a.momentum.size() == b.momentum.size() &&
          std::memcmp(a.params.data(), b.params.data(), a.params.size() * 4) == 0 &&
-         std::memcmp(a.momentum.data(), b.momentum.data(), a.momentum.size() * 4) == 0;
+         std::memcmp(a.momentum.data(), b.momentum.data(), a.momentum.size() * 4) == 0 &&
+         std::memcmp(a.generator.state, b.generator.state, sizeof a.generator.state) == 0 &&
+         a.generator.index == b.generator.index;
 }
 
 bool valid_position(const TrainState& s) {
-  return s.world_size >= 1 && s.batch_size >= 1 && s.epoch >= 1 && s.batch >= 0 && s.step >= 0;
+  return s.world_size >= 1 && s.batch_size >= 1 && s.epoch >= 1 && s.batch >= 0 && s.step >= 0 &&
+         s.generator.index <= uint32_t(TorchGenerator::kWords);
 }
 
 TrainState make_state(FuzzInput& in, size_t n) {
@@ -70,6 +73,9 @@ TrainState make_state(FuzzInput& in, size_t n) {
   s.batch = (shape & 8) ? int64_t(in.u64()) : in.u16();
   s.step = (shape & 16) ? int64_t(in.u64()) : in.u32();
   s.momentum_started = shape & 32;
+  // Mostly a valid generator position (0..624), sometimes a raw one; a few state words.
+  s.generator.index = (shape & 64) ? in.u32() : in.u16() % (TorchGenerator::kWords + 1);
+  for (int k = 0; k < 4; ++k) s.generator.state[in.u16() % TorchGenerator::kWords] = in.u32();
   s.params.resize(n);
   s.momentum.resize(n);
   for (size_t k = 0; k < n; ++k) {

@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const Metrics& m = r.metrics;
   FUZZ_CHECK(m.header.world_size >= 1 && int(m.header.hosts.size()) == m.header.world_size);
-  for (const StepRecord& s : m.steps) FUZZ_CHECK(s.rank >= 0 && s.rank < m.header.world_size);
+  for (const ReportStep& s : m.steps) FUZZ_CHECK(s.rank >= 0 && s.rank < m.header.world_size);
   for (const InspectRecord& s : m.inspects) FUZZ_CHECK(s.rank >= 0 && s.rank < m.header.world_size);
   for (const TestRecord& t : m.tests) FUZZ_CHECK(t.accuracy >= 0 && t.accuracy <= 1);
   if (m.header.world_size > 4096) return 0;  // the page lists every rank; keep each run fast

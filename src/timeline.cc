@@ -1,0 +1,331 @@
+// timeline: the recorder behind src/timeline.h — per-thread lock-free record buffers, a writer
+// thread that formats them into this rank's part file every 50 ms, and the start/finish
+// collectives (clock sync, merge).
+#include "src/timeline.h"
+
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "src/clock_sync.h"
+#include "src/timeline_merge.h"
+#include "src/timeline_record.h"
+#include "src/trace_json.h"
+
+namespace timeline_detail {
+std::atomic<bool> recording{false};
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace timeline_detail
+
+namespace {
+
+using timeline_detail::now_ns;
+
+constexpr int kClockRounds = 20;
+constexpr size_t kBufferRecords = size_t(1) << 15;  // per thread, ~2.6 MB
+constexpr auto kWriterPeriod = std::chrono::milliseconds(50);
+
+// One thread's records: a single-producer (that thread) single-consumer (the writer) ring.
+struct ThreadBuffer {
+  std::vector<TimelineRecord> ring = std::vector<TimelineRecord>(kBufferRecords);
+  std::atomic<uint64_t> head{0}, tail{0};
+  std::atomic<uint64_t> dropped{0};
+};
+
+struct Recorder {
+  // set by timeline_open
+  std::string what;       // "--timeline" or "HOROVOD_TIMELINE"
+  std::string path;       // FILE
+  std::string part;       // this rank's file: FILE on rank 0, FILE.rank<N>.part elsewhere
+  std::string host;
+  int rank = 0;
+  int fd = -1;
+  StepRange steps;
+  // set by timeline_start
+  bool started = false;
+  TraceContext ctx;
+  std::atomic<long long> step{0};
+  // buffers: allocated (and their pages touched) by timeline_start, one claimed by each thread
+  // at its first record under the mutex; more are allocated only when they run out
+  std::mutex buffers_mutex;
+  std::vector<std::unique_ptr<ThreadBuffer>> buffers;
+  size_t claimed = 0;
+  // the writer thread and what only it touches until it is joined
+  std::thread writer;
+  std::mutex writer_mutex;
+  std::condition_variable writer_wake;
+  bool writer_stop = false;
+  uint64_t written = 0;  // bytes in the part so far
+  uint64_t events = 0;   // records formatted
+  double writer_cpu_s = 0;  // the writer thread's CPU time (the recording's off-path cost)
+  std::vector<AllreducePatch> patches;
+  std::string write_error;
+};
+
+Recorder* g = nullptr;  // non-null once timeline_open found a FILE; never freed (no exit-time joins)
+thread_local ThreadBuffer* t_buffer = nullptr;
+
+ThreadBuffer* my_buffer() {
+  if (t_buffer) return t_buffer;
+  std::lock_guard<std::mutex> lock(g->buffers_mutex);
+  if (g->claimed == g->buffers.size()) g->buffers.push_back(std::make_unique<ThreadBuffer>());
+  return t_buffer = g->buffers[g->claimed++].get();
+}
+
+void write_part(const std::string& s) {
+  write_all(g->fd, s.data(), s.size(), g->what + " " + g->part);
+  g->written += s.size();
+}
+
+// Formats every record the threads have published and writes it (the writer's side of the rings).
+void drain() {
+  std::vector<ThreadBuffer*> bufs;
+  {
+    std::lock_guard<std::mutex> lock(g->buffers_mutex);
+    for (auto& b : g->buffers) bufs.push_back(b.get());
+  }
+  std::string out;
+  out.reserve(1 << 16);
+  for (ThreadBuffer* b : bufs) {
+    const uint64_t t = b->tail.load(std::memory_order_relaxed);
+    const uint64_t h = b->head.load(std::memory_order_acquire);
+    for (uint64_t i = t; i < h; ++i) {
+      const TimelineRecord& r = b->ring[i % kBufferRecords];
+      ++g->events;
+      size_t patch_at = std::string::npos;
+      append_trace_record(&out, r, g->ctx, &patch_at);
+      if (patch_at != std::string::npos)
+        g->patches.push_back({r.step, r.begin_ns - g->ctx.offset_ns, r.end_ns - g->ctx.offset_ns,
+                              g->written + patch_at});
+    }
+    b->tail.store(h, std::memory_order_release);
+  }
+  if (out.empty() || !g->write_error.empty()) return;
+  try {
+    write_part(out);
+  } catch (const std::exception& e) {
+    // Cut a partly written chunk so the part still ends on a whole line.
+    const bool cut = ::ftruncate(g->fd, off_t(g->written)) == 0 && ::lseek(g->fd, off_t(g->written), SEEK_SET) >= 0;
+    (void)cut;  // if even that fails, the warning below is all there is to do
+    g->write_error = e.what();
+    timeline_detail::recording.store(false);
+    std::fprintf(stderr, "train: warning: %s; the timeline stops here\n", e.what());
+  }
+}
+
+void writer_loop() {
+  std::unique_lock<std::mutex> lock(g->writer_mutex);
+  while (!g->writer_stop) {
+    g->writer_wake.wait_for(lock, kWriterPeriod);
+    lock.unlock();
+    drain();
+    lock.lock();
+  }
+  timespec cpu{};
+  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) g->writer_cpu_s = double(cpu.tv_sec) + cpu.tv_nsec * 1e-9;
+}
+
+std::string thread_metadata(int compute_threads) {
+  std::string s = trace_process_metadata(g->rank, g->host);
+  for (int t = 0; t < compute_threads; ++t)
+    s += trace_thread_metadata(g->rank, t, "compute " + std::to_string(t));
+  return s + trace_thread_metadata(g->rank, kCommTrack, "comm");
+}
+
+// Our allreduce algorithms' calls and steps as comm-track slices (all on the training thread).
+class Observer : public AllreduceObserver {
+ public:
+  void on_call_begin(AllreduceAlgorithm a, size_t bytes, int64_t begin_ns) override {
+    ++call_;
+    algorithm_ = a;
+    bytes_ = bytes;
+    begin_ns_ = begin_ns;
+  }
+  void on_step(const AllreduceStep& s) override {
+    if (!timeline_detail::recording.load(std::memory_order_relaxed)) return;
+    TimelineRecord r = base(TimelineKind::kAllreduceStep, s.begin_ns, s.end_ns);
+    r.algo_step = s.step;
+    r.phase = s.phase;
+    r.send_peer = s.send_peer;
+    r.recv_peer = s.recv_peer;
+    r.bytes = s.send_bytes;
+    r.recv_bytes = s.recv_bytes;
+    timeline_detail::push(r);
+  }
+  void on_call_end(int64_t end_ns) override {
+    if (!timeline_detail::recording.load(std::memory_order_relaxed)) return;
+    TimelineRecord r = base(TimelineKind::kAllreduceCall, begin_ns_, end_ns);
+    r.bytes = bytes_;
+    timeline_detail::push(r);
+  }
+  // The algorithm of the last call if it began at or after since_ns.
+  bool call_since(int64_t since_ns, AllreduceAlgorithm* a) const {
+    if (call_ < 0 || begin_ns_ < since_ns) return false;
+    *a = algorithm_;
+    return true;
+  }
+  int call() const { return call_; }
+
+ private:
+  TimelineRecord base(TimelineKind kind, int64_t begin, int64_t end) const {
+    TimelineRecord r;
+    r.kind = kind;
+    r.begin_ns = begin;
+    r.end_ns = end;
+    r.step = timeline_detail::current_step();
+    r.track = kCommTrack;
+    r.call = call_;
+    r.algorithm = algorithm_;
+    return r;
+  }
+  int call_ = -1;
+  AllreduceAlgorithm algorithm_ = AllreduceAlgorithm::kAuto;
+  size_t bytes_ = 0;
+  int64_t begin_ns_ = 0;
+};
+
+Observer* g_observer = nullptr;
+
+}  // namespace
+
+namespace timeline_detail {
+
+void push(const TimelineRecord& r) {
+  ThreadBuffer* b = my_buffer();
+  const uint64_t h = b->head.load(std::memory_order_relaxed);
+  if (h - b->tail.load(std::memory_order_acquire) >= kBufferRecords) {
+    b->dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  b->ring[h % kBufferRecords] = r;
+  b->head.store(h + 1, std::memory_order_release);
+}
+
+long long current_step() { return g ? g->step.load(std::memory_order_relaxed) : 0; }
+
+void record_slice(TimelineKind kind, int64_t begin_ns, int64_t end_ns, int track) {
+  TimelineRecord r;
+  r.kind = kind;
+  r.begin_ns = begin_ns;
+  r.end_ns = end_ns;
+  r.track = track;
+  r.step = current_step();
+  push(r);
+}
+
+}  // namespace timeline_detail
+
+void timeline_open(const Options& opts, const RankInfo& info) {
+  std::string what = "--timeline", path = opts.timeline;
+  if (path.empty()) {
+    const char* env = std::getenv("HOROVOD_TIMELINE");
+    if (env == nullptr || *env == '\0') return;
+    what = "HOROVOD_TIMELINE";
+    path = env;
+  }
+  g = new Recorder;
+  g->what = what;
+  g->path = path;
+  g->rank = info.rank;
+  g->host = info.hostname;
+  if (g->host.empty()) {
+    char h[256] = {0};
+    g->host = ::gethostname(h, sizeof h - 1) == 0 ? h : "localhost";
+  }
+  g->steps = opts.timeline_steps;
+  g->part = info.rank == 0 ? path : path + ".rank" + std::to_string(info.rank) + ".part";
+  g->fd = ::open(g->part.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (g->fd < 0) {
+    const std::string why = std::strerror(errno);
+    if (info.rank == 0) throw std::runtime_error(what + " " + path + ": cannot write: " + why);
+    throw std::runtime_error(what + " " + path + ": rank " + std::to_string(info.rank) +
+                             " cannot write its part " + g->part + ": " + why);
+  }
+  if (info.rank == 0) write_part("[\n");
+}
+
+void timeline_start(Communicator& comm, int compute_threads, const GradientAveraging& how) {
+  if (!g) return;
+  const ClockSync clocks = sync_clocks(comm, kClockRounds, &now_ns);
+  g->ctx.rank = comm.rank();
+  g->ctx.offset_ns = clocks.offset_ns[size_t(comm.rank())];
+  g->ctx.origin_ns = clocks.origin_ns;
+  g->ctx.backend = comm.backend_name();
+  g->ctx.algorithm = how.adasum ? "adasum" : "auto";
+  g->ctx.fp16 = how.fp16;
+  g->ctx.adasum = how.adasum;
+  std::string head = thread_metadata(compute_threads);
+  if (comm.rank() == 0) head += trace_clock_metadata(clocks.offset_ns, clocks.bound_ns, kClockRounds);
+  write_part(head);
+  for (int t = 0; t < compute_threads + 1; ++t) g->buffers.push_back(std::make_unique<ThreadBuffer>());
+  g_observer = new Observer;
+  g->started = true;
+  g->writer = std::thread(writer_loop);
+}
+
+void timeline_step(long long step) {
+  if (!g || !g->started) return;
+  g->step.store(step, std::memory_order_relaxed);
+  timeline_detail::recording.store(g->write_error.empty() && g->steps.contains(step),
+                                   std::memory_order_relaxed);
+}
+
+void timeline_gradient_allreduce(int64_t begin, size_t floats) {
+  if (begin == 0) return;
+  TimelineRecord r;
+  r.kind = TimelineKind::kGradientAllreduce;
+  r.begin_ns = begin;
+  r.end_ns = now_ns();
+  r.track = kCommTrack;
+  r.step = timeline_detail::current_step();
+  r.bytes = floats * (g->ctx.fp16 ? 2 : 4);
+  r.call = g_observer->call_since(begin, &r.algorithm) ? g_observer->call() : -1;
+  timeline_detail::push(r);
+}
+
+AllreduceObserver* timeline_allreduce_observer() { return g && g->started ? g_observer : nullptr; }
+
+void timeline_finish(Communicator& comm) {
+  if (!g || !g->started) return;
+  timeline_detail::recording.store(false);
+  {
+    std::lock_guard<std::mutex> lock(g->writer_mutex);
+    g->writer_stop = true;
+  }
+  g->writer_wake.notify_all();
+  g->writer.join();
+  drain();  // anything pushed between the writer's last pass and its stop
+  g->started = false;
+  const std::string mismatch =
+      patch_allreduce_waits(comm, g->fd, g->write_error.empty() ? g->patches : std::vector<AllreducePatch>{});
+  if (!mismatch.empty() && comm.rank() == 0)
+    std::fprintf(stderr, "train: warning: timeline: allreduce wait times left out: %s\n", mismatch.c_str());
+  long long dropped = 0;
+  for (auto& b : g->buffers) dropped += (long long)b->dropped.load();
+  char stats[256];
+  std::snprintf(stats, sizeof stats,
+                "{\"ph\":\"M\",\"name\":\"timeline_stats\",\"pid\":%d,\"tid\":0,\"args\":{\"events\":%llu,"
+                "\"dropped_events\":%lld,\"writer_cpu_ms\":%.3f}},\n",
+                g->rank, (unsigned long long)g->events, dropped, g->writer_cpu_s * 1e3);
+  write_part(stats);
+  gather_parts(comm, g->fd, g->written);
+  if (comm.rank() == 0) write_part(trace_end(comm.size()));
+  ::close(g->fd);
+  if (comm.rank() != 0) ::unlink(g->part.c_str());
+}

@@ -1,0 +1,29 @@
+// timeline_record: one raw timeline event as the hot path stores it (no formatting), shared by
+// the recorder (src/timeline.cc), the allreduce observer and the JSON formatter (src/trace_json.h).
+#pragma once
+#include <cstdint>
+
+#include "src/timeline.h"
+
+constexpr int kCommTrack = -1;  // the "comm" thread track; compute slice s is track s
+
+struct TimelineRecord {
+  int64_t begin_ns = 0, end_ns = 0;  // this rank's steady_clock
+  int64_t step = 0;                  // the optimizer step it belongs to
+  uint64_t bytes = 0;                // allreduce: bytes reduced; algorithm step: bytes sent
+  uint64_t recv_bytes = 0;           // algorithm step: bytes received
+  const char* phase = nullptr;       // algorithm step: "reduce-scatter", ... (a string literal)
+  int32_t call = 0;                  // observer's call number (call and step records)
+  int32_t algo_step = 0;             // algorithm step within the call
+  int32_t send_peer = -1, recv_peer = -1;
+  int32_t track = 0;
+  TimelineKind kind = TimelineKind::kBatchRead;
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::kAuto;
+};
+
+namespace timeline_detail {
+// Appends r to the calling thread's buffer (lock-free; dropped and counted when full).
+void push(const TimelineRecord& r);
+// The current optimizer step (set by timeline_step).
+long long current_step();
+}  // namespace timeline_detail
