@@ -299,6 +299,8 @@ void keep_heartbeats(RankWatch* w, Clock::time_point now) {
     write_all(2, agent_alive_line(w->nonce, getpid()));
     w->next_alive = now + w->hb_interval;
   }
+  // The agent may itself have been descheduled or stopped: read the pings waiting on stdin first.
+  if (w->stdin_open && now - w->last_heard >= w->hb_timeout) read_control(w);
   if (w->stdin_open && now - w->last_heard >= w->hb_timeout) {
     agent_error("no heartbeat from the launcher for " + std::to_string(w->hb_timeout.count() / 1000.0).substr(0, 5) +
                 " s; stopping the rank");

@@ -412,6 +412,10 @@ void Supervisor::check_heartbeats(Clock::time_point now) {
     }
     auto allowed = c->heard ? timeout : timeout + std::chrono::duration<double>(cfg_.start_timeout_s);
     if (now - c->last_heard < allowed) continue;
+    // This launcher may itself have been descheduled or stopped: the markers may be sitting in the
+    // pipe unread. Drain it first, so only an agent that really said nothing is lost.
+    read_child(c, 1, false);
+    if (c->finished || c->reaped || Clock::now() - c->last_heard < allowed) continue;
     lose_host(c, cfg_.heartbeat_timeout_s);  // also after its status: an agent then exits at once
   }
 }

@@ -376,7 +376,8 @@ void sigstop_case(const std::string& marker, const std::vector<std::string>& arg
   // "lost the connection to rank V").
   const std::string v = std::to_string(victim);
   std::regex named("<stderr>:train: error: rank [0-9] \\(host [^)]*\\): gloo [a-z]+ (timed out after 5 s waiting for "
-                   "ranks? ([0-9]+, )*" + v + "\\b|lost the connection to ranks? ([0-9]+, )*" + v + "\\b)");
+                   "ranks? ([0-9]+, )*" + v + "\\b|lost the connection to rank " + v + "\\b|lost a connection while still waiting for "
+                   "ranks ([0-9]+, )*" + v + "\\b)");
   const double detect = job.wait_for(named, kCommTimeout + 30, true, t0);
   const int code = job.code(kCommTimeout + 30);
   const double exit_s = secs_since(t0);
