@@ -11,6 +11,11 @@
 # Excluded (each trains to an accuracy target, minutes even unsanitized):
 #   TrainEndToEnd.TenEpochsReach98, TwoHosts.GlooFourRanksOnTwoHostsTrainOneEpoch,
 #   TwoHosts.MpiFourRanksOnTwoHostsTrainOneEpoch.
+# and one that measures the optimized build's float arithmetic, not memory safety:
+#   TorchReplay.FirstEpochPrintedLinesEqualTorchs counts how many of the first epoch's printed
+#   losses equal torch's digit for digit; -O1 without vectorization sums in another order, so the
+#   drift starts earlier (10 of 95 equal lines at W = 1 sanitized, 16 optimized). The same test's
+#   siblings (20 steps within float rounding, the test pass bit-equal) stay in.
 #
 # Sanitizer options are compiled into every sanitized binary (build-san/san_defaults.o, linked
 # through LDFLAGS, which the Makefile appends to), not only exported: ranks started over ssh
@@ -35,7 +40,7 @@ export OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_
 ROOT=$PWD
 LOGDIR=$ROOT/build-san/sanitizer-logs
 LOG=$ROOT/build-san/sanitize.log
-EXCLUDE='TrainEndToEnd.TenEpochsReach98:TwoHosts.GlooFourRanksOnTwoHostsTrainOneEpoch:TwoHosts.MpiFourRanksOnTwoHostsTrainOneEpoch'
+EXCLUDE='TrainEndToEnd.TenEpochsReach98:TwoHosts.GlooFourRanksOnTwoHostsTrainOneEpoch:TwoHosts.MpiFourRanksOnTwoHostsTrainOneEpoch:TorchReplay.FirstEpochPrintedLinesEqualTorchs'
 FILTER=${GTEST_EXTRA:---gtest_filter=-$EXCLUDE}
 mkdir -p build-san
 

@@ -47,6 +47,13 @@ std::string describe_byte(unsigned char c) {
   return buf;
 }
 
+// "invalid escape '\q' in a string"; a control byte after the backslash is named, never
+// copied (an error stays one line).
+std::string invalid_escape(unsigned char e) {
+  if (e >= 0x20 && e < 0x7f) return "invalid escape '\\" + std::string(1, char(e)) + "' in a string";
+  return "invalid escape: a backslash then " + describe_byte(e) + " in a string";
+}
+
 class Parser {
  public:
   Parser(const std::string& text, size_t pos, const JsonLimits& limits) : s_(text), i_(pos), lim_(limits) {}
@@ -237,7 +244,7 @@ class Parser {
       case 'r': out += '\r'; break;
       case 't': out += '\t'; break;
       case 'u': append_utf8(out, unicode_escape(start)); break;
-      default: fail_at(start, "invalid escape '\\" + std::string(1, e) + "' in a string", false);
+      default: fail_at(start, invalid_escape(static_cast<unsigned char>(e)), false);
     }
   }
 

@@ -132,7 +132,9 @@ TEST(Net, InitMatchesPyTorchBounds) {
     double bound = 1.0 / std::sqrt(fan_in[t]), mx = 0;
     for (size_t i = 0; i < p.count; ++i) mx = std::max(mx, double(std::fabs(net.params[p.offset + i])));
     EXPECT_LE(mx, bound) << p.name;
-    if (p.count >= 50) EXPECT_GT(mx, 0.8 * bound) << p.name;
+    if (p.count >= 50) {
+      EXPECT_GT(mx, 0.8 * bound) << p.name;
+    }
   }
 }
 

@@ -122,6 +122,7 @@ TEST(Json, InvalidInputGivesExactMessages) {
       {"nul!", "line 1, column 1: invalid literal, expected 'null'"},
       {"\"a\x01\"", "line 1, column 3: control character byte 0x01 in a string (escape it)"},
       {"\"\\q\"", "line 1, column 2: invalid escape '\\q' in a string"},
+      {"\"\\\n\"", "line 1, column 2: invalid escape: a backslash then byte 0x0a in a string"},
       {"{\"a\":1,\"a\":2}", "line 1, column 8: duplicate key \"a\""},
       {"[1] x", "line 1, column 5: unexpected 'x' after the value"},
       {"{\n\"a\":\n@}", "line 3, column 1: unexpected '@', expected a value"},
