@@ -146,7 +146,7 @@ int start_gloo_ranks(const JobPlan& plan, const std::string& store_addr, const J
       RankStart r = plan_gloo_rank(plan, p, store_addr, id);
       if (plan.opts.verbose) say_rank_command(r);
       if (h.local) sup->add_local(p.rank, h.name, spawn_process(r.spec));
-      else sup->add_remote(p.rank, h.name, spawn_process(r.spec), encode_agent_request(r.request));
+      else sup->add_remote(p.rank, h.name, spawn_process(r.spec), encode_agent_request(r.request), r.kill_spec);
     } catch (const std::exception& e) {
       return sup->abort_start("launch: cannot start rank " + std::to_string(p.rank) + " on " + h.name + ": " + e.what(),
                               1);
@@ -198,6 +198,7 @@ int run_job(const JobPlan& plan) {
   scfg.heartbeat_timeout_s = plan.opts.heartbeat_timeout;
   scfg.heartbeat_interval_s = plan.opts.heartbeat_interval;
   scfg.start_timeout_s = plan.opts.start_timeout;
+  scfg.kill_timeout_s = plan.ssh.connect_timeout + 10;  // ssh's connect, then `launch --kill-job`'s 5 s
   watchdog.tag("BARESGD_JOB_ID=" + id.job_id);
   Supervisor sup(&sink, &watchdog, scfg);
   code = plan.opts.transport == Transport::kMpi ? run_mpirun(plan, id, &sup) : run_gloo(plan, id, &sup);

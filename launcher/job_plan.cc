@@ -235,7 +235,8 @@ void plan_local_rank(const JobPlan& plan, RankStart* r) {
     env_set(&r->spec.env, "OPENBLAS_NUM_THREADS", std::to_string(std::max(1, plan.cores / r->place->local_size)));
 }
 
-// ssh -T host 'cd CWD && exec LAUNCH --agent'; the request goes to the agent on its stdin.
+// ssh -T host 'cd CWD && exec env BARESGD_JOB_ID=ID LAUNCH --agent'; the request goes to the agent on
+// its stdin.
 void plan_remote_rank(const JobPlan& plan, const JobIdentity& id, RankStart* r) {
   r->request.nonce = id.nonce;
   r->request.openblas_local_size = plan.user_set_blas ? 0 : r->place->local_size;
@@ -247,13 +248,21 @@ void plan_remote_rank(const JobPlan& plan, const JobIdentity& id, RankStart* r) 
   r->spec.argv = ssh_base_argv(plan.ssh);
   r->spec.argv.push_back("-T");
   r->spec.argv.push_back(r->host->name);
-  r->spec.argv.push_back("cd " + shell_quote(plan.cwd) + " && exec " + shell_quote(plan.self) + " --agent");
+  // The agent carries the job id in its own environment, so `launch --kill-job` finds it too.
+  r->spec.argv.push_back("cd " + shell_quote(plan.cwd) + " && exec env BARESGD_JOB_ID=" + id.job_id + " " +
+                         shell_quote(plan.self) + " --agent");
   std::string why;
   r->spec.path = find_executable("ssh", path_env(), &why);
   if (r->spec.path.empty()) throw std::runtime_error("ssh not found in PATH");
   r->spec.env = plan.base_env;
   r->spec.stdin_pipe = true;
   r->spec.pdeathsig = SIGTERM;
+  // Should the host's agent go silent: ssh -T host 'exec LAUNCH --kill-job ID' (job_kill.h).
+  r->kill_spec.path = r->spec.path;
+  r->kill_spec.argv = ssh_base_argv(plan.ssh);
+  r->kill_spec.argv.insert(r->kill_spec.argv.end(),
+                           {"-T", r->host->name, "exec " + shell_quote(plan.self) + " --kill-job " + id.job_id});
+  r->kill_spec.env = plan.base_env;
 }
 
 }  // namespace
