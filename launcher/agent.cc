@@ -302,8 +302,9 @@ void keep_heartbeats(RankWatch* w, Clock::time_point now) {
   // The agent may itself have been descheduled or stopped: read the pings waiting on stdin first.
   if (w->stdin_open && now - w->last_heard >= w->hb_timeout) read_control(w);
   if (w->stdin_open && now - w->last_heard >= w->hb_timeout) {
-    agent_error("no heartbeat from the launcher for " + std::to_string(w->hb_timeout.count() / 1000.0).substr(0, 5) +
-                " s; stopping the rank");
+    char secs[32];
+    snprintf(secs, sizeof secs, "%g", w->hb_timeout.count() / 1000.0);
+    agent_error(std::string("no heartbeat from the launcher for ") + secs + " s; stopping the rank");
     lose_launcher(w);
   }
 }

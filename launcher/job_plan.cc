@@ -138,11 +138,8 @@ int choose_bind_addr(JobPlan* plan, const std::string& first_remote_routable) {
   plan->bind_addr = "127.0.0.1";
   try {
     if (!o.bind_addr.empty()) {
-      if (!is_ipv4_literal(o.bind_addr)) throw std::runtime_error("--bind-addr '" + o.bind_addr + "' is not an IPv4 address");
-      if (!is_connectable_ipv4(o.bind_addr))
-        throw std::runtime_error("--bind-addr " + o.bind_addr +
-                                 " is not an address ranks can connect to (the store and local ranks need one "
-                                 "address of this machine, e.g. 127.0.0.1 or the interface address)");
+      std::string why = bind_addr_problem(o.bind_addr);
+      if (!why.empty()) throw std::runtime_error(why);
       plan->bind_addr = o.bind_addr;
     } else if (!o.network_interface.empty()) {
       plan->bind_addr = interface_ipv4(o.network_interface);
