@@ -1,4 +1,5 @@
-// launch_main: ./launch's main() — `launch --agent` runs the remote agent, anything else a job.
+// launch_main: ./launch's main() — `launch --agent` runs the remote agent, `launch --kill-job ID`
+// kills a job's processes on this host (both run by ./launch over ssh), anything else a job.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 
 #include "launcher/agent.h"
 #include "launcher/job.h"
+#include "launcher/job_kill.h"
 #include "src/version_text.h"
 
 int main(int argc, char** argv) {
@@ -20,6 +22,7 @@ int main(int argc, char** argv) {
     std::fputs(version_text("launch").c_str(), stdout);
     return 0;
   }
+  if (argc == 3 && std::strcmp(argv[1], "--kill-job") == 0) return kill_job_main(argv[2]);
   std::vector<std::string> args(argv + 1, argv + argc);
   return run_launch(args);
 }
