@@ -455,7 +455,7 @@ bool Supervisor::settle_host_kills(bool give_up) {
     if (k->done) continue;
     for (int w = 0; w < 2; ++w) {
       char buf[4096];
-      ssize_t n;
+      ssize_t n = -1;
       while (k->fd[w] >= 0 && (n = read(k->fd[w], buf, sizeof buf)) != 0) {
         if (n < 0) {
           if (errno == EINTR) continue;
@@ -473,7 +473,7 @@ bool Supervisor::settle_host_kills(bool give_up) {
       close_fd(&k->fd[0]);
       close_fd(&k->fd[1]);
       k->done = true;
-      if (!WIFEXITED(k->status) || WEXITSTATUS(k->status) != 0)
+      if (!k->killed && (!WIFEXITED(k->status) || WEXITSTATUS(k->status) != 0))  // killed: already said
         sink_->message(what + (last_line(k->err).empty() ? "ssh " + describe_wait_status(k->status) : last_line(k->err)));
       continue;
     }
