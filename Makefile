@@ -190,8 +190,9 @@ FUZZ_SRC_step_list      := src/step_list.cc
 FUZZ_SRC_perturb_spec   := src/perturb_spec.cc src/step_list.cc
 FUZZ_SRC_json           := reporting/json.cc
 FUZZ_SRC_metrics        := reporting/json.cc reporting/metrics_reader.cc reporting/file_io.cc reporting/svg.cc \
-                           reporting/timeline_reader.cc reporting/html_report.cc
-FUZZ_SRC_timeline       := reporting/json.cc reporting/timeline_reader.cc reporting/file_io.cc
+                           reporting/timeline_reader.cc reporting/timeline_lanes.cc reporting/html_report.cc
+FUZZ_SRC_timeline       := reporting/json.cc reporting/timeline_reader.cc reporting/file_io.cc reporting/svg.cc \
+                           reporting/timeline_lanes.cc
 FUZZ_LIBS_idx           := -lz
 FUZZ_LIBS_checkpoint    := -lz
 FUZZ_HEADERS  := $(wildcard src/*.h comm/*.h launcher/*.h reporting/*.h tests/fuzz/*.h)
