@@ -37,6 +37,20 @@ bool read_stat(pid_t pid, ProcStat* st) {
   return true;
 }
 
+bool live(const ProcStat& s) { return s.state != 'Z' && s.state != 'X'; }
+
+// Children lists of every process (zombies included: their children are still ours to find).
+std::multimap<pid_t, pid_t> children_map() {
+  std::multimap<pid_t, pid_t> kids;
+  for (pid_t p : all_pids()) {
+    ProcStat s;
+    if (read_stat(p, &s)) kids.insert({s.ppid, p});
+  }
+  return kids;
+}
+
+}  // namespace
+
 std::vector<pid_t> all_pids() {
   std::vector<pid_t> out;
   DIR* d = opendir("/proc");
@@ -50,17 +64,12 @@ std::vector<pid_t> all_pids() {
   return out;
 }
 
-bool live(const ProcStat& s) { return s.state != 'Z' && s.state != 'X'; }
-
-// Children lists of every process (zombies included: their children are still ours to find).
-std::multimap<pid_t, pid_t> children_map() {
-  std::multimap<pid_t, pid_t> kids;
-  for (pid_t p : all_pids()) {
-    ProcStat s;
-    if (read_stat(p, &s)) kids.insert({s.ppid, p});
-  }
-  return kids;
+bool is_live_process(pid_t pid) {
+  ProcStat s;
+  return read_stat(pid, &s) && live(s);
 }
+
+namespace {
 
 void collect(const std::multimap<pid_t, pid_t>& kids, pid_t root, const std::set<pid_t>& keep,
              std::vector<pid_t>* out) {

@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+// Every pid in /proc (zombies included). Empty without /proc.
+std::vector<pid_t> all_pids();
+// Whether pid exists and is not a zombie.
+bool is_live_process(pid_t pid);
 // Every live (not zombie) descendant of root, root excluded. Empty without /proc.
 std::vector<pid_t> descendants_of(pid_t root);
 // Live processes of ours whose /proc/<pid>/environ holds entry exactly ("NAME=value").

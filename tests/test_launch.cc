@@ -5,7 +5,6 @@
 //
 // Env: BARESGD_LAUNCH = path of ./launch (default ./launch), BARESGD_TOOLS = directory of
 // tool_launch_rank (default build/tests). Every child has a deadline; teardown kills what is left.
-#include <dirent.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -41,6 +40,7 @@
 #include "launcher/job.h"
 #include "launcher/job_plan.h"
 #include "launcher/mpirun.h"
+#include "launcher/proctree.h"
 #include "launcher/options.h"
 #include "launcher/tagger.h"
 
@@ -102,20 +102,11 @@ std::string read_file(const std::string& path) {
 // Pids (not zombies, not us) whose command line contains text.
 std::vector<pid_t> procs_with(const std::string& text) {
   std::vector<pid_t> out;
-  DIR* d = opendir("/proc");
-  if (!d) return out;
-  while (struct dirent* e = readdir(d)) {
-    char* end;
-    long pid = strtol(e->d_name, &end, 10);
-    if (*end || pid <= 0 || pid == getpid()) continue;
-    std::string cmd = read_file("/proc/" + std::string(e->d_name) + "/cmdline");
-    if (cmd.empty()) continue;  // zombie or kernel thread
-    std::string stat = read_file("/proc/" + std::string(e->d_name) + "/stat");
-    size_t rp = stat.rfind(')');
-    if (rp != std::string::npos && rp + 2 < stat.size() && stat[rp + 2] == 'Z') continue;
-    if (cmd.find(text) != std::string::npos) out.push_back(static_cast<pid_t>(pid));
+  for (pid_t pid : all_pids()) {
+    if (pid == getpid() || !is_live_process(pid)) continue;
+    std::string cmd = read_file("/proc/" + std::to_string(pid) + "/cmdline");
+    if (!cmd.empty() && cmd.find(text) != std::string::npos) out.push_back(pid);  // empty: kernel thread
   }
-  closedir(d);
   return out;
 }
 
@@ -1974,20 +1965,12 @@ std::vector<pid_t> procs_with_env(const std::string& entry, const std::string& c
 // Live pids (any command line) whose environment holds entry ("BARESGD_JOB_ID=..."): a job's processes.
 std::vector<pid_t> job_procs(const std::string& entry) {
   std::vector<pid_t> out;
-  DIR* d = opendir("/proc");
-  if (!d) return out;
   const std::string nul(1, '\0');
-  while (struct dirent* e = readdir(d)) {
-    char* end;
-    long pid = strtol(e->d_name, &end, 10);
-    if (*end || pid <= 0 || pid == getpid()) continue;
-    std::string env = read_file("/proc/" + std::string(e->d_name) + "/environ");
-    std::string stat = read_file("/proc/" + std::string(e->d_name) + "/stat");
-    size_t rp = stat.rfind(')');
-    if (rp == std::string::npos || rp + 2 >= stat.size() || stat[rp + 2] == 'Z') continue;
-    if ((nul + env + nul).find(nul + entry + nul) != std::string::npos) out.push_back(static_cast<pid_t>(pid));
+  for (pid_t pid : all_pids()) {
+    if (pid == getpid() || !is_live_process(pid)) continue;
+    std::string env = read_file("/proc/" + std::to_string(pid) + "/environ");
+    if ((nul + env + nul).find(nul + entry + nul) != std::string::npos) out.push_back(pid);
   }
-  closedir(d);
   return out;
 }
 
