@@ -22,10 +22,13 @@ using testutil::run;
 std::string src_dir() { return testutil::env_or("BARESGD_SRC", "."); }
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// make install/uninstall in the source tree, without the outer make's flags and jobserver.
+// make install/uninstall in the source tree, without the outer make's flags and jobserver. What is
+// installed is the optimized build even when the suite itself is the sanitized one (.ci/sanitize.sh
+// runs `make SANITIZE=1 test`, and make hands command-line variables to its recipes' environment):
+// a sanitized binary needs libasan, which no runtime package of the minimal image provides.
 testutil::RunResult make_target(const std::string& target, const std::string& destdir,
                                 const std::string& prefix = "/usr/local") {
-  return run("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C '" + src_dir() + "' " + target +
+  return run("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SANITIZE -u LDFLAGS make -s -C '" + src_dir() + "' " + target +
                  " PREFIX=" + prefix + " DESTDIR='" + destdir + "'",
              600);
 }
