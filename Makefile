@@ -4,7 +4,8 @@
 #   make test     build and run the GoogleTest suite
 #   make bench    side-by-side benchmark against PyTorch (bench/)
 #   make fixtures regenerate tests/fixtures/*.bin with Debian's python3-torch
-#   make install PREFIX=/usr/local DESTDIR=
+#   make install PREFIX=/usr/local DESTDIR=   baresgd-train, -launch, -report (stripped) + man pages
+#   make uninstall PREFIX=/usr/local DESTDIR= removes exactly what install wrote (its manifest)
 # Options: SANITIZE=1 (ASan+UBSan build in build-san/), NO_MPI=1, NO_GLOO=1.
 
 CXX      ?= g++
@@ -37,8 +38,16 @@ CXXFLAGS   += -DBARESGD_HAVE_MPI=1
 LDLIBS     += $(MPI_LIBS)
 endif
 
+# The CPU features the build's flags need (the compiler's predefined macros); src/cpu_check.cc
+# refuses, with one line naming the missing ones, to start on a CPU without them.
+MARCH     := $(filter -march=%,$(CXXFLAGS))
+CPU_NEEDS := $(strip $(shell echo | $(CXX) $(filter -m%,$(CXXFLAGS)) -dM -E -x c++ - 2>/dev/null | \
+               sed -n 's/^\#define __\(SSE3\|SSSE3\|SSE4_1\|SSE4_2\|POPCNT\|AVX\|AVX2\|FMA\|BMI\|BMI2\|F16C\|LZCNT\|MOVBE\|XSAVE\|AVX512F\)__ 1$$/\1/p' | sort))
+BACKENDS  := $(or $(strip $(if $(HAVE_GLOO),gloo) $(if $(HAVE_MPI),mpi)),none)
+BUILD_INFO := -DBARESGD_CPU_MARCH='"$(MARCH)"'
+
 KERNEL_SRC := $(wildcard kernels/*.cc)
-SRC_SRC    := $(filter-out src/train_main.cc,$(wildcard src/*.cc))
+SRC_SRC    := $(filter-out src/train_main.cc src/cpu_check.cc,$(wildcard src/*.cc))
 COMM_SRC   := $(filter-out comm/backend_gloo.cc comm/backend_mpi.cc,$(wildcard comm/*.cc)) \
               $(if $(HAVE_GLOO),$(wildcard comm/backend_gloo.cc)) \
               $(if $(HAVE_MPI),$(wildcard comm/backend_mpi.cc))
@@ -63,10 +72,17 @@ LAUNCH := launch
 REPORT := report
 endif
 
-.PHONY: all data test bench fixtures install clean
+.PHONY: all data test bench fixtures install uninstall man clean
 all: $(TRAIN) $(LAUNCH) $(REPORT)
 
 $(BUILD)/comm/backend_mpi.o: CXXFLAGS += $(MPI_CFLAGS)
+$(call obj,src/train_main.cc launcher/launch_main.cc reporting/report_main.cc): CXXFLAGS += $(BUILD_INFO)
+
+# Compiled for plain x86-64 (no -m flags): it runs before anything else, on any CPU.
+CPU_CHECK := $(BUILD)/src/cpu_check.o
+$(CPU_CHECK): src/cpu_check.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(filter-out -m% -O%,$(CXXFLAGS)) -O2 $(BUILD_INFO) -DBARESGD_CPU_NEEDS='"$(CPU_NEEDS)"' -c $< -o $@
 
 $(BUILD)/%.o: %.cc
 	@mkdir -p $(dir $@)
@@ -76,17 +92,18 @@ $(BUILD)/libbaresgd.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(TRAIN): $(call obj,src/train_main.cc) $(BUILD)/libbaresgd.a
+$(TRAIN): $(CPU_CHECK) $(call obj,src/train_main.cc) $(BUILD)/libbaresgd.a
 	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+	@echo "baresgd: built $@ with backends: $(BACKENDS); CPU: $(or $(MARCH),default x86-64)$(if $(CPU_NEEDS), (needs $(CPU_NEEDS); checked at start))"
 
-$(LAUNCH): $(call obj,launcher/launch_main.cc) $(LAUNCH_OBJ) $(BUILD)/libbaresgd.a
+$(LAUNCH): $(CPU_CHECK) $(call obj,launcher/launch_main.cc) $(LAUNCH_OBJ) $(BUILD)/libbaresgd.a
 	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 # ./report needs neither OpenBLAS nor a backend: it links only its own objects.
-$(REPORT): $(call obj,reporting/report_main.cc) $(REPORT_OBJ)
+$(REPORT): $(CPU_CHECK) $(call obj,reporting/report_main.cc) $(REPORT_OBJ)
 	$(CXX) $(LDFLAGS) $^ -o $@ -pthread
 
-$(BUILD)/tests/unit_tests: $(call obj,$(TEST_SRC)) $(LAUNCH_OBJ) $(REPORT_OBJ) $(BUILD)/libbaresgd.a
+$(BUILD)/tests/unit_tests: $(CPU_CHECK) $(call obj,$(TEST_SRC)) $(LAUNCH_OBJ) $(REPORT_OBJ) $(BUILD)/libbaresgd.a
 	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lgtest -lgtest_main
 
 $(BUILD)/tests/tool_%: $(BUILD)/tests/tool_%.o $(LAUNCH_OBJ) $(BUILD)/libbaresgd.a
@@ -97,7 +114,7 @@ $(BUILD)/tests/tool_%: $(BUILD)/tests/tool_%.o $(LAUNCH_OBJ) $(BUILD)/libbaresgd
 TEST_ENV := OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_if_base_do_not_resolve=1
 test: $(TRAIN) $(LAUNCH) $(REPORT) $(TOOLS) $(BUILD)/tests/unit_tests
 	$(TEST_ENV) BARESGD_TRAIN=$(abspath $(TRAIN)) BARESGD_LAUNCH=$(abspath $(LAUNCH)) BARESGD_REPORT=$(abspath $(REPORT)) \
-	  BARESGD_TOOLS=$(abspath $(BUILD)/tests) \
+	  BARESGD_TOOLS=$(abspath $(BUILD)/tests) BARESGD_SRC=$(CURDIR) \
 	  $(BUILD)/tests/unit_tests $(GTEST_ARGS)
 
 data:
@@ -110,11 +127,41 @@ fixtures:
 bench: all
 	bash bench/run_bench.sh
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 755 train $(DESTDIR)$(PREFIX)/bin/baresgd-train
-	install -m 755 launch $(DESTDIR)$(PREFIX)/bin/baresgd-launch
-	install -m 755 report $(DESTDIR)$(PREFIX)/bin/baresgd-report
+# ---- install ---------------------------------------------------------------------------------
+# Installed names: baresgd-train, baresgd-launch, baresgd-report (baresgd-train finds
+# baresgd-launch beside itself, as ./train finds ./launch). Binaries stripped; man pages made from
+# --help/--version by help2man; the manifest lists every file written, and uninstall removes those.
+BINDIR   := $(PREFIX)/bin
+MAN1DIR  := $(PREFIX)/share/man/man1
+MANIFEST := $(PREFIX)/share/baresgd/install-manifest
+PROGRAMS := train launch report
+MANPAGES := $(patsubst %,$(BUILD)/man/baresgd-%.1,$(PROGRAMS))
+INSTALLED := $(patsubst %,$(BINDIR)/baresgd-%,$(PROGRAMS)) $(patsubst %,$(MAN1DIR)/baresgd-%.1,$(PROGRAMS)) $(MANIFEST)
+MAN_DESC_train  := distributed data-parallel MNIST training (the Horovod PyTorch MNIST example)
+MAN_DESC_launch := start N ranks of a program over hosts, like horovodrun
+MAN_DESC_report := turn a baresgd-train --metrics file into an HTML report
+
+man: $(MANPAGES)
+$(BUILD)/man/baresgd-%.1: $(TRAIN) $(LAUNCH) $(REPORT)
+	@command -v help2man >/dev/null 2>&1 || { echo "make: help2man is needed for the man pages: apt-get install help2man" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	help2man --no-info --no-discard-stderr --name="$(MAN_DESC_$*)" --output=$@ $(abspath $(if $(filter train,$*),$(TRAIN),$(if $(filter launch,$*),$(LAUNCH),$(REPORT))))
+
+install: all $(MANPAGES)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(dir $(MANIFEST))
+	install -s -m 755 $(TRAIN) $(DESTDIR)$(BINDIR)/baresgd-train
+	install -s -m 755 $(LAUNCH) $(DESTDIR)$(BINDIR)/baresgd-launch
+	install -s -m 755 $(REPORT) $(DESTDIR)$(BINDIR)/baresgd-report
+	install -m 644 $(MANPAGES) $(DESTDIR)$(MAN1DIR)/
+	printf '%s\n' $(INSTALLED) > $(DESTDIR)$(MANIFEST)
+
+# Removes the files the manifest lists (else the ones install would write), then the
+# directory install made for the manifest when it is empty.
+uninstall:
+	@list=$$(cat $(DESTDIR)$(MANIFEST) 2>/dev/null || printf '%s\n' $(INSTALLED)); \
+	for f in $$list; do echo "rm -f $(DESTDIR)$$f"; rm -f "$(DESTDIR)$$f"; done
+	-rmdir $(DESTDIR)$(dir $(MANIFEST)) 2>/dev/null || true
+# ---- end install -----------------------------------------------------------------------------
 
 clean:
 	rm -rf build build-san train launch report
@@ -134,7 +181,7 @@ FUZZ_SRC_store_server   := comm/store_protocol.cc launcher/store_session.cc
 FUZZ_SRC_idx            := src/mnist.cc
 FUZZ_SRC_train_options  := src/options.cc src/step_list.cc src/step_range.cc comm/allreduce_names.cc
 FUZZ_SRC_step_range     := src/step_range.cc
-FUZZ_SRC_launch_options := launcher/options.cc launcher/tagger.cc
+FUZZ_SRC_launch_options := launcher/options.cc launcher/tagger.cc launcher/agent_protocol.cc launcher/netaddr.cc
 FUZZ_SRC_hosts          := launcher/hosts.cc
 FUZZ_SRC_slurm_hostlist := launcher/slurm_hostlist.cc launcher/slurm_allocation.cc launcher/hosts.cc
 FUZZ_SRC_checkpoint     := src/checkpoint.cc src/crc32.cc
@@ -144,8 +191,9 @@ FUZZ_SRC_step_list      := src/step_list.cc
 FUZZ_SRC_perturb_spec   := src/perturb_spec.cc src/step_list.cc
 FUZZ_SRC_json           := reporting/json.cc
 FUZZ_SRC_metrics        := reporting/json.cc reporting/metrics_reader.cc reporting/file_io.cc reporting/svg.cc \
-                           reporting/timeline_reader.cc reporting/html_report.cc
-FUZZ_SRC_timeline       := reporting/json.cc reporting/timeline_reader.cc reporting/file_io.cc
+                           reporting/timeline_reader.cc reporting/timeline_lanes.cc reporting/html_report.cc
+FUZZ_SRC_timeline       := reporting/json.cc reporting/timeline_reader.cc reporting/file_io.cc reporting/svg.cc \
+                           reporting/timeline_lanes.cc
 FUZZ_LIBS_idx           := -lz
 FUZZ_LIBS_checkpoint    := -lz
 FUZZ_HEADERS  := $(wildcard src/*.h comm/*.h launcher/*.h reporting/*.h tests/fuzz/*.h)

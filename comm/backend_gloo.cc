@@ -524,7 +524,11 @@ class GlooCommunicator : public Communicator {
             " (a peer stopped responding)";
     else if (contains(what, "closed") || contains(what, "reset") || contains(what, "Broken pipe") ||
              contains(what, "Read error") || contains(what, "Write error") || contains(what, "refused"))
-      msg = me() + ": gloo " + op + " lost the connection to " + who + " (did a rank exit?): " + what;
+      // Several ranks still owed data: Gloo does not say whose connection broke, so say what is known.
+      msg = me() + ": gloo " + op +
+            (who.compare(0, 6, "ranks ") == 0 ? " lost a connection while still waiting for " + who + " (did one of them exit?): "
+                                              : " lost the connection to " + who + " (did a rank exit?): ") +
+            what;
     else
       msg = me() + ": gloo " + op + " failed (with " + who + "): " + what;
     broken_ = op + std::string(": ") + what;

@@ -129,15 +129,15 @@ std::unique_ptr<Communicator> make_communicator(const CommOptions& opts) {
     return make_gloo_communicator(info, opts);
 #else
     fail("this ./train was built without Gloo (libgloo-dev missing); rebuild with libgloo-dev "
-         "installed or use --communication mpi");
+         "installed, or run over MPI: --num-proc N --communication mpi (or mpirun -np N ./train)");
 #endif
   }
   // mpi
 #if BARESGD_HAVE_MPI
   return make_mpi_communicator(info, opts);
 #else
-  fail(std::string("this ./train was built without MPI (libopenmpi-dev missing); rebuild or use "
-                   "--communication gloo") +
+  fail(std::string("this ./train was built without MPI (libopenmpi-dev missing); rebuild with "
+                   "libopenmpi-dev installed, or run over Gloo: --num-proc N --communication gloo") +
        (info.source == "ompi" || info.source == "slurm"
             ? " with --rendezvous-dir DIR (" + launched_by(info) + ")"
             : ""));

@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "launcher/env.h"
 #include "launcher/fdio.h"
 #include "launcher/process.h"
+#include "launcher/proctree.h"
 #include "launcher/watchdog.h"
 
 namespace {
@@ -200,40 +202,54 @@ pid_t fork_rank(RankExec* x, const std::string& nonce, Watchdog* watchdog) {
   return pid;
 }
 
-// 4. Supervising the rank's group until it is gone.
+// 4. Supervising the rank's tree until it is gone. The tree is every descendant of this agent
+//    (a child subreaper, so orphans that called setsid come back to us), found through /proc's
+//    ppid chains (proctree.h); the watchdog is not part of it.
 struct RankWatch {
   pid_t pid = -1;
+  std::string nonce;
+  std::set<pid_t> keep;  // the watchdog
   bool stdin_open = true, rank_done = false, leftovers_signalled = false;
   int rank_status = 0;
-  Clock::time_point kill_at = Clock::time_point::max();  // SIGKILL the group (after EOF)
+  Clock::time_point kill_at = Clock::time_point::max();  // SIGKILL the tree (after EOF)
   Clock::time_point leftover_kill_at = Clock::time_point::max();
+  // Heartbeats (off when timeout is zero): we say "alive" every interval; the launcher must send
+  // a byte within timeout.
+  std::chrono::milliseconds hb_timeout{0}, hb_interval{0};
+  Clock::time_point last_heard, next_alive;
 };
 
 const auto kGrace = std::chrono::milliseconds(3000);
 
+// sig to the rank's group and to every other process of its tree.
+void signal_tree(const RankWatch& w, int sig) {
+  kill(-w.pid, sig);
+  signal_descendants(getpid(), sig, w.keep);
+}
+
 // After the rank: SIGTERM its leftovers, then SIGKILL them; after EOF: SIGKILL when grace is over.
 void escalate_kills(RankWatch* w, Clock::time_point now) {
   if (w->rank_done && !w->leftovers_signalled) {
-    kill(-w->pid, SIGTERM);
+    signal_tree(*w, SIGTERM);
     w->leftovers_signalled = true;
     w->leftover_kill_at = now + std::chrono::milliseconds(1000);
   } else if (w->rank_done && now >= w->leftover_kill_at) {
-    kill(-w->pid, SIGKILL);
+    signal_tree(*w, SIGKILL);
     w->leftover_kill_at = now + std::chrono::milliseconds(200);
   }
   if (now >= w->kill_at) {
-    kill(-w->pid, SIGKILL);
+    signal_tree(*w, SIGKILL);
     w->kill_at = now + std::chrono::milliseconds(500);
   }
 }
 
-// SIGTERM / SIGINT / SIGHUP sent to us go to the rank's group.
+// SIGTERM / SIGINT / SIGHUP sent to us go to the rank's tree.
 void forward_signals(const RankWatch& w) {
   unsigned char sigs[64];
   ssize_t ns;
   while ((ns = read(g_sig_pipe[0], sigs, sizeof sigs)) > 0) {
     for (ssize_t k = 0; k < ns; ++k)
-      if (sigs[k] != SIGCHLD) kill(-w.pid, sigs[k]);
+      if (sigs[k] != SIGCHLD) signal_tree(w, sigs[k]);
   }
 }
 
@@ -251,32 +267,71 @@ void reap_children(RankWatch* w, Watchdog* watchdog) {
   }
 }
 
-// Control bytes from the launcher; EOF (launcher gone or ssh session lost) stops the rank.
+// The launcher is gone (EOF, a read error or no heartbeat): stop the rank's tree, no more reading.
+void lose_launcher(RankWatch* w) {
+  w->stdin_open = false;
+  if (!w->rank_done) {
+    signal_tree(*w, SIGTERM);
+    w->kill_at = Clock::now() + kGrace;
+  }
+}
+
+// Control bytes from the launcher (any byte, a ping too, proves it alive).
 void read_control(RankWatch* w) {
   char buf[256];
   ssize_t n = read(0, buf, sizeof buf);
   if (n > 0) {
+    w->last_heard = Clock::now();
     for (ssize_t k = 0; k < n; ++k) {
       int s = agent_control_signal(buf[k]);
-      if (s) kill(-w->pid, s);
+      if (s) signal_tree(*w, s);
     }
   } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-    w->stdin_open = false;
-    if (!w->rank_done) {
-      kill(-w->pid, SIGTERM);
-      w->kill_at = Clock::now() + kGrace;
-    }
+    lose_launcher(w);
   }
 }
 
-// Returns the rank's wait status once its whole group is gone.
-int supervise_rank(pid_t pid, Watchdog* watchdog) {
+// Heartbeats both ways: "alive" out every interval; silence from the launcher for the timeout
+// (a partition, a stopped launcher, a launcher killed while the link was down) stops the rank.
+void keep_heartbeats(RankWatch* w, Clock::time_point now) {
+  if (w->hb_timeout.count() == 0) return;
+  if (now >= w->next_alive) {
+    write_all(2, agent_alive_line(w->nonce, getpid()));
+    w->next_alive = now + w->hb_interval;
+  }
+  // The agent may itself have been descheduled or stopped: read the pings waiting on stdin first.
+  if (w->stdin_open && now - w->last_heard >= w->hb_timeout) read_control(w);
+  if (w->stdin_open && now - w->last_heard >= w->hb_timeout) {
+    char secs[32];
+    snprintf(secs, sizeof secs, "%g", w->hb_timeout.count() / 1000.0);
+    agent_error(std::string("no heartbeat from the launcher for ") + secs + " s; stopping the rank");
+    lose_launcher(w);
+  }
+}
+
+bool tree_gone(const RankWatch& w) {
+  if (group_alive(w.pid)) return false;
+  for (pid_t p : descendants_of(getpid()))
+    if (!w.keep.count(p)) return false;
+  return true;
+}
+
+// Returns the rank's wait status once its whole tree is gone.
+int supervise_rank(pid_t pid, const AgentRequest& req, Watchdog* watchdog) {
   RankWatch w;
   w.pid = pid;
+  w.nonce = req.nonce;
+  if (watchdog->pid() > 0) w.keep.insert(watchdog->pid());
+  w.hb_timeout = std::chrono::milliseconds(req.heartbeat_timeout_ms);
+  w.hb_interval = std::chrono::milliseconds(req.heartbeat_interval_ms);
+  w.last_heard = Clock::now();
+  w.next_alive = w.last_heard + w.hb_interval;
   set_nonblocking(0);
   while (true) {
-    if (w.rank_done && !group_alive(pid)) break;
-    escalate_kills(&w, Clock::now());
+    if (w.rank_done && tree_gone(w)) break;
+    auto now = Clock::now();
+    escalate_kills(&w, now);
+    keep_heartbeats(&w, now);
     struct pollfd p[2];
     int np = 0;
     p[np++] = {g_sig_pipe[0], POLLIN, 0};
@@ -307,9 +362,10 @@ int agent_main() {
     agent_error(std::string("cannot start the watchdog: ") + e.what());
     return 1;
   }
+  if (req.heartbeat_timeout_ms > 0) write_all(2, agent_alive_line(req.nonce, getpid()));
   pid_t pid = fork_rank(&exec, req.nonce, &watchdog);
   if (pid < 0) return 1;
-  int rank_status = supervise_rank(pid, &watchdog);
+  int rank_status = supervise_rank(pid, req, &watchdog);
   watchdog.unwatch(pid);
   watchdog.stop();
   write_all(2, agent_status_line(req.nonce, rank_status));

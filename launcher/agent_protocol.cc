@@ -56,6 +56,10 @@ std::string encode_agent_request(const AgentRequest& req) {
   for (const std::string& e : req.env) put_str(&body, e);
   put_str(&body, std::to_string(req.argv.size()));
   for (const std::string& a : req.argv) put_str(&body, a);
+  if (req.heartbeat_timeout_ms > 0) {
+    put_str(&body, std::to_string(req.heartbeat_timeout_ms));
+    put_str(&body, std::to_string(req.heartbeat_interval_ms));
+  }
   std::string out = kAgentMagic;
   put_u32(&out, static_cast<uint32_t>(body.size()));
   out += body;
@@ -85,6 +89,14 @@ bool decode_agent_request(const std::string& body, AgentRequest* req) {
     req->argv.push_back(std::move(a));
   }
   if (req->argv[0].empty()) return false;
+  req->heartbeat_timeout_ms = req->heartbeat_interval_ms = 0;
+  if (r.pos == body.size()) return true;  // the original frame: no heartbeats
+  long timeout = 0, interval = 0;
+  if (!r.integer(&timeout, 1, kMaxHeartbeatMs) || !r.integer(&interval, 1, timeout - 1 < 1 ? 1 : timeout - 1) ||
+      interval >= timeout)
+    return false;
+  req->heartbeat_timeout_ms = timeout;
+  req->heartbeat_interval_ms = interval;
   return r.pos == body.size();
 }
 
@@ -120,6 +132,10 @@ std::string agent_status_line(const std::string& nonce, int wait_status) {
   return agent_marker_prefix(nonce) + "exit " + std::to_string(WEXITSTATUS(wait_status)) + "\n";
 }
 
+std::string agent_alive_line(const std::string& nonce, long agent_pid) {
+  return agent_marker_prefix(nonce) + "alive " + std::to_string(agent_pid) + "\n";
+}
+
 bool parse_agent_marker(const std::string& text, const std::string& nonce, std::string* before,
                         std::string* kind, long* value) {
   std::string prefix = agent_marker_prefix(nonce);
@@ -129,7 +145,7 @@ bool parse_agent_marker(const std::string& text, const std::string& nonce, std::
   size_t sp = rest.find(' ');
   if (sp == std::string::npos) return false;
   std::string k = rest.substr(0, sp), v = rest.substr(sp + 1);
-  if (k != "pid" && k != "exit" && k != "signal") return false;
+  if (k != "pid" && k != "exit" && k != "signal" && k != "alive") return false;
   if (v.empty() || v.size() > 10) return false;
   for (char c : v)
     if (c < '0' || c > '9') return false;

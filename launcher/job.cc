@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <memory>
+#include <set>
 
 #include "comm/store_protocol.h"
 #include "launcher/job_plan.h"
@@ -14,6 +15,7 @@
 #include "launcher/output.h"
 #include "launcher/fdio.h"
 #include "launcher/process.h"
+#include "launcher/proctree.h"
 #include "launcher/ssh_check.h"
 #include "launcher/store_server.h"
 #include "launcher/supervisor.h"
@@ -34,6 +36,15 @@ void reap_leftovers() {
     if (w < 0) return;  // ECHILD: none left
     usleep(10 * 1000);
   }
+}
+
+// Teardown: every descendant still alive — a local rank's child that left its group with setsid,
+// which came to us as the ranks' subreaper — is stopped (SIGTERM, SIGKILL after 1 s) and reaped.
+// The watchdog is spared (it exits when stopped).
+void stop_local_trees(Watchdog* watchdog) {
+  std::set<pid_t> keep;
+  if (watchdog->pid() > 0) keep.insert(watchdog->pid());
+  stop_descendants(getpid(), 1000, keep, false);
 }
 
 int print_dry_run(const JobPlan& plan) {
@@ -135,7 +146,7 @@ int start_gloo_ranks(const JobPlan& plan, const std::string& store_addr, const J
       RankStart r = plan_gloo_rank(plan, p, store_addr, id);
       if (plan.opts.verbose) say_rank_command(r);
       if (h.local) sup->add_local(p.rank, h.name, spawn_process(r.spec));
-      else sup->add_remote(p.rank, h.name, spawn_process(r.spec), encode_agent_request(r.request));
+      else sup->add_remote(p.rank, h.name, spawn_process(r.spec), encode_agent_request(r.request), r.kill_spec);
     } catch (const std::exception& e) {
       return sup->abort_start("launch: cannot start rank " + std::to_string(p.rank) + " on " + h.name + ": " + e.what(),
                               1);
@@ -184,8 +195,14 @@ int run_job(const JobPlan& plan) {
   scfg.timeout_s = plan.opts.timeout;
   scfg.grace_ms = 3000;
   scfg.nonce = id.nonce;
+  scfg.heartbeat_timeout_s = plan.opts.heartbeat_timeout;
+  scfg.heartbeat_interval_s = plan.opts.heartbeat_interval;
+  scfg.start_timeout_s = plan.opts.start_timeout;
+  scfg.kill_timeout_s = plan.ssh.connect_timeout + 10;  // ssh's connect, then `launch --kill-job`'s 5 s
+  watchdog.tag("BARESGD_JOB_ID=" + id.job_id);
   Supervisor sup(&sink, &watchdog, scfg);
   code = plan.opts.transport == Transport::kMpi ? run_mpirun(plan, id, &sup) : run_gloo(plan, id, &sup);
+  stop_local_trees(&watchdog);
   watchdog.stop();
   reap_leftovers();
   return code;

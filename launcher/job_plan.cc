@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -87,6 +88,19 @@ int check_mpi_ssh_files(JobPlan* plan) {
   return kGoOn;
 }
 
+// Two entries of the host list that are one machine (localhost and 127.0.0.1, or two ssh names
+// of one address) would get separate local ranks and core shares: refused, naming both.
+void refuse_aliases(const std::vector<HostInfo>& hosts) {
+  for (size_t a = 0; a < hosts.size(); ++a)
+    for (size_t b = a + 1; b < hosts.size(); ++b) {
+      bool same = hosts[a].local ? hosts[b].local : (!hosts[b].local && hosts[a].addr == hosts[b].addr);
+      if (!same) continue;
+      std::string what = hosts[a].local ? "this machine" : "address " + hosts[a].addr;
+      throw std::runtime_error("hosts " + hosts[a].name + " and " + hosts[b].name + " are the same machine (" + what +
+                               "); list it once with all its slots");
+    }
+}
+
 // Local or ssh, and a remote host's address as ssh would reach it (ssh -G, then DNS).
 // first_remote_routable: the first remote address outside 127.0.0.0/8, if any.
 int resolve_hosts(JobPlan* plan, std::string* first_remote_routable) {
@@ -95,6 +109,7 @@ int resolve_hosts(JobPlan* plan, std::string* first_remote_routable) {
   plan->ssh.identity = o.ssh_identity;
   plan->ssh.config = o.ssh_config;
   plan->ssh.connect_timeout = std::max(1, std::min(10, static_cast<int>(o.start_timeout)));
+  set_server_alive(&plan->ssh, o.heartbeat_timeout);
   std::string me = this_hostname();
   try {
     for (const HostSlots& h : plan->used) {
@@ -110,6 +125,7 @@ int resolve_hosts(JobPlan* plan, std::string* first_remote_routable) {
       }
       plan->hosts.push_back(hi);
     }
+    refuse_aliases(plan->hosts);
   } catch (const std::exception& e) {
     say_launch(e.what());
     return 1;
@@ -124,7 +140,8 @@ int choose_bind_addr(JobPlan* plan, const std::string& first_remote_routable) {
   plan->bind_addr = "127.0.0.1";
   try {
     if (!o.bind_addr.empty()) {
-      if (!is_ipv4_literal(o.bind_addr)) throw std::runtime_error("--bind-addr '" + o.bind_addr + "' is not an IPv4 address");
+      std::string why = bind_addr_problem(o.bind_addr);
+      if (!why.empty()) throw std::runtime_error(why);
       plan->bind_addr = o.bind_addr;
     } else if (!o.network_interface.empty()) {
       plan->bind_addr = interface_ipv4(o.network_interface);
@@ -217,22 +234,34 @@ void plan_local_rank(const JobPlan& plan, RankStart* r) {
     env_set(&r->spec.env, "OPENBLAS_NUM_THREADS", std::to_string(std::max(1, plan.cores / r->place->local_size)));
 }
 
-// ssh -T host 'cd CWD && exec LAUNCH --agent'; the request goes to the agent on its stdin.
+// ssh -T host 'cd CWD && exec env BARESGD_JOB_ID=ID LAUNCH --agent'; the request goes to the agent on
+// its stdin.
 void plan_remote_rank(const JobPlan& plan, const JobIdentity& id, RankStart* r) {
   r->request.nonce = id.nonce;
   r->request.openblas_local_size = plan.user_set_blas ? 0 : r->place->local_size;
   r->request.env = plan.remote_env;
   r->request.argv = plan.opts.command;
+  r->request.heartbeat_timeout_ms = std::lround(plan.opts.heartbeat_timeout * 1000);
+  r->request.heartbeat_interval_ms =
+      std::min(r->request.heartbeat_timeout_ms - 1, std::max(1L, std::lround(plan.opts.heartbeat_interval * 1000)));
   r->spec.argv = ssh_base_argv(plan.ssh);
   r->spec.argv.push_back("-T");
   r->spec.argv.push_back(r->host->name);
-  r->spec.argv.push_back("cd " + shell_quote(plan.cwd) + " && exec " + shell_quote(plan.self) + " --agent");
+  // The agent carries the job id in its own environment, so `launch --kill-job` finds it too.
+  r->spec.argv.push_back("cd " + shell_quote(plan.cwd) + " && exec env BARESGD_JOB_ID=" + id.job_id + " " +
+                         shell_quote(plan.self) + " --agent");
   std::string why;
   r->spec.path = find_executable("ssh", path_env(), &why);
   if (r->spec.path.empty()) throw std::runtime_error("ssh not found in PATH");
   r->spec.env = plan.base_env;
   r->spec.stdin_pipe = true;
   r->spec.pdeathsig = SIGTERM;
+  // Should the host's agent go silent: ssh -T host 'exec LAUNCH --kill-job ID' (job_kill.h).
+  r->kill_spec.path = r->spec.path;
+  r->kill_spec.argv = ssh_base_argv(plan.ssh);
+  r->kill_spec.argv.insert(r->kill_spec.argv.end(),
+                           {"-T", r->host->name, "exec " + shell_quote(plan.self) + " --kill-job " + id.job_id});
+  r->kill_spec.env = plan.base_env;
 }
 
 }  // namespace

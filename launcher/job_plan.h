@@ -58,6 +58,7 @@ struct RankStart {
   const HostInfo* host = nullptr;
   SpawnSpec spec;
   AgentRequest request;  // remote ranks only
+  SpawnSpec kill_spec;   // remote ranks only: ssh host 'LAUNCH --kill-job ID' (job_kill.h)
   // The variables the rank gets from us: local, its whole environment; remote, what the agent
   // lays over the remote login's environment.
   const std::vector<std::string>& env() const { return host->local ? spec.env : request.env; }

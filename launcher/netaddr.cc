@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -21,6 +22,41 @@ bool is_loopback_ipv4(const std::string& addr) {
   struct in_addr a;
   if (inet_pton(AF_INET, addr.c_str(), &a) != 1) return false;
   return (ntohl(a.s_addr) >> 24) == 127;
+}
+
+bool is_connectable_ipv4(const std::string& addr) {
+  struct in_addr a;
+  if (inet_pton(AF_INET, addr.c_str(), &a) != 1) return false;
+  uint32_t h = ntohl(a.s_addr);
+  return (h >> 24) != 0 && (h >> 28) < 14;  // not 0/8, not 224/4 (multicast) nor 240/4 (reserved)
+}
+
+namespace {
+
+// s with control bytes as \xNN, so a message stays one line.
+std::string shown(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c != 0x7f) {
+      out += static_cast<char>(c);
+      continue;
+    }
+    char buf[8];
+    snprintf(buf, sizeof buf, "\\x%02x", c);
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string bind_addr_problem(const std::string& addr) {
+  if (!is_ipv4_literal(addr)) return "--bind-addr '" + shown(addr) + "' is not an IPv4 address";
+  if (!is_connectable_ipv4(addr))
+    return "--bind-addr " + addr +
+           " is not an address ranks can connect to (the store and local ranks need one address of this machine, "
+           "e.g. 127.0.0.1 or the interface address)";
+  return "";
 }
 
 std::string resolve_ipv4(const std::string& host) {

@@ -3,7 +3,9 @@
 
 #include <cerrno>
 #include <climits>
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 namespace {
@@ -29,6 +31,17 @@ double parse_seconds_flag(const std::string& flag, const std::string& v) {
   if (x <= 0) throw UsageError(flag + " must be > 0 seconds (got " + v + ")", true);
   if (x > 1e8) throw UsageError(flag + " '" + v + "' is too large", true);
   return x;
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+// The value just parsed, as the user wrote it.
+std::string value_text(const std::vector<std::string>& args, size_t i, bool inline_value, const std::string& value) {
+  return inline_value ? value : args[i];
 }
 
 }  // namespace
@@ -59,15 +72,24 @@ const char* launch_help_text() {
          "      --verbose             print the rank table and the commands run\n"
          "      --start-timeout SEC   give up when hosts cannot be reached in SEC (default 30)\n"
          "      --timeout SEC         stop the job after SEC seconds (exit 124)\n"
+         "      --heartbeat-timeout SEC  a remote host whose agent is silent for SEC (default 30;\n"
+         "                            0.5..100000) is named, the job's processes there are killed\n"
+         "                            over a new ssh and the job stopped (exit 255); an agent that\n"
+         "                            hears nothing from the launcher for SEC stops its rank, exits\n"
+         "      --heartbeat-interval SEC  heartbeat period both ways (default: SEC/6, at most 5;\n"
+         "                            at least 0.05, less than --heartbeat-timeout)\n"
          "      --network-interface IF  bind the store to IF's address; ranks use it (and mpirun's\n"
          "                            btl/oob_tcp_if_include)\n"
          "      --bind-addr ADDR      bind the store to ADDR; local ranks get it as BARESGD_HOST_ADDR\n"
+         "                            (an IPv4 address of this machine; 0.0.0.0, broadcast and\n"
+         "                            multicast are refused: ranks must connect to it)\n"
          "      --timeline-filename FILE  every rank gets HOROVOD_TIMELINE=FILE (./train records its\n"
          "                            timeline there; as horovodrun); FILE's directory must be\n"
          "                            writable. HOROVOD_TIMELINE set for ./launch reaches every rank\n"
          "                            too (the flag wins)\n"
          "      --dry-run             print what would be started (below) and start nothing\n"
          "  -h, --help                this text\n"
+         "      --version             the version and the backends built in (first flag only)\n"
          "\n"
          "--dry-run prints on stdout, in aligned columns:\n"
          "  the rank table: rank, host, local rank/size, cross rank/size, how the rank starts (local\n"
@@ -163,6 +185,14 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
       o.start_timeout = parse_seconds_flag(name, need_value(name));
     } else if (name == "--timeout") {
       o.timeout = parse_seconds_flag(name, need_value(name));
+    } else if (name == "--heartbeat-timeout") {
+      o.heartbeat_timeout = parse_seconds_flag(name, need_value(name));
+      if (o.heartbeat_timeout < 0.5 || o.heartbeat_timeout > 100000)
+        throw UsageError("--heartbeat-timeout must be 0.5..100000 seconds (got " + value_text(args, i, has_inline, value) + ")", true);
+    } else if (name == "--heartbeat-interval") {
+      o.heartbeat_interval = parse_seconds_flag(name, need_value(name));
+      if (o.heartbeat_interval < 0.05)
+        throw UsageError("--heartbeat-interval must be >= 0.05 seconds (got " + value_text(args, i, has_inline, value) + ")", true);
     } else if (name == "--network-interface") {
       o.network_interface = need_value(name);
       if (o.network_interface.empty()) throw UsageError("--network-interface: empty name", true);
@@ -198,6 +228,10 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
     throw UsageError("-H and --hostfile are mutually exclusive: pick one", false);
   if (!o.network_interface.empty() && !o.bind_addr.empty())
     throw UsageError("--network-interface and --bind-addr are mutually exclusive: pick one", false);
+  if (o.heartbeat_interval == 0) o.heartbeat_interval = std::min(5.0, o.heartbeat_timeout / 6);
+  if (o.heartbeat_interval >= o.heartbeat_timeout)
+    throw UsageError("--heartbeat-interval must be shorter than --heartbeat-timeout (" +
+                     seconds_text(o.heartbeat_interval) + " >= " + seconds_text(o.heartbeat_timeout) + " s)", false);
   if (o.command.empty()) throw UsageError("missing CMD: what should each rank run?", false);
   if (o.command[0].empty()) throw UsageError("CMD is an empty string", false);
   return o;

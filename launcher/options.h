@@ -30,6 +30,8 @@ struct LaunchOptions {
   bool verbose = false;
   double start_timeout = 30;  // seconds
   double timeout = 0;         // seconds, 0 = none
+  double heartbeat_timeout = 30;   // seconds without a heartbeat before a host is declared lost
+  double heartbeat_interval = 0;   // seconds between heartbeats; 0 = min(5, heartbeat_timeout / 6)
   std::string network_interface;
   std::string bind_addr;
   std::string timeline_file;  // --timeline-filename: every rank gets HOROVOD_TIMELINE

@@ -79,6 +79,7 @@ void OutputSink::emit(int rank, Stream stream, const Line& line) {
   if (timestamp_) buf += timestamp_prefix(std::time(nullptr));
   buf += make_tag(format_, rank, stream, host);
   buf += line.text;
+  if (line.cut) buf += kCutMarker;  // the rest follows on the next tagged line, nothing is lost
   buf += line.end.empty() ? "\n" : line.end;
   if (line.at_eof && line.end == "\r") buf += "\n";
   if (pending() > (1u << 20) || file_pending_ > (1u << 20)) flush();

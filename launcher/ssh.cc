@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <stdexcept>
 
 #include "launcher/process.h"
@@ -13,10 +14,18 @@
 std::vector<std::string> ssh_base_argv(const SshOptions& o) {
   std::vector<std::string> a = {"ssh", "-o", "BatchMode=yes", "-o",
                                 "ConnectTimeout=" + std::to_string(std::max(1, o.connect_timeout))};
+  if (o.server_alive_interval > 0)
+    a.insert(a.end(), {"-o", "ServerAliveInterval=" + std::to_string(o.server_alive_interval), "-o",
+                       "ServerAliveCountMax=" + std::to_string(o.server_alive_count)});
   if (!o.port.empty()) a.insert(a.end(), {"-p", o.port});
   if (!o.identity.empty()) a.insert(a.end(), {"-i", o.identity});
   if (!o.config.empty()) a.insert(a.end(), {"-F", o.config});
   return a;
+}
+
+void set_server_alive(SshOptions* o, double heartbeat_timeout_s) {
+  o->server_alive_count = 3;
+  o->server_alive_interval = std::max(1, static_cast<int>(std::ceil(heartbeat_timeout_s / 3)));
 }
 
 std::string ssh_user_args(const SshOptions& o) {

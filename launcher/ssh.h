@@ -7,8 +7,13 @@
 struct SshOptions {
   std::string port, identity, config;  // -p, -i, -F as given to ./launch
   int connect_timeout = 10;            // seconds, ConnectTimeout
+  int server_alive_interval = 0;       // seconds, ServerAliveInterval (0 = not passed)
+  int server_alive_count = 3;          // ServerAliveCountMax, with the interval
 };
-// "ssh -o BatchMode=yes -o ConnectTimeout=N [-p P] [-i I] [-F F]" (host and command not included).
+// ServerAlive settings that end a silent ssh link after about heartbeat_timeout_s.
+void set_server_alive(SshOptions* o, double heartbeat_timeout_s);
+// "ssh -o BatchMode=yes -o ConnectTimeout=N [-o ServerAliveInterval=S -o ServerAliveCountMax=C]
+// [-p P] [-i I] [-F F]" (host and command not included).
 std::vector<std::string> ssh_base_argv(const SshOptions& o);
 // The -F/-p/-i part alone, for mpirun's plm_rsh_args (unquoted: Open MPI splits it on whitespace,
 // so callers reject paths with whitespace).

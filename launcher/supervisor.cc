@@ -13,6 +13,7 @@
 
 #include "launcher/agent_protocol.h"
 #include "launcher/fdio.h"
+#include "launcher/ssh.h"
 
 using Clock = std::chrono::steady_clock;
 
@@ -84,12 +85,31 @@ struct Supervisor::Child {
   Clock::time_point reaped_at;
   bool leftovers_killed = false;
   long remote_pid = -1;
+  long agent_pid = -1;               // from its "alive" lines
+  Clock::time_point last_heard;      // the last marker line of the agent (or the spawn)
+  Clock::time_point next_ping;
+  bool heard = false;                // a marker line came
+  bool lost = false;                 // named silent; its ssh was killed
+  std::string carry;                 // a partial rank stderr line cut by an "alive" marker
+  SpawnSpec kill_spec;               // ssh host 'launch --kill-job ID', for when it is lost
   bool status_known = false;  // rank status known (local: reaped; remote: agent said)
   int status = 0;
   bool reported = false;  // failure judged
   bool finished = false;
   Child(Kind k, int r, std::string h, bool split_cr)
       : kind(k), rank(r), host(std::move(h)), split{LineSplitter(split_cr), LineSplitter(split_cr)} {}
+};
+
+// `launch --kill-job` over ssh to a lost host: its stderr is kept for the message should it fail.
+struct Supervisor::HostKill {
+  std::string host;
+  int rank = -1;
+  pid_t pid = -1;
+  int fd[2] = {-1, -1};  // stdout (discarded), stderr
+  std::string err;       // the last 4 KiB of its stderr
+  bool reaped = false, killed = false, done = false;
+  int status = 0;
+  Clock::time_point deadline;
 };
 
 Supervisor::Supervisor(OutputSink* sink, Watchdog* watchdog, const SupervisorConfig& cfg)
@@ -100,6 +120,10 @@ Supervisor::~Supervisor() {
     close_fd(&c->fd[0]);
     close_fd(&c->fd[1]);
     close_fd(&c->ctl_fd);
+  }
+  for (auto& k : host_kills_) {
+    close_fd(&k->fd[0]);
+    close_fd(&k->fd[1]);
   }
 }
 
@@ -117,8 +141,12 @@ void Supervisor::add_local(int rank, const std::string& host, const SpawnedChild
   adopt(std::make_unique<Child>(Kind::kLocal, rank, host, true), sc);
 }
 
-void Supervisor::add_remote(int rank, const std::string& host, const SpawnedChild& ssh, const std::string& request) {
-  adopt(std::make_unique<Child>(Kind::kRemote, rank, host, true), ssh)->ctl_buf = request;
+void Supervisor::add_remote(int rank, const std::string& host, const SpawnedChild& ssh, const std::string& request,
+                            const SpawnSpec& kill) {
+  Child* c = adopt(std::make_unique<Child>(Kind::kRemote, rank, host, true), ssh);
+  c->ctl_buf = request;
+  c->kill_spec = kill;
+  c->last_heard = c->next_ping = Clock::now();
 }
 
 void Supervisor::add_mpirun(const SpawnedChild& sc) {
@@ -132,6 +160,14 @@ bool Supervisor::take_agent_marker(Child* c, const Line& l) {
   std::string before, kind;
   long value = 0;
   if (l.continuation || !parse_agent_marker(l.text, cfg_.nonce, &before, &kind, &value)) return false;
+  c->last_heard = Clock::now();
+  c->heard = true;
+  if (kind == "alive") {
+    // Written between two pieces of a rank's line: the piece before joins the next line.
+    c->agent_pid = value;
+    c->carry = before;
+    return true;
+  }
   if (!before.empty()) {
     Line head;
     head.text = before;
@@ -177,6 +213,10 @@ void Supervisor::handle_lines(Child* c, int which, std::vector<Line>* lines) {
     if (c->kind == Kind::kLocal) {
       sink_->emit(c->rank, stream, l);
     } else if (c->kind == Kind::kRemote) {
+      if (which == 1 && !c->carry.empty() && !l.continuation) {
+        l.text = c->carry + l.text;
+        c->carry.clear();
+      }
       if (which == 1 && take_agent_marker(c, l)) continue;
       sink_->emit(c->rank, stream, l);
     } else {  // mpirun: "[1,R]<stdout>:text" -> re-tag; anything else is mpirun's own
@@ -208,6 +248,11 @@ void Supervisor::read_child(Child* c, int which, bool to_eof) {
     // EOF or error.
     c->split[which].finish(&lines);
     handle_lines(c, which, &lines);
+    if (which == 1 && !c->carry.empty()) {
+      Line rest;
+      rest.text.swap(c->carry);
+      sink_->emit(c->rank, Stream::kStderr, rest);
+    }
     close_fd(&fd);
     return;
   }
@@ -314,6 +359,11 @@ void Supervisor::reap() {
     return WIFSIGNALED(a.second) && !WIFSIGNALED(b.second);
   });
   for (const auto& [w, st] : gone) {
+    for (auto& k : host_kills_) {
+      if (k->pid != w || k->reaped) continue;
+      k->reaped = true;
+      k->status = st;
+    }
     for (auto& c : children_) {
       if (c->pid != w || c->reaped) continue;
       c->reaped = true;
@@ -349,6 +399,120 @@ void Supervisor::check_timeout(Clock::time_point now) {
   if (cfg_.timeout_s > 0 && !stopping_ && now - start_ >= std::chrono::duration<double>(cfg_.timeout_s)) {
     sink_->message("launch: the job ran longer than --timeout " + seconds_text(cfg_.timeout_s) + " s; stopping it");
     begin_stop(SIGTERM, kTimeoutExitCode);
+  }
+}
+
+// The host of an agent silent for the heartbeat timeout: named, its ssh killed (there is no one to
+// talk to), and the job stopped as on a failure.
+void Supervisor::lose_host(Child* c, double silent_s) {
+  c->lost = true;
+  std::string agent = c->agent_pid > 0 ? ", agent pid " + std::to_string(c->agent_pid) : ", ssh pid " + std::to_string(c->pid);
+  sink_->message("launch: " + c->host + " (rank " + std::to_string(c->rank) + agent + ") sent no heartbeat for " +
+                 seconds_text(silent_s) + " s; stopping the job");
+  kill(-c->pid, SIGKILL);
+  close_fd(&c->ctl_fd);
+  c->ctl_buf.clear();
+  c->status_known = c->reported = true;
+  c->status = 255 << 8;
+  if (!stopping_) {
+    failure_code_ = 255;
+    // The silence is the cause, whatever dies next (the kill below may SIGKILL a rank we see).
+    first_failure_exited_ = false;
+    first_failure_at_ = Clock::now();
+    begin_stop(SIGTERM, 255);
+  }
+  kill_on_host(c);
+}
+
+// The lost agent cannot act (stopped, hung) and its rank would live on, maybe until a SIGCONT:
+// every process of the job on that host is SIGKILLed over a new ssh. run() waits for it.
+void Supervisor::kill_on_host(Child* c) {
+  if (c->kill_spec.argv.empty()) return;
+  auto k = std::make_unique<HostKill>();
+  k->host = c->host;
+  k->rank = c->rank;
+  k->deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cfg_.kill_timeout_s));
+  try {
+    SpawnedChild sc = spawn_process(c->kill_spec);
+    k->pid = sc.pid;
+    k->fd[0] = sc.out_fd;
+    k->fd[1] = sc.err_fd;
+    close_fd(&sc.in_fd);
+  } catch (const std::exception& e) {
+    sink_->message("launch: cannot kill the job's processes on " + c->host + ": " + e.what());
+    return;
+  }
+  host_kills_.push_back(std::move(k));
+}
+
+// Reads what the kills wrote, judges those that ended; after kill_timeout_s, SIGKILL. True while
+// one is still running.
+bool Supervisor::settle_host_kills(bool give_up) {
+  auto now = Clock::now();
+  bool running = false;
+  for (auto& kp : host_kills_) {
+    HostKill* k = kp.get();
+    if (k->done) continue;
+    for (int w = 0; w < 2; ++w) {
+      char buf[4096];
+      ssize_t n = -1;
+      while (k->fd[w] >= 0 && (n = read(k->fd[w], buf, sizeof buf)) != 0) {
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          if (errno != EAGAIN && errno != EWOULDBLOCK) close_fd(&k->fd[w]);
+          break;
+        }
+        if (w == 1) k->err.append(buf, static_cast<size_t>(n));
+        if (k->err.size() > 4096) k->err.erase(0, k->err.size() - 4096);
+      }
+      if (k->fd[w] >= 0 && n == 0) close_fd(&k->fd[w]);
+    }
+    const std::string what =
+        "launch: could not kill the job's processes on " + k->host + " (rank " + std::to_string(k->rank) + ") over ssh: ";
+    if (k->reaped) {
+      close_fd(&k->fd[0]);
+      close_fd(&k->fd[1]);
+      k->done = true;
+      if (!k->killed && (!WIFEXITED(k->status) || WEXITSTATUS(k->status) != 0))  // killed: already said
+        sink_->message(what + (last_line(k->err).empty() ? "ssh " + describe_wait_status(k->status) : last_line(k->err)));
+      continue;
+    }
+    if (now >= k->deadline && !k->killed) {
+      k->killed = true;
+      kill(-k->pid, SIGKILL);
+      sink_->message(what + "no answer within " + seconds_text(cfg_.kill_timeout_s) + " s");
+    }
+    if (give_up || (k->killed && now >= k->deadline + std::chrono::seconds(3))) {
+      close_fd(&k->fd[0]);
+      close_fd(&k->fd[1]);
+      k->done = true;
+      continue;
+    }
+    running = true;
+  }
+  return running;
+}
+
+// Pings out; a remote child whose agent has said nothing for the timeout is lost. Before the first
+// marker, ssh may still be connecting: start_timeout more.
+void Supervisor::check_heartbeats(Clock::time_point now) {
+  if (cfg_.heartbeat_timeout_s <= 0) return;
+  auto timeout = std::chrono::duration<double>(cfg_.heartbeat_timeout_s);
+  auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cfg_.heartbeat_interval_s));
+  for (auto& cp : children_) {
+    Child* c = cp.get();
+    if (c->kind != Kind::kRemote || c->finished || c->lost || c->reaped) continue;
+    if (c->ctl_fd >= 0 && c->ctl_buf.empty() && !c->ctl_close && now >= c->next_ping) {
+      c->ctl_buf += kAgentPing;
+      c->next_ping = now + interval;
+    }
+    auto allowed = c->heard ? timeout : timeout + std::chrono::duration<double>(cfg_.start_timeout_s);
+    if (now - c->last_heard < allowed) continue;
+    // This launcher may itself have been descheduled or stopped: the markers may be sitting in the
+    // pipe unread. Drain it first, so only an agent that really said nothing is lost.
+    read_child(c, 1, false);
+    if (c->finished || c->reaped || Clock::now() - c->last_heard < allowed) continue;
+    lose_host(c, cfg_.heartbeat_timeout_s);  // also after its status: an agent then exits at once
   }
 }
 
@@ -491,12 +655,14 @@ bool Supervisor::settle_children(bool give_up) {
 bool Supervisor::step(int poll_ms) {
   auto now = Clock::now();
   check_timeout(now);
+  check_heartbeats(now);
   handle_stop_signals();
   escalate_stop(now);
   bool give_up = hard_killed_ && now >= give_up_at_;
   if (!poll_children(poll_ms)) return false;
   reap();
   bool running = settle_children(give_up);
+  running = settle_host_kills(give_up) || running;
   sink_->flush();
   return running;
 }

@@ -25,6 +25,12 @@ struct SupervisorConfig {
   double timeout_s = 0;  // 0 = no --timeout
   int grace_ms = 3000;   // SIGTERM -> SIGKILL
   std::string nonce;     // of the agents' status lines
+  // Heartbeats with the agents (0 = off): a ping byte every interval to each agent; an agent whose
+  // ssh brings no marker line for timeout (before its first one: timeout + start_timeout) is named
+  // and the job stops (exit 255), its ssh killed, and the job's processes on that host killed over
+  // a new ssh (`launch --kill-job`); the launcher exits once that is done (or kill_timeout_s passed).
+  double heartbeat_timeout_s = 0, heartbeat_interval_s = 0, start_timeout_s = 30;
+  double kill_timeout_s = 20;
 };
 
 // SIGINT/SIGTERM/SIGHUP/SIGCHLD are caught into a self-pipe; SIGPIPE is ignored. Call once, early.
@@ -38,8 +44,10 @@ class Supervisor {
   ~Supervisor();
 
   void add_local(int rank, const std::string& host, const SpawnedChild& c);
-  // request: the agent spawn request, written to the ssh's stdin by the loop.
-  void add_remote(int rank, const std::string& host, const SpawnedChild& ssh, const std::string& request);
+  // request: the agent spawn request, written to the ssh's stdin by the loop. kill: what kills the
+  // job's processes on that host should its agent go silent (ssh host 'launch --kill-job ID').
+  void add_remote(int rank, const std::string& host, const SpawnedChild& ssh, const std::string& request,
+                  const SpawnSpec& kill = {});
   // mpirun, which starts every rank itself (its tagged output names them).
   void add_mpirun(const SpawnedChild& c);
 
@@ -51,6 +59,7 @@ class Supervisor {
 
  private:
   struct Child;
+  struct HostKill;  // a running `launch --kill-job` over ssh
   Child* adopt(std::unique_ptr<Child> c, const SpawnedChild& sc);  // its process, pipes and watchdog
   void read_child(Child* c, int which, bool to_eof);
   void handle_lines(Child* c, int which, std::vector<Line>* lines);
@@ -67,6 +76,10 @@ class Supervisor {
   // every child is done (or poll failed).
   bool step(int poll_ms);
   void check_timeout(std::chrono::steady_clock::time_point now);
+  void check_heartbeats(std::chrono::steady_clock::time_point now);
+  void lose_host(Child* c, double silent_s);
+  void kill_on_host(Child* c);
+  bool settle_host_kills(bool give_up);
   void handle_stop_signals();
   void escalate_stop(std::chrono::steady_clock::time_point now);
   bool poll_children(int poll_ms);
@@ -79,6 +92,7 @@ class Supervisor {
   Watchdog* watchdog_;
   SupervisorConfig cfg_;
   std::vector<std::unique_ptr<Child>> children_;
+  std::vector<std::unique_ptr<HostKill>> host_kills_;
   bool stopping_ = false, killed_ = false, hard_killed_ = false;
   int stop_code_ = 0;       // from a signal or --timeout
   int failure_code_ = -1;   // from the first failing rank

@@ -65,6 +65,7 @@ void LineSplitter::feed(const char* data, size_t n, std::vector<Line>* out) {
       i += take;
       Line l;
       l.text.swap(buf_);
+      l.cut = true;
       out->push_back(std::move(l));
     }
     buf_.append(data + i, j - i);

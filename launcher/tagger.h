@@ -24,12 +24,16 @@ std::string make_tag(TagFormat format, int rank, Stream stream, const std::strin
 // a console sink skips it, a file sink writes it so files keep the bytes exactly.
 // at_eof: the stream ended right after this line (a console sink ends a '\r' line with '\n' then,
 // so the next line does not overwrite it).
+// cut: the line was longer than max_line and this piece ends at the cut (end ""); the next piece
+// continues it. A console sink marks the cut with kCutMarker; files keep the bytes as they were.
 struct Line {
   std::string text;
   std::string end;
   bool continuation = false;
   bool at_eof = false;
+  bool cut = false;
 };
+constexpr const char* kCutMarker = " [launch: line longer than 64 MiB cut here; it continues on the next line]";
 
 // Splits on '\n' and on '\r' ("\r\n" counts as one terminator), keeping arbitrary bytes (NUL, invalid
 // UTF-8) untouched. feed() may receive a line in any number of pieces. A '\r' at the very end of

@@ -16,6 +16,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "launcher/proctree.h"
+
 namespace {
 
 // Whether the group still has a member that is not a zombie. Once the launcher is gone, killed
@@ -54,7 +56,7 @@ bool group_alive(pid_t pgid) {
 
 [[noreturn]] void watchdog_main(int fd, int grace_ms) {
   std::set<pid_t> groups;
-  std::string buf;
+  std::string buf, tag;
   char chunk[512];
   while (true) {
     ssize_t n = read(fd, chunk, sizeof chunk);
@@ -66,6 +68,10 @@ bool group_alive(pid_t pgid) {
       std::string cmd = buf.substr(0, nl);
       buf.erase(0, nl + 1);
       if (cmd.size() < 2) continue;
+      if (cmd[0] == '=') {
+        tag = cmd.substr(1);
+        continue;
+      }
       pid_t pg = static_cast<pid_t>(std::strtol(cmd.c_str() + 1, nullptr, 10));
       if (pg <= 1) continue;
       if (cmd[0] == '+') groups.insert(pg);
@@ -74,13 +80,17 @@ bool group_alive(pid_t pgid) {
   }
   if (groups.empty()) _exit(0);
   for (pid_t pg : groups) kill(-pg, SIGTERM);
+  if (!tag.empty())
+    for (pid_t p : processes_with_env(tag)) kill(p, SIGTERM);
   for (int waited = 0; waited < grace_ms; waited += 50) {
-    bool any = false;
+    bool any = !tag.empty() && !processes_with_env(tag).empty();
     for (pid_t pg : groups) any = any || group_alive(pg);
     if (!any) _exit(0);
     usleep(50 * 1000);
   }
   for (pid_t pg : groups) kill(-pg, SIGKILL);
+  if (!tag.empty())
+    for (pid_t p : processes_with_env(tag)) kill(p, SIGKILL);
   _exit(0);
 }
 
@@ -141,6 +151,15 @@ void Watchdog::send(char op, pid_t pgid) {
   ssize_t w;
   do {
     w = write(fd_, line, static_cast<size_t>(n));  // < PIPE_BUF: atomic
+  } while (w < 0 && errno == EINTR);
+}
+
+void Watchdog::tag(const std::string& entry) {
+  if (fd_ < 0 || entry.empty() || entry.size() > 400 || entry.find('\n') != std::string::npos) return;
+  std::string line = "=" + entry + "\n";  // < PIPE_BUF: atomic
+  ssize_t w;
+  do {
+    w = write(fd_, line.data(), line.size());
   } while (w < 0 && errno == EINTR);
 }
 

@@ -7,8 +7,16 @@
 // however it went) it SIGTERMs every group still registered, SIGKILLs them after a grace period
 // and exits. A launcher that finishes normally unregisters its groups first, so the watchdog then
 // exits at once.
+//
+// A rank's child that called setsid leaves its group; while the launcher lives it finds such
+// processes as their subreaper (proctree.h). Once the launcher is dead they have re-parented
+// elsewhere, so the watchdog also looks for them by an environment entry every rank inherits
+// (tag(): "BARESGD_JOB_ID=<id>"), in /proc/<pid>/environ. A process that clears its environment
+// and leaves its group escapes that last resort.
 #pragma once
 #include <sys/types.h>
+
+#include <string>
 
 class Watchdog {
  public:
@@ -21,6 +29,8 @@ class Watchdog {
   void start(int grace_ms);
   void watch(pid_t pgid);
   void unwatch(pid_t pgid);
+  // When it has to act, it also stops every process whose environment holds entry ("NAME=value").
+  void tag(const std::string& entry);
   // Closes the pipe (the watchdog cleans up whatever is still registered) and reaps it.
   void stop();
   pid_t pid() const { return pid_; }

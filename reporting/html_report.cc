@@ -7,6 +7,7 @@
 #include <set>
 
 #include "reporting/svg.h"
+#include "reporting/timeline_lanes.h"
 
 namespace {
 
@@ -170,10 +171,11 @@ std::string summary_section(const Metrics& m) {
   if (!m.has_summary) return s + no_data("run-summary", "no summary record (the run did not finish)") + "</section>\n";
   const SummaryRecord& r = m.summary;
   s += "<div class=\"cards\">\n";
-  s += card("test accuracy", num(r.test_accuracy * 100, 4) + " %");
+  // A run with no test pass writes test_accuracy null: the card says "n/a", with no unit.
+  s += card("test accuracy", std::isfinite(r.test_accuracy) ? num(r.test_accuracy * 100, 4) + " %" : "n/a");
   s += card("training time", num(r.train_s, 4) + " s");
   s += card("samples/s", num(r.samples_per_s, 6));
-  s += card("time in communication", num(r.comm_share * 100, 3) + " %");
+  s += card("time in communication", std::isfinite(r.comm_share) ? num(r.comm_share * 100, 3) + " %" : "n/a");
   s += card("epochs", std::to_string(r.epochs));
   s += card("ranks / backend / algorithm", std::to_string(r.world_size) + " / " + r.backend + " / " + r.algorithm);
   return s + "</div>\n</section>\n";
@@ -523,8 +525,18 @@ std::string adasum_section(const Metrics& m) {
 
 // ---- timeline ------------------------------------------------------------------------------------
 
+std::string lanes_part(const ReportInput& in) {
+  const long step = in.lane_step >= 0 ? in.lane_step : default_lane_step(in.timeline);
+  std::string s = "<h3 id=\"timeline-step\">One optimizer step across ranks</h3>\n";
+  if (step < 0) return s + no_data("timeline-lanes", "the timeline's slices carry no step");
+  s += "<p class=\"caption\">Step " + std::to_string(step) + (in.lane_step >= 0 ? " (--step)" : " (the median-duration recorded step after the first; --step N picks another)") +
+       ": one lane per rank and thread track, every slice of the step on rank 0's clock; arrows are our allreduce "
+       "algorithm's messages from sender to receiver. Hover a slice for its args.</p>\n";
+  return s + timeline_lanes_svg(in.timeline, step);
+}
+
 std::string timeline_section(const ReportInput& in) {
-  std::string s = "<section>\n<h2>Timeline: time per slice name, per rank</h2>\n";
+  std::string s = "<section id=\"timeline\">\n<h2>Timeline: time per slice name, per rank</h2>\n";
   if (!in.has_timeline) return s + no_data("timeline-summary", "no timeline file given") + "</section>\n";
   const std::vector<ProcessSummary> procs = summarize_timeline(in.timeline);
   if (procs.empty()) return s + no_data("timeline-summary", "the timeline holds no slices") + "</section>\n";
@@ -541,7 +553,7 @@ std::string timeline_section(const ReportInput& in) {
   if (in.timeline.cut_short) s += " The file ends inside its event array (a killed run); read up to its end.";
   if (in.timeline.unclosed) s += " " + std::to_string(in.timeline.unclosed) + " slices never ended and are left out.";
   s += " Open the file in Perfetto or chrome://tracing for the full picture.</p>\n";
-  return s + "</section>\n";
+  return s + lanes_part(in) + "</section>\n";
 }
 
 }  // namespace
@@ -550,6 +562,7 @@ std::string build_report_html(const ReportInput& in) {
   std::string s = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>baresgd report: " +
                   esc(in.metrics_name) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
   s += header_section(in);
+  if (in.timeline_only) return s + timeline_section(in) + std::string("<script>") + kScript + "</script>\n</body>\n</html>\n";
   s += summary_section(in.metrics);
   s += loss_chart(in.metrics);
   s += accuracy_chart(in.metrics);

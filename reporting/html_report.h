@@ -8,6 +8,7 @@
 //   bytes-chart       allreduce bytes per logged step
 //   layer-norm-chart  per-layer gradient norms per inspected step (with a table of every field)
 //   timeline-summary  (a table) per-rank time in each slice name, from the timeline
+//   timeline-lanes    one optimizer step per rank and thread track (reporting/timeline_lanes.h)
 #pragma once
 #include <string>
 
@@ -20,6 +21,8 @@ struct ReportInput {
   bool has_timeline = false;
   std::string timeline_name;
   Timeline timeline;
+  long lane_step = -1;         // --step: the step timeline-lanes draws; -1: default_lane_step
+  bool timeline_only = false;  // --section timeline: the header and the timeline section only
 };
 
 std::string build_report_html(const ReportInput& in);

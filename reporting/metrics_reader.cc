@@ -29,6 +29,12 @@ class Record {
     if (!v.is_number()) fail(std::string("field \"") + name + "\" is not a number");
     return v.number;
   }
+  // A number, or null (a run with no test pass writes "test_accuracy":null) as NaN.
+  double number_or_null(const char* name) const {
+    const JsonValue& v = field(name);
+    if (v.kind == JsonValue::Kind::Null) return std::nan("");
+    return number(name);
+  }
   int integer(const char* name) const {
     const double d = number(name);
     if (d != std::floor(d) || d < -2147483648.0 || d > 2147483647.0)
@@ -156,7 +162,7 @@ SummaryRecord read_summary(const Record& r) {
   s.train_s = r.number("train_s");
   s.samples_per_s = r.number("samples_per_s");
   s.comm_share = r.number("comm_share");
-  s.test_accuracy = r.number("test_accuracy");
+  s.test_accuracy = r.number_or_null("test_accuracy");
   return s;
 }
 

@@ -27,6 +27,16 @@ std::string string_or(const JsonValue& e, const char* key) {
   return v && v->is_string() ? v->text : std::string();
 }
 
+// args as (key, text) pairs: strings decoded, numbers as written, anything else as JSON text.
+std::vector<std::pair<std::string, std::string>> args_of(const JsonValue& e) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const JsonValue* args = e.find("args");
+  if (!args || !args->is_object()) return out;
+  for (const auto& m : args->members)
+    out.push_back({m.first, m.second.is_string() || m.second.is_number() ? m.second.text : json_to_text(m.second)});
+  return out;
+}
+
 // Collects events into a Timeline, pairing "B"/"E" per (pid, tid).
 class Collector {
  public:
@@ -39,7 +49,14 @@ class Collector {
     s.pid = id_or_zero(e, "pid");
     s.tid = id_or_zero(e, "tid");
     s.name = string_or(e, "name");
+    s.cat = string_or(e, "cat");
     s.ts_us = number_or(e, "ts", 0);
+    if (ph == "X" || ph == "B") {
+      s.args = args_of(e);
+      const JsonValue* args = e.find("args");
+      const double step = args && args->is_object() ? number_or(*args, "step", -1) : -1;
+      s.step = step >= 0 && step <= 1e15 ? long(step) : -1;
+    }
     if (ph == "X") {
       s.dur_us = std::max(0.0, number_or(e, "dur", 0));
       t_.slices.push_back(s);
@@ -52,9 +69,14 @@ class Collector {
       stack.pop_back();
       b.dur_us = std::max(0.0, s.ts_us - b.ts_us);
       t_.slices.push_back(b);
+    } else if (ph == "s" || ph == "f") {
+      add_flow_end(e, s, ph == "s");
     } else if (ph == "M" && s.name == "process_name") {
       const JsonValue* args = e.find("args");
       if (args) t_.process_names[s.pid] = string_or(*args, "name");
+    } else if (ph == "M" && s.name == "thread_name") {
+      const JsonValue* args = e.find("args");
+      if (args) t_.thread_names[{s.pid, s.tid}] = string_or(*args, "name");
     }
   }
 
@@ -63,8 +85,27 @@ class Collector {
   }
 
  private:
+  // Flow ends pair by id (a number or a string) whichever comes first in the file.
+  void add_flow_end(const JsonValue& e, const TraceSlice& s, bool is_start) {
+    const JsonValue* idv = e.find("id");
+    if (!idv || !(idv->is_number() || idv->is_string())) return;
+    const std::string id = s.name + "\n" + idv->text;
+    auto& mine = is_start ? starts_ : finishes_;
+    auto& other = is_start ? finishes_ : starts_;
+    auto it = other.find(id);
+    if (it == other.end()) {
+      mine[id] = s;
+      return;
+    }
+    const TraceSlice& from = is_start ? s : it->second;
+    const TraceSlice& to = is_start ? it->second : s;
+    t_.flows.push_back({s.name, from.pid, from.tid, to.pid, to.tid, from.ts_us, to.ts_us});
+    other.erase(it);
+  }
+
   Timeline& t_;
   std::map<std::pair<long, long>, std::vector<TraceSlice>> open_;
+  std::map<std::string, TraceSlice> starts_, finishes_;  // flow ends still waiting for their other end
 };
 
 [[noreturn]] void fail(const std::string& filename, const JsonError& e) {
@@ -161,6 +202,15 @@ Timeline read_timeline_file(const std::string& path) {
   std::string text, error;
   if (!read_whole_file(path, kMaxFileBytes, text, error)) throw TimelineError(error);
   return parse_timeline_text(text, path);
+}
+
+std::vector<long> recorded_steps(const Timeline& t) {
+  std::vector<long> steps;
+  for (const TraceSlice& s : t.slices)
+    if (s.step >= 0) steps.push_back(s.step);
+  std::sort(steps.begin(), steps.end());
+  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+  return steps;
 }
 
 std::vector<ProcessSummary> summarize_timeline(const Timeline& t) {

@@ -15,13 +15,24 @@ struct TimelineError : std::runtime_error {
 
 struct TraceSlice {
   long pid = 0, tid = 0;
-  std::string name;
+  std::string name, cat;
   double ts_us = 0, dur_us = 0;
+  long step = -1;  // args.step, -1 when absent
+  std::vector<std::pair<std::string, std::string>> args;  // every arg as written, in file order
+};
+
+// One "s" (send) event matched with the "f" (receive) of the same id: an arrow between tracks.
+struct TraceFlow {
+  std::string name;
+  long from_pid = 0, from_tid = 0, to_pid = 0, to_tid = 0;
+  double from_ts_us = 0, to_ts_us = 0;
 };
 
 struct Timeline {
   std::vector<TraceSlice> slices;          // "X" events, and "B"/"E" pairs matched per thread
   std::map<long, std::string> process_names;  // from "M" process_name events
+  std::map<std::pair<long, long>, std::string> thread_names;  // (pid, tid) from "M" thread_name events
+  std::vector<TraceFlow> flows;            // "s"/"f" pairs; an end without its other end is dropped
   size_t events = 0;                       // trace events read (every phase)
   bool cut_short = false;                  // the file ended inside the event array
   size_t unclosed = 0;                     // "B" events with no "E" (dropped)
@@ -45,6 +56,9 @@ struct ProcessSummary {
   double span_us = 0;       // first slice start to last slice end
   std::vector<SliceTotal> by_name;  // every slice name, most total time first
 };
+
+// The args.step values of the slices, ascending, once each.
+std::vector<long> recorded_steps(const Timeline& t);
 
 // One summary per process, in pid order.
 std::vector<ProcessSummary> summarize_timeline(const Timeline& t);

@@ -29,8 +29,8 @@ uint64_t share_of(uint64_t bytes, size_t part, size_t whole) {
   return uint64_t((unsigned __int128)bytes * part / whole);
 }
 
-AllreduceBytes modelled_allreduce_bytes(const std::string& backend, int world_size, int rank, size_t n,
-                                        size_t elem_bytes, bool adasum) {
+AllreduceBytes modelled_allreduce_bytes(const std::string& backend, const std::string& algorithm, int world_size,
+                                        int rank, size_t n, size_t elem_bytes, bool adasum) {
   AllreduceBytes b;
   b.source = "model";
   const uint64_t bytes = uint64_t(n) * elem_bytes;
@@ -44,7 +44,8 @@ AllreduceBytes modelled_allreduce_bytes(const std::string& backend, int world_si
     b.how = "Adasum vector halving/doubling of the " + size + " (per-level dot-product allreduces not counted)";
     return b;
   }
-  if (backend == "gloo" && uint64_t(world_size - 1) * bytes <= kGlooDirectMaxBytes) {
+  const bool gloo_picks_direct = algorithm != "gloo" && uint64_t(world_size - 1) * bytes <= kGlooDirectMaxBytes;
+  if (backend == "gloo" && gloo_picks_direct) {
     b.sent = b.received = uint64_t(world_size - 1) * bytes;
     b.how = "Gloo direct exchange of the " + size + ": (W-1) x bytes each way";
   } else if (backend == "gloo") {

@@ -20,15 +20,19 @@ struct AllreduceBytes {
 // The backend default's cost on this rank for one fused allreduce of `payload_bytes` (n elements
 // of elem_bytes each; elem_bytes is 2 with --fp16-allreduce):
 //   single, or 1 rank:  nothing moves;
-//   gloo: direct exchange while (W-1) * bytes <= 1 MiB (comm/backend_gloo.cc): (W-1) * bytes each
-//         way; else Gloo's ring: 2 (W-1)/W * bytes each way;
+//   gloo, --allreduce auto: direct exchange while (W-1) * bytes <= 1 MiB (comm/backend_gloo.cc):
+//         (W-1) * bytes each way; else Gloo's ring: 2 (W-1)/W * bytes each way;
+//   gloo, --allreduce gloo: gloo::allreduce with no algorithm named, which is Gloo's ring at every
+//         size: 2 (W-1)/W * bytes each way;
 //   mpi:  MPI_Allreduce picks its own algorithm, which we cannot see: the ring's 2 (W-1)/W * bytes
 //         (the bandwidth-optimal cost) as the estimate, and `how` says so;
 //   adasum (any backend): vector halving then doubling over log2 W levels, each level sending the
 //         half given away (our sendrecv pads odd halves by one element), both ways; the small
 //         per-level dot-product allreduces are left out and `how` says so.
-AllreduceBytes modelled_allreduce_bytes(const std::string& backend, int world_size, int rank, size_t n,
-                                        size_t elem_bytes, bool adasum);
+// `algorithm` is the --allreduce name ("auto", "gloo", "mpi"; our own algorithms report their
+// steps and are counted instead).
+AllreduceBytes modelled_allreduce_bytes(const std::string& backend, const std::string& algorithm, int world_size,
+                                        int rank, size_t n, size_t elem_bytes, bool adasum);
 
 // bytes * part / whole, rounded down: one layer's share of a fused buffer's traffic.
 uint64_t share_of(uint64_t bytes, size_t part, size_t whole);

@@ -201,24 +201,31 @@ void read_image(const MnistSplit& split, size_t i, uint8_t* out) {
     split.image_file.read(16 + uint64_t(i) * plane, plane, out);
 }
 
-MnistSplit load_mnist(const std::string& data_dir, bool train) {
+MnistLookup find_mnist(const std::string& data_dir, bool train) {
   const std::string prefix = train ? "train" : "t10k";
-  const std::string names[2] = {prefix + "-images-idx3-ubyte", prefix + "-labels-idx1-ubyte"};
+  MnistLookup l;
+  l.names[0] = prefix + "-images-idx3-ubyte";
+  l.names[1] = prefix + "-labels-idx1-ubyte";
   std::string dir = data_dir.empty() ? "." : data_dir;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  const std::string candidates[2] = {dir + "/MNIST/raw", dir};
-  std::string found[2];
-  for (const auto& c : candidates) {
+  l.candidates[0] = dir + "/MNIST/raw";
+  l.candidates[1] = dir;
+  for (const auto& c : l.candidates) {
     for (int k = 0; k < 2; ++k) {
-      if (!found[k].empty()) continue;
-      if (exists(c + "/" + names[k])) found[k] = c + "/" + names[k];
-      else if (exists(c + "/" + names[k] + ".gz")) found[k] = c + "/" + names[k] + ".gz";
+      if (!l.found[k].empty()) continue;
+      if (exists(c + "/" + l.names[k])) l.found[k] = c + "/" + l.names[k];
+      else if (exists(c + "/" + l.names[k] + ".gz")) l.found[k] = c + "/" + l.names[k] + ".gz";
     }
-    if (!found[0].empty() || !found[1].empty()) break;  // one layout per split, never mixed
+    if (!l.found[0].empty() || !l.found[1].empty()) break;  // one layout per split, never mixed
   }
+  return l;
+}
+
+MnistSplit load_mnist(const std::string& data_dir, bool train) {
+  MnistLookup l = find_mnist(data_dir, train);
   for (int k = 0; k < 2; ++k)
-    if (found[k].empty())
-      throw DataError("MNIST " + names[k] + "[.gz] not found in " + candidates[0] + "/ or " +
-                      candidates[1] + "/ (run `make data` to fetch it, or pass --data-dir)");
-  return load_mnist_files(found[0], found[1]);
+    if (l.found[k].empty())
+      throw DataError("MNIST " + l.names[k] + "[.gz] not found in " + l.candidates[0] + "/ or " +
+                      l.candidates[1] + "/ (run `make data` to fetch it, or pass --data-dir)");
+  return load_mnist_files(l.found[0], l.found[1]);
 }

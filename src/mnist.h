@@ -57,6 +57,15 @@ MnistSplit load_mnist_files(const std::string& images_path, const std::string& l
 // Copies image i's rows * cols pixels to out (from memory, or read from the file).
 void read_image(const MnistSplit& split, size_t i, uint8_t* out);
 
-// Finds the split under data_dir: data_dir/MNIST/raw/ (torchvision) or data_dir itself, each
+// Where a split's two files (images, labels) are under data_dir: data_dir/MNIST/raw/ (torchvision)
+// or data_dir itself, each raw or .gz; found[k] is "" for a file in neither.
+struct MnistLookup {
+  std::string names[2];       // "train-images-idx3-ubyte", "train-labels-idx1-ubyte" (no .gz)
+  std::string candidates[2];  // data_dir/MNIST/raw, data_dir (no trailing '/')
+  std::string found[2];
+};
+MnistLookup find_mnist(const std::string& data_dir, bool train);
+
+// Finds the split under data_dir (find_mnist): data_dir/MNIST/raw/ (torchvision) or data_dir itself, each
 // file raw or .gz. Missing: DataError naming where it looked and saying `make data`.
 MnistSplit load_mnist(const std::string& data_dir, bool train);

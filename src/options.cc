@@ -90,7 +90,8 @@ std::string usage_text() {
       "  --gradient-predivide-factor F  divide gradients by F before the sum, multiply by\n"
       "                                 F/size after (default: 1.0)\n"
       "  --data-dir DIR                 MNIST location: DIR/MNIST/raw/ or DIR itself, raw or\n"
-      "                                 .gz IDX files (default: ./data; fetch with `make data`)\n"
+      "                                 .gz IDX files (default: $BARESGD_DATA_DIR, else ./data;\n"
+      "                                 fetch with `make data` in the source tree)\n"
       "  --num-proc N                   run N ranks through ./launch (like horovod.run)\n"
       "  --hosts H                      with --num-proc: host:slots,... (default localhost:N)\n"
       "  --communication gloo|mpi       with --num-proc: the backend (default gloo)\n"
@@ -123,7 +124,8 @@ std::string usage_text() {
       "                                 at those steps as raw float32 files in DIR (tests)\n"
       "  --check-sync N                 every N steps compare the ranks' parameter checksums;\n"
       "                                 stop naming the layer and ranks if they differ\n"
-      "  -h, --help                     show this help and exit\n";
+      "  -h, --help                     show this help and exit\n"
+      "  --version                      print the version and the backends built in, and exit\n";
 }
 
 Options parse_options(const std::vector<std::string>& args) {
@@ -142,7 +144,7 @@ Options parse_options(const std::vector<std::string>& args) {
        [&](auto& f, auto& v) { o.log_interval = (int)parse_int(f, v, 1, 1 << 30); }},
       {"--gradient-predivide-factor",
        [&](auto& f, auto& v) { o.gradient_predivide_factor = parse_float(f, v, 0, true); }},
-      {"--data-dir", [&](auto& f, auto& v) { o.data_dir = v; }},
+      {"--data-dir", [&](auto& f, auto& v) { o.data_dir = v; o.data_dir_given = true; }},
       {"--num-proc", [&](auto& f, auto& v) { o.num_proc = (int)parse_int(f, v, 1, 1 << 16); }},
       {"--hosts", [&](auto& f, auto& v) { o.hosts = v; }},
       {"--communication",

@@ -48,6 +48,7 @@ struct Options {
   std::string timeline;           // --timeline FILE: Chrome trace of every rank (else HOROVOD_TIMELINE)
   StepRange timeline_steps;       // --timeline-steps A-B: optimizer steps recorded (default all)
   bool help = false;
+  bool data_dir_given = false;  // --data-dir was on the command line (src/data_dir.h)
 };
 
 // Parses argv[1..]. On a bad flag throws TrainUsageError (the caller prints usage and exits 2).

@@ -144,8 +144,8 @@ std::vector<std::vector<AdasumLevelCoef>> TrainHooks::gather_adasum() {
 }
 
 void TrainHooks::inspect(const float* grads, const float* params) {
-  AllreduceBytes bytes = modelled_allreduce_bytes(backend_, size_, rank_, Net::kNumParams, facts_.elem_bytes,
-                                                  opts_.use_adasum);
+  AllreduceBytes bytes = modelled_allreduce_bytes(backend_, facts_.algorithm, size_, rank_, Net::kNumParams,
+                                                  facts_.elem_bytes, opts_.use_adasum);
   if (counter_.steps() > 0) {  // our own algorithm reported its sends and receives
     bytes.sent = counter_.sent();
     bytes.received = counter_.received();

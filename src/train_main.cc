@@ -14,31 +14,73 @@
 
 #include <cblas.h>
 
+#include <sys/stat.h>
+
 #include "comm/communicator.h"
+#include "src/data_dir.h"
+#include "src/mnist.h"
 #include "src/options.h"
 #include "src/shared_failure.h"
 #include "src/timeline.h"
 #include "src/train.h"
+#include "src/version_text.h"
 
 namespace {
 
-std::string self_dir() {
+// This program's own path (/proc/self/exe), or "./train" when it cannot be read.
+std::string self_exe() {
   char buf[4096];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
+  if (n <= 0) return "./train";
   buf[n] = '\0';
-  std::string p(buf);
-  return p.substr(0, p.rfind('/'));
+  return buf;
+}
+
+bool is_file(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// The launcher beside this program: in the build tree ./train finds ./launch; installed,
+// baresgd-train finds baresgd-launch (any PREFIX-train finds PREFIX-launch first). The other
+// name is the fallback, so a copied or renamed pair still finds each other.
+std::string find_launcher(const std::string& exe) {
+  const std::string dir = exe.substr(0, exe.rfind('/'));
+  const std::string base = exe.substr(exe.rfind('/') + 1);
+  const size_t t = base.rfind("train");
+  const std::string prefix = t == std::string::npos ? "" : base.substr(0, t);
+  for (const std::string& name : {prefix + "launch", std::string("launch"), std::string("baresgd-launch")})
+    if (is_file(dir + "/" + name)) return dir + "/" + name;
+  return dir + "/" + prefix + "launch";
+}
+
+// An installed baresgd-train: `make data` means nothing there.
+bool runs_installed(const std::string& exe) {
+  return exe.substr(exe.rfind('/') + 1).rfind("baresgd-", 0) == 0;
+}
+
+// --data-dir, else $BARESGD_DATA_DIR, else ./data; throws DataError naming where it looked
+// when a split's file is in neither candidate directory.
+void resolve_data_dir(Options& o) {
+  DataDirChoice c = choose_data_dir(o.data_dir_given, o.data_dir, std::getenv("BARESGD_DATA_DIR"));
+  o.data_dir = c.dir;
+  for (bool train : {true, false}) {
+    MnistLookup l = find_mnist(c.dir, train);
+    for (int k = 0; k < 2; ++k)
+      if (l.found[k].empty())
+        throw DataError(missing_data_message(c, l.names[k], l.candidates[0], l.candidates[1],
+                                             runs_installed(self_exe())));
+  }
 }
 
 // --num-proc N [--hosts H] [--communication gloo|mpi]: exec ./launch with the same flags minus
 // these three, as horovod.run does for the original example.
 [[noreturn]] void relaunch(const Options& o, const std::vector<std::string>& args) {
-  const std::string dir = self_dir();
-  std::vector<std::string> argv = {dir + "/launch", "-np", std::to_string(o.num_proc),
+  const std::string exe = self_exe();
+  std::vector<std::string> argv = {find_launcher(exe), "-np", std::to_string(o.num_proc),
                                    o.communication == "mpi" ? "--mpi" : "--gloo"};
   if (!o.hosts.empty()) argv.insert(argv.end(), {"-H", o.hosts});
-  argv.push_back(dir + "/train");
+  argv.push_back(exe);
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     bool takes_value = a == "--num-proc" || a == "--hosts" || a == "--communication";
@@ -62,6 +104,11 @@ std::string self_dir() {
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::vector<std::string> args(argv + 1, argv + argc);
+  for (const auto& a : args)
+    if (a == "--version") {
+      std::fputs(version_text("train").c_str(), stdout);
+      return 0;
+    }
   Options opts;
   try {
     opts = parse_options(args);
@@ -104,6 +151,7 @@ int main(int argc, char** argv) {
       int cores = int(std::thread::hardware_concurrency());
       openblas_set_num_threads(std::max(1, cores / std::max(1, info.local_size)));
     }
+    resolve_data_dir(opts);
     TrainData data = load_train_data(opts);  // a bad file fails here, before any rendezvous
     timeline_open(opts, info);               // so does a timeline file this rank cannot write
     comm = make_communicator(co);

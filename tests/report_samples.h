@@ -115,6 +115,7 @@ inline std::string timeline_file(int world, int steps) {
     s += "{\"ph\":\"M\",\"pid\":" + std::to_string(r) + ",\"name\":\"process_name\",\"args\":{\"name\":\"rank " +
          std::to_string(r) + " @ " + two_hosts(world)[size_t(r)] + "\"}},\n";
   const char* names[] = {"read batch", "forward", "backward", "allreduce", "optimizer step"};
+  const char* cats[] = {"data", "forward", "backward", "comm", "optimizer"};
   const double durs[] = {100, 700, 1400, 500, 60};
   for (int r = 0; r < world; ++r) {
     double t = 1000;
@@ -122,7 +123,8 @@ inline std::string timeline_file(int world, int steps) {
       for (int n = 0; n < 5; ++n) {
         const double d = durs[n] * (1 + 0.1 * noise(k, r, n));
         s += "{\"ph\":\"X\",\"pid\":" + std::to_string(r) + ",\"tid\":" + (n == 3 ? "1" : "0") + ",\"name\":\"" +
-             names[n] + "\",\"ts\":" + fmt(t) + ",\"dur\":" + fmt(d) + "},\n";
+             names[n] + "\",\"cat\":\"" + cats[n] + "\",\"ts\":" + fmt(t) + ",\"dur\":" + fmt(d) +
+             ",\"args\":{\"step\":" + std::to_string(k) + "}},\n";
         t += d;
       }
   }

@@ -20,6 +20,7 @@
 #include "src/adasum_step.h"
 #include "src/config_check.h"
 #include "src/net.h"
+#include "tests/error_metrics.h"
 #include "tests/comm_test_util.h"
 #include "tests/fixture.h"
 #include "tests/test_util.h"
@@ -42,12 +43,7 @@ double relative_update_error(const float* p, const float* ref, const float* p0, 
   return std::sqrt(num / den);
 }
 
-// Largest |p - ref|.
-double max_abs_error(const float* p, const float* ref, size_t n) {
-  double m = 0;
-  for (size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(double(p[i]) - ref[i]));
-  return m;
-}
+using testutil::max_abs_err;
 
 uint32_t bits(float f) {
   uint32_t u;
@@ -220,7 +216,7 @@ void expect_matches_horovod(int W) {
   for (int s = 0; s < steps; ++s) {
     const float* ref = want.f.data() + size_t(s) * n;
     const double upd = relative_update_error(got.params[size_t(s)].data(), ref, p0, n);
-    const double abs_err = max_abs_error(got.params[size_t(s)].data(), ref, n);
+    const double abs_err = max_abs_err(got.params[size_t(s)].data(), ref, n);
     std::printf("W=%d step %d: update error %.3g (relative L2), max |error| %.3g\n", W, s + 1, upd, abs_err);
     EXPECT_LT(upd, kUpdateTol) << "W=" << W << " step " << s + 1;
     EXPECT_LT(abs_err, kAbsTol) << "W=" << W << " step " << s + 1;

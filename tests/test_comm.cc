@@ -487,8 +487,8 @@ TEST(SingleBackend, BackendsMissingFromTheBuildAreExplained) {
   };
   (void)error_for;
 #if !BARESGD_HAVE_MPI
-  EXPECT_TRUE(has(error_for("mpi"), "this ./train was built without MPI (libopenmpi-dev missing); rebuild or use "
-                                    "--communication gloo"));
+  EXPECT_TRUE(has(error_for("mpi"), "this ./train was built without MPI (libopenmpi-dev missing); rebuild with "
+                                    "libopenmpi-dev installed, or run over Gloo: --num-proc N --communication gloo"));
 #endif
 #if !BARESGD_HAVE_GLOO
   EXPECT_TRUE(has(error_for("gloo"), "this ./train was built without Gloo (libgloo-dev missing)"));

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "tests/error_metrics.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -23,13 +24,7 @@ std::vector<float> load_params(const std::string& path) {
   return v;
 }
 
-double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size() || a.empty()) return 1e9;
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    m = std::max(m, std::fabs(double(a[i]) - b[i]) / std::max({1.0, std::fabs(double(a[i])), std::fabs(double(b[i]))}));
-  return m;
-}
+using testutil::max_rel_err;
 
 double accuracy_of(const std::string& out) {
   std::smatch m;
@@ -68,7 +63,7 @@ void check_equivalence(const std::string& mode, int W, const std::string& dir,
   auto s = load_params(dir + "/single.bin");
   auto m0 = load_params(dir + "/multi.0.bin");
   ASSERT_EQ(s.size(), 21840u);
-  double diff = max_rel_diff(s, m0);
+  double diff = max_rel_err(s, m0);
   std::printf("%s W=%d: max rel diff vs one rank of batch %d: %.3g\n", mode.c_str(), W, W * B, diff);
   EXPECT_LT(diff, 1e-5);
   for (int r = 1; r < W; ++r)
@@ -77,7 +72,7 @@ void check_equivalence(const std::string& mode, int W, const std::string& dir,
         << "rank " << r << " diverged from rank 0";
   // Guard: the test can fail — without the averaging (plain lr) the weights differ.
   auto init = run(train + " --max-steps 0 --dump-params " + dir + "/init.bin", 60);
-  EXPECT_GT(max_rel_diff(load_params(dir + "/init.bin"), m0), 1e-4) << "no training happened";
+  EXPECT_GT(max_rel_err(load_params(dir + "/init.bin"), m0), 1e-4) << "no training happened";
 }
 
 TEST_F(Distributed, GlooTwoRanksEqualOneRankOfDoubleBatch) { check_equivalence("--gloo", 2, dir, launch, train); }

@@ -373,10 +373,15 @@ void sigstop_case(const std::string& marker, const std::vector<std::string>& arg
 
   // A survivor names the stopped rank: "...timed out after 5 s waiting for rank V ..." or, when
   // a peer stalled behind it, "...waiting for ranks 0, 2" (or, if a connection broke first,
-  // "lost the connection to rank V").
+  // "lost the connection to rank V (did a rank exit?): ..." or, when several ranks still owed
+  // data, "lost a connection while still waiting for ranks 0, V (did one of them exit?): ...").
   const std::string v = std::to_string(victim);
+  // The whole message, tail included: the rank list (which holds V) ends where the reason begins.
+  const std::string list = "([0-9]+, )*" + v + "(, [0-9]+)*";
   std::regex named("<stderr>:train: error: rank [0-9] \\(host [^)]*\\): gloo [a-z]+ (timed out after 5 s waiting for "
-                   "ranks? ([0-9]+, )*" + v + "\\b|lost the connection to ranks? ([0-9]+, )*" + v + "\\b)");
+                   "ranks? " + list + " \\(a peer stopped responding\\)\n|lost the connection to rank " + v +
+                   " \\(did a rank exit\\?\\): |lost a connection while still waiting for ranks " + list +
+                   " \\(did one of them exit\\?\\): )");
   const double detect = job.wait_for(named, kCommTimeout + 30, true, t0);
   const int code = job.code(kCommTimeout + 30);
   const double exit_s = secs_since(t0);

@@ -213,24 +213,29 @@ TEST(Inspect, AdasumCoefficientLinesFromTheInputList) {
 
 TEST(Inspect, ModelledAllreduceBytes) {
   const size_t n = Net::kNumParams;
-  AllreduceBytes one = modelled_allreduce_bytes("gloo", 1, 0, n, 4, false);
+  AllreduceBytes one = modelled_allreduce_bytes("gloo", "auto", 1, 0, n, 4, false);
   EXPECT_EQ(one.sent, 0u);
-  AllreduceBytes d2 = modelled_allreduce_bytes("gloo", 2, 0, n, 4, false);
+  AllreduceBytes d2 = modelled_allreduce_bytes("gloo", "auto", 2, 0, n, 4, false);
   EXPECT_EQ(d2.sent, 87360u);
   EXPECT_EQ(d2.received, 87360u);
   EXPECT_EQ(d2.source, "model");
   EXPECT_NE(d2.how.find("direct exchange"), std::string::npos);
-  EXPECT_EQ(modelled_allreduce_bytes("gloo", 4, 1, n, 2, false).sent, 3u * 43680);
+  EXPECT_EQ(modelled_allreduce_bytes("gloo", "auto", 4, 1, n, 2, false).sent, 3u * 43680);
   // (W-1) * 87360 > 1 MiB from W = 14: Gloo's ring, 2(W-1)/W of the bytes.
-  AllreduceBytes ring = modelled_allreduce_bytes("gloo", 16, 3, n, 4, false);
+  AllreduceBytes ring = modelled_allreduce_bytes("gloo", "auto", 16, 3, n, 4, false);
   EXPECT_EQ(ring.sent, 2u * 15 * 87360 / 16);
   EXPECT_NE(ring.how.find("ring"), std::string::npos);
-  AllreduceBytes mpi = modelled_allreduce_bytes("mpi", 4, 0, n, 4, false);
+  // --allreduce gloo: gloo::allreduce picks its ring at every size, so 2(W-1)/W at W = 4 too.
+  AllreduceBytes gloo_ring = modelled_allreduce_bytes("gloo", "gloo", 4, 0, n, 4, false);
+  EXPECT_EQ(gloo_ring.sent, 2u * 3 * 87360 / 4);
+  EXPECT_EQ(gloo_ring.received, 131040u);
+  EXPECT_NE(gloo_ring.how.find("ring"), std::string::npos) << gloo_ring.how;
+  AllreduceBytes mpi = modelled_allreduce_bytes("mpi", "mpi", 4, 0, n, 4, false);
   EXPECT_EQ(mpi.sent, 2u * 3 * 87360 / 4);
   EXPECT_NE(mpi.how.find("not visible"), std::string::npos);
   // Adasum: halves of 10920 then 5460 floats, each sent twice (halving, then rebuilding).
-  EXPECT_EQ(modelled_allreduce_bytes("gloo", 2, 1, n, 4, true).sent, 2u * 10920 * 4);
-  EXPECT_EQ(modelled_allreduce_bytes("mpi", 4, 2, n, 4, true).sent, 2u * (10920 + 5460) * 4);
+  EXPECT_EQ(modelled_allreduce_bytes("gloo", "auto", 2, 1, n, 4, true).sent, 2u * 10920 * 4);
+  EXPECT_EQ(modelled_allreduce_bytes("mpi", "mpi", 4, 2, n, 4, true).sent, 2u * (10920 + 5460) * 4);
 }
 
 TEST(Inspect, ByteCountingObserverCountsStepsAndPassesThemOn) {

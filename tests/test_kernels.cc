@@ -29,6 +29,7 @@
 #include "kernels/rng.h"
 #include "kernels/torch_generator.h"
 #include "kernels/sgd.h"
+#include "tests/error_metrics.h"
 #include "tests/fixture.h"
 
 namespace {
@@ -56,16 +57,7 @@ const Fixture& fixture(const std::string& file) {
 Vec floats(const Fixture& fx, const std::string& name) { return fx.at(name).f; }
 std::vector<int32_t> ints(const Fixture& fx, const std::string& name) { return fx.at(name).i; }
 
-double max_rel_err(const float* a, const float* b, size_t n) {
-  double m = 0.0;
-  for (size_t i = 0; i < n; ++i) {
-    const double x = a[i], y = b[i];
-    const double e = std::fabs(x - y) / std::max({std::fabs(x), std::fabs(y), 1.0});
-    if (std::isnan(e)) return HUGE_VAL;  // a NaN anywhere is a failure
-    m = std::max(m, e);
-  }
-  return m;
-}
+using testutil::max_rel_err;
 
 // Compares got against want and reports the measured error.
 void expect_close(const std::string& what, const Vec& got, const Vec& want, double tol = kTol) {

@@ -10,19 +10,11 @@
 #include "kernels/sgd.h"
 #include "src/net.h"
 #include "tests/fixture.h"
+#include "tests/error_metrics.h"
 
 namespace {
 
-// max over i of |a-b| / max(|a|,|b|,1)
-double max_rel(const float* a, const float* b, size_t n) {
-  double m = 0;
-  for (size_t i = 0; i < n; ++i) {
-    double d = std::fabs(double(a[i]) - double(b[i]));
-    double s = std::max({std::fabs(double(a[i])), std::fabs(double(b[i])), 1.0});
-    m = std::max(m, d / s);
-  }
-  return m;
-}
+using testutil::max_rel_err;
 
 TEST(Net, LayoutIsPyTorchOrder) {
   size_t off = 0;
@@ -47,12 +39,12 @@ TEST(Net, ForwardBackwardMatchesPyTorch) {
   std::copy(f.at("mask2d").f.begin(), f.at("mask2d").f.end(), net.mask2d());
   std::copy(f.at("mask").f.begin(), f.at("mask").f.end(), net.mask());
   const float* logp = net.forward(x.f.data(), n, true);
-  EXPECT_LT(max_rel(logp, f.at("logp").f.data(), size_t(n) * 10), 1e-4);
+  EXPECT_LT(max_rel_err(logp, f.at("logp").f.data(), size_t(n) * 10), 1e-4);
   float loss = net.backward(f.at("target").i.data(), n);
   EXPECT_NEAR(loss, f.at("loss").f[0], 1e-4);
   const auto& g = f.at("grad").f;
   for (const ParamView& p : Net::kParams) {
-    double e = max_rel(net.grads.data() + p.offset, g.data() + p.offset, p.count);
+    double e = max_rel_err(net.grads.data() + p.offset, g.data() + p.offset, p.count);
     EXPECT_LT(e, 1e-4) << p.name;
     RecordProperty(p.name, std::to_string(e));
   }
@@ -66,7 +58,7 @@ TEST(Net, DropoutMasksChangeTheResult) {
   net.params = f.at("params").f;
   net.forward(f.at("x").f.data(), n, false);
   net.backward(f.at("target").i.data(), n);
-  EXPECT_GT(max_rel(net.grads.data(), f.at("grad").f.data(), Net::kNumParams), 1e-3);
+  EXPECT_GT(max_rel_err(net.grads.data(), f.at("grad").f.data(), Net::kNumParams), 1e-3);
 }
 
 TEST(Net, TenMomentumStepsMatchPyTorch) {
@@ -84,7 +76,7 @@ TEST(Net, TenMomentumStepsMatchPyTorch) {
     sgd_momentum_step(net.params.data(), buf.data(), net.grads.data(), Net::kNumParams, 0.01f, 0.5f,
                       s == 0);
   }
-  EXPECT_LT(max_rel(net.params.data(), f.at("params10").f.data(), Net::kNumParams), 1e-4);
+  EXPECT_LT(max_rel_err(net.params.data(), f.at("params10").f.data(), Net::kNumParams), 1e-4);
 }
 
 // Slicing a batch across threads changes only the order of the gradient sums: forward, loss and
@@ -112,11 +104,11 @@ TEST(Net, ThreadedSlicesMatchOneThread) {
       const bool dropout = n != 17;
       const float* lp1 = one.forward(x.data(), n, dropout);
       const float* lp2 = two.forward(x.data(), n, dropout);
-      EXPECT_LT(max_rel(lp1, lp2, size_t(n) * 10), 1e-5) << "n=" << n;
+      EXPECT_LT(max_rel_err(lp1, lp2, size_t(n) * 10), 1e-5) << "n=" << n;
       const float l1 = one.backward(target.data(), n), l2 = two.backward(target.data(), n);
       EXPECT_NEAR(l1, l2, 1e-5) << "n=" << n;
       for (const ParamView& p : Net::kParams)
-        EXPECT_LT(max_rel(one.grads.data() + p.offset, two.grads.data() + p.offset, p.count), 1e-5)
+        EXPECT_LT(max_rel_err(one.grads.data() + p.offset, two.grads.data() + p.offset, p.count), 1e-5)
             << p.name << " n=" << n;
     }
 }

@@ -3,7 +3,8 @@
 // not ours, a bad line, a cut-short last line), the timeline reader (a killed run's array), the
 // HTML page (the chart ids, one polyline per rank, escaping, nothing external), the command's exit
 // codes and messages, and the page in a real browser: Debian's headless chromium loads it with no
-// console errors and the SVG elements in its DOM, and takes a screenshot.
+// console errors and the SVG elements in its DOM (the timeline lane chart too), and takes a
+// screenshot.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -545,6 +546,12 @@ TEST(ReportBrowser, ChromiumBuildsTheChartsWithNoConsoleErrors) {
   EXPECT_EQ(count(svg_by_id(dom, "loss-chart"), "<polyline "), 4u);
   EXPECT_EQ(count(svg_by_id(dom, "step-time-chart"), "<rect x="), 16u + 4u);  // bars + legend swatches
   EXPECT_NE(dom.find("data-report-ready=\"1\""), std::string::npos) << "the page's script did not finish";
+  // The lane chart of one step: a lane group per rank, its two tracks' lanes, five slices per rank.
+  const std::string lanes = svg_by_id(dom, "timeline-lanes");
+  ASSERT_NE(lanes, "") << "timeline-lanes missing from the DOM";
+  EXPECT_EQ(count(lanes, "<g class=\"rank-lanes\""), 4u);
+  EXPECT_EQ(count(lanes, "<rect class=\"lane\""), 8u);
+  EXPECT_EQ(count(lanes, "class=\"slice\""), 20u);
   testutil::run("rm -rf '" + f.dir + "'");
 }
 

@@ -10,13 +10,14 @@
 //                  arbitrary bytes), encoded, damaged by (offset, xor) edits or truncated, decoded;
 //   mode % 4 == 3  status lines: byte 1 = nonce length, then the nonce, then a line of rank
 //                  output; parse_agent_marker on it, and on it with a genuine pid / exit /
-//                  signal marker appended.
+//                  signal / alive (heartbeat) marker appended.
 // Contract checked: decoding never reads out of bounds or throws; an accepted request has a
 // non-empty nonce, env entries NAME=value with a non-empty NAME and no NUL, argv[0] non-empty,
-// no NUL in argv, and re-encodes to a request that decodes to the same thing; a well-formed
-// request always round-trips. parse_agent_marker finds the genuine marker after any rank output
+// no NUL in argv, heartbeats either off (both fields 0) or 1 <= interval < timeout <=
+// kMaxHeartbeatMs, and re-encodes to a request that decodes to the same thing (heartbeat fields
+// included); a well-formed request always round-trips, with or without heartbeats. parse_agent_marker finds the genuine marker after any rank output
 // (so rank output cannot hide it), gives back the text before it unchanged, and on arbitrary
-// text reports only pid/exit/signal with a value of at most 10 digits. Control bytes and signals
+// text reports only pid/exit/signal/alive with a value of at most 10 digits. Control bytes and signals
 // map one to one.
 //
 // Build: make fuzz (build-fuzz/fuzz_agent_protocol); run: .ci/fuzz.sh
@@ -32,7 +33,8 @@
 namespace {
 
 bool same(const AgentRequest& a, const AgentRequest& b) {
-  return a.nonce == b.nonce && a.openblas_local_size == b.openblas_local_size && a.env == b.env && a.argv == b.argv;
+  return a.nonce == b.nonce && a.openblas_local_size == b.openblas_local_size && a.env == b.env && a.argv == b.argv &&
+         a.heartbeat_timeout_ms == b.heartbeat_timeout_ms && a.heartbeat_interval_ms == b.heartbeat_interval_ms;
 }
 
 void check_decode(const std::string& body) {
@@ -46,6 +48,12 @@ void check_decode(const std::string& body) {
   }
   FUZZ_CHECK(!req.argv.empty() && !req.argv[0].empty());
   for (const std::string& a : req.argv) FUZZ_CHECK(a.find('\0') == std::string::npos);
+  if (req.heartbeat_timeout_ms == 0) {
+    FUZZ_CHECK(req.heartbeat_interval_ms == 0);
+  } else {
+    FUZZ_CHECK(req.heartbeat_timeout_ms <= kMaxHeartbeatMs);
+    FUZZ_CHECK(req.heartbeat_interval_ms >= 1 && req.heartbeat_interval_ms < req.heartbeat_timeout_ms);
+  }
   const std::string enc = encode_agent_request(req);
   const size_t magic = std::strlen(kAgentMagic);
   FUZZ_CHECK(enc.compare(0, magic, kAgentMagic) == 0);
@@ -89,6 +97,12 @@ void structured_mode(FuzzInput& in) {
     if (k == 0 && a.empty()) a = "prog";
     req.argv.push_back(a);
   }
+  if (in.bit()) {  // heartbeats on: any valid pair, the limits included
+    const uint32_t t = in.u32();
+    req.heartbeat_timeout_ms = 2 + long(t % uint32_t(kMaxHeartbeatMs - 1));
+    if (in.bit()) req.heartbeat_timeout_ms = in.bit() ? 2 : kMaxHeartbeatMs;
+    req.heartbeat_interval_ms = 1 + long(in.u32() % uint32_t(req.heartbeat_timeout_ms - 1));
+  }
   const std::string enc = encode_agent_request(req);
   const size_t magic = std::strlen(kAgentMagic);
   std::string body = enc.substr(magic + 4);
@@ -112,7 +126,7 @@ void marker_mode(FuzzInput& in) {
   std::string before, kind;
   long value = -1;
   if (parse_agent_marker(text, nonce, &before, &kind, &value)) {
-    FUZZ_CHECK(kind == "pid" || kind == "exit" || kind == "signal");
+    FUZZ_CHECK(kind == "pid" || kind == "exit" || kind == "signal" || kind == "alive");
     FUZZ_CHECK(value >= 0 && value <= 9999999999L);
     FUZZ_CHECK(text.compare(0, before.size(), before) == 0);
     FUZZ_CHECK(text.compare(before.size(), agent_marker_prefix(nonce).size(), agent_marker_prefix(nonce)) == 0);
@@ -122,12 +136,13 @@ void marker_mode(FuzzInput& in) {
   std::string out_text = text;
   for (char& c : out_text)
     if (c == '\n') c = ' ';
-  const uint8_t which = in.u8() % 3;
+  const uint8_t which = in.u8() % 4;
   const long v = long(in.u32() % 4000000);
   std::string line;
   if (which == 0) line = agent_pid_line(nonce, v);
   else if (which == 1) line = agent_status_line(nonce, int(v % 256) << 8);     // exited
-  else line = agent_status_line(nonce, int(1 + v % 64) & 0x7f);                // signalled
+  else if (which == 2) line = agent_status_line(nonce, int(1 + v % 64) & 0x7f);  // signalled
+  else line = agent_alive_line(nonce, v);                                         // heartbeat
   FUZZ_CHECK(!line.empty() && line.back() == '\n');
   line.pop_back();
   if (line.find('\n') != std::string::npos) return;  // a nonce with a newline cannot be one line
@@ -136,6 +151,7 @@ void marker_mode(FuzzInput& in) {
   if (which == 0) FUZZ_CHECK(kind == "pid" && value == v);
   if (which == 1) FUZZ_CHECK(kind == "exit" && value == v % 256);
   if (which == 2) FUZZ_CHECK(kind == "signal" && value == 1 + v % 64);
+  if (which == 3) FUZZ_CHECK(kind == "alive" && value == v);
 }
 
 }  // namespace

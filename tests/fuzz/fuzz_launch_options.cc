@@ -9,16 +9,78 @@
 //   that is the tail of argv, -H and --hostfile not both, --network-interface and --bind-addr not both, an ssh port in 1..65535 written in
 //   canonical decimal, --start-timeout in (0, 1e8], --timeout 0 (none) or in (0, 1e8], and the
 //   start timeout convertible to milliseconds as launcher/job.cc does (long(seconds * 1000)).
+//   Heartbeats: --heartbeat-timeout in [0.5, 1e5], --heartbeat-interval (given, or the default
+//   min(5, timeout/6)) in [0.05, timeout); converted to milliseconds as launcher/job_plan.cc does
+//   they make a spawn request the agent accepts (decode_agent_request) with the same values.
+//   --bind-addr: bind_addr_problem (launcher/netaddr.h) refuses exactly what is not a dotted quad
+//   of four decimal octets, or is 0.0.0.0/8 (the wildcard), multicast or reserved (>= 224), and
+//   its message is one line naming --bind-addr.
 //
 // Build: make fuzz (build-fuzz/fuzz_launch_options); run: .ci/fuzz.sh
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "launcher/agent_protocol.h"
+#include "launcher/netaddr.h"
 #include "launcher/options.h"
 #include "tests/fuzz/fuzz_common.h"
+
+namespace {
+
+// An independent reading of inet_pton(AF_INET): four decimal octets 0..255, no leading zeros
+// ("01" is refused by glibc), nothing else. Sets *first to the first octet.
+bool dotted_quad(const std::string& s, int* first) {
+  int parts = 0;
+  size_t pos = 0;
+  while (true) {
+    size_t end = pos;
+    while (end < s.size() && s[end] >= '0' && s[end] <= '9') ++end;
+    const size_t n = end - pos;
+    if (n == 0 || n > 3 || (n > 1 && s[pos] == '0')) return false;
+    const int v = std::atoi(s.substr(pos, n).c_str());
+    if (v > 255) return false;
+    if (parts == 0) *first = v;
+    ++parts;
+    if (end == s.size()) return parts == 4;
+    if (s[end] != '.' || parts == 4) return false;
+    pos = end + 1;
+  }
+}
+
+void check_bind_addr(const std::string& addr) {
+  const std::string why = bind_addr_problem(addr);
+  int first = -1;
+  const bool ok = dotted_quad(addr, &first) && first != 0 && first < 224;
+  FUZZ_CHECK(why.empty() == ok);
+  if (ok) return;
+  FUZZ_CHECK(why.compare(0, 12, "--bind-addr ") == 0);
+  FUZZ_CHECK(why.find_first_of("\n\r") == std::string::npos);
+}
+
+// launcher/job_plan.cc plan_remote_rank's conversion, and the agent's check of it.
+void check_heartbeats(const LaunchOptions& o) {
+  FUZZ_CHECK(std::isfinite(o.heartbeat_timeout) && o.heartbeat_timeout >= 0.5 && o.heartbeat_timeout <= 1e5);
+  FUZZ_CHECK(std::isfinite(o.heartbeat_interval) && o.heartbeat_interval >= 0.05 &&
+             o.heartbeat_interval < o.heartbeat_timeout);
+  AgentRequest req;
+  req.nonce = "n";
+  req.argv = {"prog"};
+  req.heartbeat_timeout_ms = std::lround(o.heartbeat_timeout * 1000);
+  req.heartbeat_interval_ms =
+      std::min(req.heartbeat_timeout_ms - 1, std::max(1L, std::lround(o.heartbeat_interval * 1000)));
+  const std::string enc = encode_agent_request(req);
+  AgentRequest got;
+  FUZZ_CHECK(decode_agent_request(enc.substr(std::strlen(kAgentMagic) + 4), &got));
+  FUZZ_CHECK(got.heartbeat_timeout_ms == req.heartbeat_timeout_ms);
+  FUZZ_CHECK(got.heartbeat_interval_ms == req.heartbeat_interval_ms);
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   ::unsetenv("BARESGD_SSH_CONFIG");
@@ -44,6 +106,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(o.command[k] == args[args.size() - o.command.size() + k]);
   FUZZ_CHECK(o.hosts.empty() || o.hostfile.empty());
   FUZZ_CHECK(o.network_interface.empty() || o.bind_addr.empty());
+  if (!o.bind_addr.empty()) check_bind_addr(o.bind_addr);
+  check_heartbeats(o);
   if (!o.ssh_port.empty()) {
     const long p = std::strtol(o.ssh_port.c_str(), nullptr, 10);
     FUZZ_CHECK(p >= 1 && p <= 65535);

@@ -1,0 +1,242 @@
+// timeline_lanes: one step's slices per lane as SVG (see reporting/timeline_lanes.h).
+#include "reporting/timeline_lanes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "reporting/svg.h"
+
+namespace {
+
+using TrackId = std::pair<long, long>;  // (pid, tid)
+
+constexpr double kWidth = 1140, kLeft = 190, kRight = 20, kTop = 24, kRowHeight = 16, kLaneGap = 6,
+                 kRankGap = 10, kAxisHeight = 40, kIdleHeight = 18;
+
+struct Kind {
+  const char* label;
+  const char* color;
+};
+const Kind kKinds[] = {{"batch read", "#8c8c8c"},     {"forward", "#4e79a7"},       {"backward", "#f28e2b"},
+                       {"optimizer step", "#59a14f"}, {"allreduce (whole call)", "#b07aa1"},
+                       {"allreduce algorithm", "#e15759"}, {"algorithm step (send/recv)", "#76b7b2"},
+                       {"other", "#bab0ac"}};
+
+int kind_of(const TraceSlice& s) {
+  if (s.cat == "data") return 0;
+  if (s.cat == "forward") return 1;
+  if (s.cat == "backward") return 2;
+  if (s.cat == "optimizer") return 3;
+  if (s.cat == "comm") {
+    if (s.name == "allreduce") return 4;
+    for (const auto& a : s.args)
+      if (a.first == "algorithm") return 5;
+    for (const auto& a : s.args)
+      if (a.first == "algo_step") return 6;
+    return 4;
+  }
+  return 7;
+}
+
+// First start and last end of the step's slices over every rank.
+std::pair<double, double> step_extent(const Timeline& t, long step) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (const TraceSlice& s : t.slices)
+    if (s.step == step) lo = std::min(lo, s.ts_us), hi = std::max(hi, s.ts_us + s.dur_us);
+  return {lo, hi};
+}
+
+// The file writes ts and dur in microseconds with 3 decimals: a slice that starts within this of
+// another's end follows it (a sibling on the same row), it is not inside it.
+constexpr double kTouchUs = 0.0015;
+
+// A slice's depth in its lane: how many of the lane's slices before it still enclose it. A slice
+// that ended (within kTouchUs) is closed wherever it sits among the open ones, so a child that
+// overhangs its parent does not push the parent's next sibling a row down.
+std::vector<int> depths(const std::vector<const TraceSlice*>& lane) {
+  std::vector<int> out;
+  std::vector<double> open_ends;
+  for (const TraceSlice* s : lane) {
+    open_ends.erase(std::remove_if(open_ends.begin(), open_ends.end(),
+                                   [&](double end) { return end <= s->ts_us + kTouchUs; }),
+                    open_ends.end());
+    out.push_back(int(open_ends.size()));
+    open_ends.push_back(s->ts_us + s->dur_us);
+  }
+  return out;
+}
+
+std::string lane_label(const Timeline& t, const TrackId& id) {
+  auto p = t.process_names.find(id.first);
+  auto th = t.thread_names.find(id);
+  const std::string proc = p != t.process_names.end() && !p->second.empty() ? p->second : "pid " + std::to_string(id.first);
+  const std::string thread = th != t.thread_names.end() && !th->second.empty() ? th->second : "tid " + std::to_string(id.second);
+  return proc + " \xc2\xb7 " + thread;
+}
+
+std::string slice_title(const TraceSlice& s, double t0) {
+  std::string title = s.name + "\nstart +" + format_number(s.ts_us - t0, 6) + " us, " + format_number(s.dur_us, 5) + " us";
+  for (const auto& a : s.args) title += "\n" + a.first + ": " + a.second;
+  return title;
+}
+
+// "no slice in step 7: rank 0 @ h · comm, rank 1 @ h · comm"
+std::string idle_note(const Timeline& t, const std::vector<TrackId>& idle, long step) {
+  std::string s = "no slice in step " + std::to_string(step) + ": ";
+  for (size_t i = 0; i < idle.size(); ++i) s += (i ? ", " : "") + lane_label(t, idle[i]);
+  return s;
+}
+
+struct Lane {
+  std::vector<const TraceSlice*> slices;  // of the step, by start (longest first on ties)
+  std::vector<int> depth;
+  int rows = 1;
+  double y = 0;  // top pixel
+};
+
+// The lanes of the tracks with a slice in step; a track idle in the step gets no lane (it would be
+// an empty row) and is named in *idle instead.
+std::map<TrackId, Lane> build_lanes(const Timeline& t, long step, std::vector<TrackId>* idle) {
+  std::map<TrackId, Lane> lanes;
+  std::set<TrackId> tracks;
+  for (const TraceSlice& s : t.slices) {
+    tracks.insert({s.pid, s.tid});
+    if (s.step == step) lanes[{s.pid, s.tid}].slices.push_back(&s);
+  }
+  for (const auto& kv : t.thread_names) tracks.insert(kv.first);
+  for (const TrackId& id : tracks)
+    if (!lanes.count(id)) idle->push_back(id);
+  for (auto& kv : lanes) {
+    Lane& l = kv.second;
+    std::stable_sort(l.slices.begin(), l.slices.end(), [](const TraceSlice* a, const TraceSlice* b) {
+      return a->ts_us != b->ts_us ? a->ts_us < b->ts_us : a->dur_us > b->dur_us;
+    });
+    l.depth = depths(l.slices);
+    for (int d : l.depth) l.rows = std::max(l.rows, d + 1);
+  }
+  return lanes;
+}
+
+// Lane tops in pid, tid order with a wider gap between ranks; returns the height of all lanes.
+double place_lanes(std::map<TrackId, Lane>& lanes) {
+  double y = kTop;
+  long last_pid = lanes.empty() ? 0 : lanes.begin()->first.first;
+  for (auto& kv : lanes) {
+    if (kv.first.first != last_pid) y += kRankGap;
+    last_pid = kv.first.first;
+    kv.second.y = y;
+    y += kv.second.rows * kRowHeight + kLaneGap;
+  }
+  return y - kTop;
+}
+
+// The pixel row centre of the deepest slice of the lane's step holding time ts; false if none does.
+bool row_at(const Lane& l, double ts, double& y) {
+  int best = -1;
+  for (size_t i = 0; i < l.slices.size(); ++i)
+    if (l.slices[i]->ts_us - 1 <= ts && ts <= l.slices[i]->ts_us + l.slices[i]->dur_us + 1) best = std::max(best, l.depth[i]);
+  if (best < 0) return false;
+  y = l.y + (best + 0.5) * kRowHeight;
+  return true;
+}
+
+// An arrow per flow whose send and receive both lie inside slices of the step.
+std::string flow_arrows(const Timeline& t, const std::map<TrackId, Lane>& lanes, const Frame& f, double lo) {
+  std::string s;
+  for (const TraceFlow& fl : t.flows) {
+    auto a = lanes.find({fl.from_pid, fl.from_tid}), b = lanes.find({fl.to_pid, fl.to_tid});
+    double y1 = 0, y2 = 0;
+    if (a == lanes.end() || b == lanes.end() || !row_at(a->second, fl.from_ts_us, y1) || !row_at(b->second, fl.to_ts_us, y2))
+      continue;
+    s += "<line class=\"flow\" x1=\"" + format_number(f.px(fl.from_ts_us - lo), 7) + "\" y1=\"" + format_number(y1, 7) +
+         "\" x2=\"" + format_number(f.px(fl.to_ts_us - lo), 7) + "\" y2=\"" + format_number(y2, 7) +
+         "\" stroke=\"#222\" stroke-width=\"1.2\" marker-end=\"url(#lane-arrow)\"><title>" +
+         xml_escape(fl.name + ": pid " + std::to_string(fl.from_pid) + " -> pid " + std::to_string(fl.to_pid) + ", sent +" +
+                    format_number(fl.from_ts_us - lo, 6) + " us, received +" + format_number(fl.to_ts_us - lo, 6) + " us") +
+         "</title></line>\n";
+  }
+  return s;
+}
+
+}  // namespace
+
+long default_lane_step(const Timeline& t) {
+  const std::vector<long> steps = recorded_steps(t);
+  if (steps.empty()) return -1;
+  if (steps.size() == 1) return steps[0];
+  std::vector<std::pair<double, long>> by_span;
+  for (size_t i = 1; i < steps.size(); ++i) {
+    const auto e = step_extent(t, steps[i]);
+    by_span.push_back({e.second - e.first, steps[i]});
+  }
+  std::stable_sort(by_span.begin(), by_span.end());
+  return by_span[(by_span.size() - 1) / 2].second;
+}
+
+std::string timeline_lanes_svg(const Timeline& t, long step) {
+  std::vector<TrackId> idle;
+  std::map<TrackId, Lane> lanes = build_lanes(t, step, &idle);
+  const double lanes_height = place_lanes(lanes);
+  const auto ext = step_extent(t, step);
+  Frame f;
+  f.width = kWidth;
+  f.left = kLeft;
+  f.right = kRight;
+  f.top = kTop;
+  f.bottom = kAxisHeight + 64 + (idle.empty() ? 0 : kIdleHeight);  // axis labels, the legend, the idle tracks
+  f.height = kTop + lanes_height + f.bottom;
+  f.x = nice_axis(0, std::max(1.0, ext.second - ext.first), 10);
+  f.y = nice_axis(0, 1);
+  std::string s = svg_begin("timeline-lanes", f.width, f.height,
+                            "step " + std::to_string(step) + ": slices per rank and thread track over time");
+  s += "<defs><marker id=\"lane-arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" "
+       "orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#222\"/></marker></defs>\n";
+  const double axis_y = kTop + lanes_height;
+  for (double tick : f.x.ticks) {
+    const std::string x = format_number(f.px(tick), 7);
+    s += "<line class=\"grid\" x1=\"" + x + "\" y1=\"" + format_number(kTop, 7) + "\" x2=\"" + x + "\" y2=\"" +
+         format_number(axis_y, 7) + "\"/>\n";
+    s += svg_text(f.px(tick), axis_y + 14, format_tick(tick, f.x.step), "middle");
+  }
+  s += svg_text(kLeft + f.plot_width() / 2, axis_y + 32,
+                "microseconds since step " + std::to_string(step) + " began (" + format_number(ext.first, 9) +
+                    " us on rank 0's clock)",
+                "middle", "class=\"axis-title\"");
+  std::set<int> kinds_used;
+  bool group_open = false;  // each rank's lanes are one <g class="rank-lanes" data-rank="N">
+  long open_rank = 0;
+  for (const auto& kv : lanes) {
+    const Lane& l = kv.second;
+    if (!group_open || kv.first.first != open_rank) {
+      if (group_open) s += "</g>\n";
+      group_open = true;
+      open_rank = kv.first.first;
+      s += "<g class=\"rank-lanes\" data-rank=\"" + std::to_string(open_rank) + "\">\n";
+    }
+    s += svg_text(kLeft - 6, l.y + kRowHeight * 0.75, lane_label(t, kv.first), "end",
+                  "class=\"lane-label\" data-rank=\"" + std::to_string(kv.first.first) + "\"");
+    s += "<rect class=\"lane\" x=\"" + format_number(kLeft, 7) + "\" y=\"" + format_number(l.y, 7) + "\" width=\"" +
+         format_number(f.plot_width(), 7) + "\" height=\"" + format_number(l.rows * kRowHeight, 7) +
+         "\" fill=\"#f4f4f4\" data-pid=\"" + std::to_string(kv.first.first) + "\" data-tid=\"" +
+         std::to_string(kv.first.second) + "\"/>\n";
+    for (size_t i = 0; i < l.slices.size(); ++i) {
+      const TraceSlice& sl = *l.slices[i];
+      const int k = kind_of(sl);
+      kinds_used.insert(k);
+      const double x = f.px(sl.ts_us - ext.first), w = std::max(0.8, f.px(sl.ts_us + sl.dur_us - ext.first) - x);
+      s += svg_rect(x, l.y + l.depth[i] * kRowHeight + 1, w, kRowHeight - 2, kKinds[k].color,
+                    "class=\"slice\" data-rank=\"" + std::to_string(sl.pid) + "\"", slice_title(sl, ext.first));
+    }
+  }
+  if (group_open) s += "</g>\n";
+  s += flow_arrows(t, lanes, f, ext.first);
+  std::vector<LegendEntry> legend;
+  for (int k : kinds_used) legend.push_back({kKinds[k].label, kKinds[k].color, ""});
+  if (!t.flows.empty()) legend.push_back({"message: send \xe2\x86\x92 receive (flow event)", "#222", ""});
+  double used = 0;
+  s += svg_legend(kLeft, axis_y + 42, f.plot_width(), legend, used);
+  if (!idle.empty()) s += svg_text(kLeft, f.height - 10, idle_note(t, idle, step), "start", "class=\"lanes-idle\"");
+  return s + svg_end();
+}
