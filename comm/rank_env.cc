@@ -3,7 +3,12 @@
 // Sources, first match wins:
 //   1. our launcher (./launch): BARESGD_RANK / BARESGD_SIZE present;
 //   2. Open MPI's mpirun: OMPI_COMM_WORLD_RANK present;
-//   3. Slurm's srun: SLURM_PROCID present;
+//   3. Slurm's srun: SLURM_PROCID present and SLURM_STEP_ID (or SLURM_STEPID) an ordinary step
+//      id. An sbatch script also has SLURM_PROCID=0 and the allocation's SLURM_NTASKS, but it is
+//      the job's batch step, not one of srun's tasks: Slurm sets no step id there (slurmstepd
+//      only writes a non-negative one, and the batch step's is 0xfffffffb, 0xfffffffe before
+//      Slurm 20.11) or, in releases that print it, that value as a negative or >= 0xfffffff0
+//      number. Such a step runs as a single process, with a notice saying so;
 //   4. otherwise a single process.
 // Per-job variables read with every source: BARESGD_COMM (backend preference: gloo|mpi|single),
 // BARESGD_HOSTNAME, BARESGD_HOST_ADDR, BARESGD_STORE_ADDR, BARESGD_SECRET, BARESGD_JOB_ID.
@@ -205,6 +210,34 @@ void from_open_mpi(const Env& env, RankInfo* r) {
   if (!env.has("BARESGD_JOB_ID")) r->job_id = env.str("OMPI_MCA_ess_base_jobid", "ompi");
 }
 
+// True when SLURM_PROCID comes from a step that is not a task of an srun step: the batch script
+// (or the extern or interactive step). Ordinary step ids are 0 .. 0xffffffef.
+bool slurm_non_task_step(const Env& env, std::string* step_var) {
+  *step_var = env.has("SLURM_STEP_ID") ? "SLURM_STEP_ID" : env.has("SLURM_STEPID") ? "SLURM_STEPID" : "";
+  if (step_var->empty()) return true;
+  const std::string v = env.str(step_var->c_str());
+  if (v == "batch" || v == "extern" || v == "interactive") return true;
+  const bool negative = !v.empty() && v[0] == '-';
+  const std::string digits = negative ? v.substr(1) : v;
+  if (digits.empty() || digits.size() > 10 || digits.find_first_not_of("0123456789") != std::string::npos)
+    fail(*step_var + "=" + quoted(v.c_str()) + " is not a step id");
+  return negative || std::stoull(digits) >= 0xfffffff0ULL;
+}
+
+// The batch step of an sbatch job: world size 1, never rank 0 of the allocation's tasks.
+void from_slurm_batch(const Env& env, const std::string& step_var, RankInfo* r) {
+  r->source = "slurm-batch";
+  r->backend = "single";
+  const std::string ntasks = env.str("SLURM_NTASKS", "1");
+  if (ntasks == "1") return;
+  r->notice = "SLURM_PROCID=" + env.str("SLURM_PROCID") + " is from the batch step of Slurm job " +
+              env.str("SLURM_JOB_ID", "?") + " (" +
+              (step_var.empty() ? std::string("no SLURM_STEP_ID") : step_var + "=" + env.str(step_var.c_str())) +
+              "), not from srun: running as a single process (world size 1), not as rank " +
+              env.str("SLURM_PROCID") + " of SLURM_NTASKS=" + ntasks +
+              "; start the ranks with srun or ./launch";
+}
+
 void from_slurm(const Env& env, RankInfo* r) {
   r->source = "slurm";
   const char* ntasks_var = env.has("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS"
@@ -283,7 +316,9 @@ RankInfo discover_rank_info(const EnvLookup& get) {
   } else if (env.has("OMPI_COMM_WORLD_RANK")) {
     from_open_mpi(env, &r);
   } else if (env.has("SLURM_PROCID")) {
-    from_slurm(env, &r);
+    std::string step_var;
+    if (slurm_non_task_step(env, &step_var)) from_slurm_batch(env, step_var, &r);
+    else from_slurm(env, &r);
   } else {
     r.source = "none";
     r.backend = "single";

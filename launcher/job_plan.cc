@@ -13,6 +13,7 @@
 
 #include "launcher/env.h"
 #include "launcher/fdio.h"
+#include "launcher/host_choice.h"
 #include "launcher/netaddr.h"
 
 namespace {
@@ -47,14 +48,15 @@ int parse_command_line(const std::vector<std::string>& args, LaunchOptions* o) {
   return kGoOn;
 }
 
-// -H, --hostfile or localhost:N, and the ranks over their slots.
+// -H, --hostfile, the Slurm allocation or localhost:N (host_choice.h), and the ranks over their
+// slots. In an allocation without -np, -np becomes the allocation's task count.
 int lay_out_ranks(JobPlan* plan) {
-  const LaunchOptions& o = plan->opts;
+  LaunchOptions& o = plan->opts;
   try {
-    std::vector<HostSlots> host_list;
-    if (!o.hostfile.empty()) host_list = read_hostfile(o.hostfile);
-    else if (!o.hosts.empty()) host_list = parse_host_list(o.hosts);
-    else host_list = {{"localhost", o.np}};
+    HostChoice choice = choose_hosts(o, env_map(current_environment()));
+    std::vector<HostSlots> host_list = choice.source == HostSource::kHostfile ? read_hostfile(o.hostfile) : choice.hosts;
+    o.np = choice.np;
+    plan->host_source = choice.described();
     plan->layout = layout_ranks(host_list, o.np);
   } catch (const HostError& e) {
     say_launch(e.what());

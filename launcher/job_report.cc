@@ -159,7 +159,9 @@ std::string dry_run_store_addr(const JobPlan& plan) { return plan.bind_addr + ":
 std::string dry_run_report(const JobPlan& plan) {
   bool mpi = plan.opts.transport == Transport::kMpi;
   std::string out = "dry run: " + plural(plan.layout.size(), "rank") + " on " + plural(plan.hosts.size(), "host") +
-                    " with " + (mpi ? "--mpi" : "--gloo") + "; nothing was started\n\n";
+                    " with " + (mpi ? "--mpi" : "--gloo") + "; nothing was started\n";
+  if (!plan.host_source.empty()) out += "hosts and slots from " + plan.host_source + "\n";
+  out += "\n";
   out += joined(rank_table(plan)) + "\n";
   return out + (mpi ? mpi_sections(plan) : gloo_sections(plan));
 }

@@ -55,7 +55,8 @@ const char* launch_help_text() {
          "\n"
          "Starts N ranks of CMD over the hosts' slots (filled in order) and tags their output.\n"
          "\n"
-         "  -np, --num-proc N         number of ranks (required)\n"
+         "  -np, --num-proc N         number of ranks (required, except inside a Slurm allocation:\n"
+         "                            there the allocation's task count, see below)\n"
          "  -H, --hosts LIST          host or host:slots, comma separated (default localhost:N)\n"
          "      --hostfile FILE       lines 'host slots=K'; '#' comments\n"
          "      --gloo                start the ranks ourselves (local fork, ssh + agent) with a\n"
@@ -101,6 +102,10 @@ const char* launch_help_text() {
          "  known only when the job starts, as <port>, <job id> and <cores>. Host addresses are read\n"
          "  from the ssh config with `ssh -G` (no connection is made); nothing else runs.\n"
          "\n"
+         "Inside a Slurm allocation (SLURM_JOB_ID and SLURM_JOB_NODELIST set) and without -H or\n"
+         "--hostfile, the hosts and their slots are the allocation's (SLURM_JOB_NODELIST,\n"
+         "SLURM_TASKS_PER_NODE) and -np defaults to SLURM_NTASKS; a larger -np is refused.\n"
+         "\n"
          "Exit status: the first failing rank's (128+signal for a signal), 124 on --timeout,\n"
          "128+signal when the launcher itself is stopped by a signal, 2 for a bad command line,\n"
          "1 for other launch errors.\n";
@@ -109,7 +114,7 @@ const char* launch_help_text() {
 LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
   LaunchOptions o;
   if (args.empty()) throw UsageError("nothing to launch", true);
-  bool saw_gloo = false, saw_mpi = false, saw_np = false;
+  bool saw_gloo = false, saw_mpi = false;
   size_t i = 0;
   for (; i < args.size(); ++i) {
     std::string a = args[i];
@@ -139,7 +144,7 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
     if (name == "-np" || name == "--num-proc" || name == "-n") {
       o.np = parse_int_flag(name, need_value(name));
       if (o.np > 65536) throw UsageError(name + " " + std::to_string(o.np) + " is more ranks than launch supports (65536)", false);
-      saw_np = true;
+      o.np_given = true;
     } else if (name == "-H" || name == "--hosts") {
       o.hosts = need_value(name);
       if (o.hosts.empty()) throw UsageError(name + ": empty host list", true);
@@ -216,8 +221,7 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
   }
 
   if (saw_gloo && saw_mpi) throw UsageError("--gloo and --mpi are mutually exclusive: pick one", false);
-  if (!saw_np) throw UsageError("-np N is required (the number of ranks)", false);
-  if (o.np <= 0) throw UsageError("-np must be >= 1 (got " + std::to_string(o.np) + ")", false);
+  if (o.np_given && o.np <= 0) throw UsageError("-np must be >= 1 (got " + std::to_string(o.np) + ")", false);
   if (!saw_gloo && !saw_mpi) throw UsageError("choose how to start the ranks: --gloo or --mpi", false);
   o.transport = saw_gloo ? Transport::kGloo : Transport::kMpi;
   if (!o.hosts.empty() && !o.hostfile.empty())

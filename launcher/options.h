@@ -17,6 +17,7 @@ enum class Transport { kNone, kGloo, kMpi };
 
 struct LaunchOptions {
   int np = 0;
+  bool np_given = false;  // -np on the command line (else the Slurm allocation's, host_choice.h)
   std::string hosts;     // -H
   std::string hostfile;  // --hostfile
   Transport transport = Transport::kNone;
@@ -40,7 +41,9 @@ struct LaunchOptions {
 };
 
 // Parses argv[1..argc). Options end at the first word that is not an option (or after "--").
-// Both "--flag value" and "--flag=value" work for long flags. Throws UsageError.
+// Both "--flag value" and "--flag=value" work for long flags. Throws UsageError. -np may be
+// missing (np_given false): inside a Slurm allocation the allocation sets it, else choose_hosts
+// (host_choice.h) refuses the command line.
 LaunchOptions parse_launch_options(const std::vector<std::string>& args);
 
 // The one-line usage and the full --help text.

@@ -144,6 +144,7 @@ int main(int argc, char** argv) {
     // Threads per rank: --threads, else OPENBLAS_NUM_THREADS (OpenBLAS reads it), else
     // cores / ranks on this host.
     RankInfo info = discover_rank_info();
+    if (!info.notice.empty()) std::fprintf(stderr, "train: %s\n", info.notice.c_str());
     if (opts.threads > 0) {
       openblas_set_num_threads(opts.threads);
     } else if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {

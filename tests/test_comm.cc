@@ -322,10 +322,68 @@ TEST(RankEnv, Slurm) {
   EXPECT_TRUE(has(discover_error(env), "SLURM_NODEID=3 is out of range"));
   // No per-node counts: even split.
   RankInfo even = discover({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"},
-                            {"SLURM_NNODES", "2"}, {"SLURM_NODEID", "1"}});
+                            {"SLURM_NNODES", "2"}, {"SLURM_NODEID", "1"}, {"SLURM_STEPID", "3"}});
   EXPECT_EQ(even.local_size, 2);
   EXPECT_EQ(even.cross_rank, 1);
   EXPECT_EQ(even.cross_size, 2);
+}
+
+// An sbatch script: SLURM_PROCID=0, SLURM_LOCALID=0 and the allocation's SLURM_NTASKS, but no
+// srun step (slurmstepd sets no SLURM_STEP_ID for the batch step; releases that print it show
+// 0xfffffffb, or 0xfffffffe before Slurm 20.11, as a negative or a >= 0xfffffff0 number).
+TEST(RankEnv, SlurmBatchStepIsASingleProcess) {
+  const EnvMap batch = {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"},       {"SLURM_LOCALID", "0"},
+                        {"SLURM_NODEID", "0"}, {"SLURM_NNODES", "2"},       {"SLURM_JOB_ID", "1234"},
+                        {"SLURM_TASKS_PER_NODE", "2(x2)"}, {"SLURM_JOB_NODELIST", "hpc[01-02]"}};
+  RankInfo r = discover(batch);
+  EXPECT_EQ(r.source, "slurm-batch");
+  EXPECT_EQ(r.backend, "single");
+  EXPECT_EQ(r.rank, 0);
+  EXPECT_EQ(r.size, 1);
+  EXPECT_EQ(r.local_size, 1);
+  EXPECT_EQ(r.cross_size, 1);
+  EXPECT_EQ(r.notice,
+            "SLURM_PROCID=0 is from the batch step of Slurm job 1234 (no SLURM_STEP_ID), not from srun: running as a "
+            "single process (world size 1), not as rank 0 of SLURM_NTASKS=4; start the ranks with srun or ./launch");
+  for (const char* id : {"4294967291", "4294967294", "4294967290", "-5", "-2", "batch", "extern", "interactive"}) {
+    EnvMap e = batch;
+    e["SLURM_STEP_ID"] = id;
+    RankInfo b = discover(e);
+    EXPECT_EQ(b.source, "slurm-batch") << id;
+    EXPECT_EQ(b.size, 1) << id;
+    EXPECT_TRUE(has(b.notice, std::string("(SLURM_STEP_ID=") + id + "), not from srun")) << b.notice;
+  }
+  EnvMap old = batch;
+  old["SLURM_STEPID"] = "4294967294";
+  EXPECT_TRUE(has(discover(old).notice, "(SLURM_STEPID=4294967294)")) << discover(old).notice;
+  // An srun task of the same job: rank 0 of 4.
+  for (const char* id : {"0", "7", "4294967279"}) {
+    EnvMap task = batch;
+    task["SLURM_STEP_ID"] = id;
+    RankInfo t = discover(task);
+    EXPECT_EQ(t.source, "slurm") << id;
+    EXPECT_EQ(t.size, 4) << id;
+    EXPECT_EQ(t.notice, "") << id;
+  }
+  // One task, or none given (sbatch -N2 without -n): a single process, nothing to say.
+  EnvMap one = batch;
+  one["SLURM_NTASKS"] = "1";
+  EXPECT_EQ(discover(one).notice, "");
+  EnvMap none = batch;
+  none.erase("SLURM_NTASKS");
+  EXPECT_EQ(discover(none).size, 1);
+  EXPECT_EQ(discover(none).notice, "");
+  EnvMap bad = batch;
+  bad["SLURM_STEP_ID"] = "zero";
+  EXPECT_TRUE(has(discover_error(bad), "SLURM_STEP_ID='zero' is not a step id"));
+  bad["SLURM_STEP_ID"] = "";
+  EXPECT_TRUE(has(discover_error(bad), "SLURM_STEP_ID='' is not a step id"));
+  // The launcher's and mpirun's variables still win inside a batch step.
+  EnvMap launched = batch;
+  launched["BARESGD_RANK"] = "1";
+  launched["BARESGD_SIZE"] = "2";
+  EXPECT_EQ(discover(launched).source, "launch");
+  EXPECT_EQ(discover(launched).notice, "");
 }
 
 TEST(RankEnv, SingleProcess) {

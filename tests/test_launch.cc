@@ -131,7 +131,8 @@ std::vector<std::string> child_env(const std::vector<std::string>& extra) {
   for (char** e = environ; *e; ++e) {
     std::string s = *e;
     size_t eq = s.find('=');
-    if (eq != std::string::npos) env[s.substr(0, eq)] = s.substr(eq + 1);
+    // Not our Slurm job's variables (a test run inside an allocation): tests set their own.
+    if (eq != std::string::npos && s.rfind("SLURM_", 0) != 0) env[s.substr(0, eq)] = s.substr(eq + 1);
   }
   for (const auto& [name, value] : loopback_openmpi_env()) env[name] = value;
   for (const auto& s : extra) {
@@ -777,7 +778,8 @@ TEST(LaunchOptions, RejectsBadCommandLines) {
   bool usage = false;
   EXPECT_TRUE(contains(usage_error({"-np", "2", "--gloo", "--bogus", "x"}, &usage), "unknown option '--bogus'"));
   EXPECT_TRUE(usage);
-  EXPECT_TRUE(contains(usage_error({"--gloo", "x"}), "-np"));
+  // No -np: the Slurm allocation's, or refused by choose_hosts (tests/test_slurm_hostlist.cc).
+  EXPECT_EQ(usage_error({"--gloo", "x"}), "");
   EXPECT_TRUE(contains(usage_error({"-np", "0", "--gloo", "x"}), "-np must be >= 1"));
   EXPECT_TRUE(contains(usage_error({"-np", "-3", "--gloo", "x"}), "-np must be >= 1"));
   EXPECT_TRUE(contains(usage_error({"-np", "two", "--gloo", "x"}), "not a whole number"));
@@ -1459,6 +1461,61 @@ TEST_F(LaunchDryRun, UnwritableTimelineIsRefusedBeforeAnythingStarts) {
     EXPECT_TRUE(l.out().empty()) << l.out();
     EXPECT_NE(access(flag.c_str(), F_OK), 0) << "a rank ran: " << c.named;
   }
+}
+
+// Inside a Slurm allocation (a fake one: the variables salloc/sbatch set) without -H: the
+// allocation's hosts and slots, -np from it; a larger -np is refused; -H still wins.
+TEST_F(LaunchDryRun, SlurmAllocationGivesHostsSlotsAndNp) {
+  std::string cfg = dir_ + "/ssh_config", flag = dir_ + "/started";
+  std::vector<std::string> slurm = without_shown_variables(
+      {"SLURM_JOB_ID=1234", "SLURM_JOB_NODELIST=hpc[01,03]", "SLURM_TASKS_PER_NODE=2(x2)", "SLURM_NNODES=2"});
+  Launch l({"--dry-run", "--gloo", "-F", cfg, "touch", flag}, slurm);
+  ASSERT_EQ(l.code(30), 0) << l.err();
+  EXPECT_EQ(l.err(), "");
+  const std::string head =
+      "dry run: 4 ranks on 2 hosts with --gloo; nothing was started\n"
+      "hosts and slots from the Slurm allocation 1234 (hpc[01,03]: 2(x2))\n"
+      "\n"
+      "rank  host   local  cross  via  address\n"
+      "0     hpc01  0/2    0/2    ssh  127.0.0.21\n"
+      "1     hpc01  1/2    0/2    ssh  127.0.0.21\n"
+      "2     hpc03  0/2    1/2    ssh  127.0.0.23\n"
+      "3     hpc03  1/2    1/2    ssh  127.0.0.23\n"
+      "\n";
+  EXPECT_EQ(l.out().substr(0, head.size()), head) << l.out();
+  std::vector<std::string> three = slurm;
+  three.push_back("SLURM_NTASKS=3");
+  Launch n({"--dry-run", "--mpi", "-F", cfg, "touch", flag}, three);
+  ASSERT_EQ(n.code(30), 0) << n.err();
+  EXPECT_TRUE(contains(n.out(), "dry run: 3 ranks on 2 hosts with --mpi; nothing was started\n")) << n.out();
+  EXPECT_TRUE(contains(n.out(), " -np 3 -H hpc01:2,hpc03:1 ")) << n.out();
+  Launch big({"--dry-run", "-np", "8", "--gloo", "-F", cfg, "touch", flag}, slurm);
+  EXPECT_EQ(big.code(30), 2);
+  EXPECT_EQ(big.err(), "launch: -np 8 but the Slurm allocation 1234 holds 4 tasks (hpc[01,03]: 2(x2))\n");
+  EXPECT_EQ(big.out(), "");
+  Launch h({"--dry-run", "-np", "1", "--gloo", "-H", "localhost", "touch", flag}, slurm);
+  ASSERT_EQ(h.code(30), 0) << h.err();
+  EXPECT_TRUE(contains(h.out(), "dry run: 1 rank on 1 host with --gloo; nothing was started\n\n")) << h.out();
+  Launch bad({"--dry-run", "--gloo", "touch", flag},
+             {"SLURM_JOB_ID=1234", "SLURM_JOB_NODELIST=hpc[03-01]", "SLURM_TASKS_PER_NODE=1"});
+  EXPECT_EQ(bad.code(30), 2);
+  EXPECT_EQ(bad.err(), "launch: in a Slurm allocation: SLURM_JOB_NODELIST='hpc[03-01]': reversed range '03-01' at "
+                       "character 5 (LO must be <= HI)\n");
+  Launch none({"--gloo", "touch", flag});
+  EXPECT_EQ(none.code(30), 2);
+  EXPECT_EQ(none.err(), "launch: -np N is required (the number of ranks)\n");
+  EXPECT_NE(access(flag.c_str(), F_OK), 0) << "a rank ran";
+}
+
+// An allocation of this machine: the ranks start here, as many as SLURM_NTASKS says.
+TEST_F(LaunchDryRun, SlurmAllocationOfThisMachineRunsLocalRanks) {
+  Launch l({"--gloo", "sh", "-c", "echo rank=$BARESGD_RANK/$BARESGD_SIZE local=$BARESGD_LOCAL_SIZE"},
+           {"SLURM_JOB_ID=77", "SLURM_JOB_NODELIST=localhost", "SLURM_TASKS_PER_NODE=4", "SLURM_NTASKS=3"});
+  ASSERT_EQ(l.code(30), 0) << l.err();
+  for (int r = 0; r < 3; ++r)
+    EXPECT_TRUE(contains(l.out(), "[" + std::to_string(r) + "]<stdout>:rank=" + std::to_string(r) + "/3 local=3\n"))
+        << l.out();
+  EXPECT_FALSE(contains(l.out(), "[3]")) << l.out();
 }
 
 TEST_F(LaunchDryRun, TimelineVariableReachesLocalRanks) {
