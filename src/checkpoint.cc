@@ -15,9 +15,10 @@
 namespace {
 
 constexpr char kMagic[8] = {'B', 'S', 'G', 'D', 'C', 'K', 'P', 'T'};
-constexpr uint32_t kVersion = 2;  // 2: + torch generator state
+constexpr uint32_t kVersion = 3;  // 2: + torch generator state; 3: + momentum buffer count
 // magic, version, world, batch, seed, epoch, batch index, step, started, nparams
-constexpr size_t kHeaderBytes = 8 + 4 + 4 + 4 + 8 + 4 + 8 + 8 + 4 + 8;
+constexpr size_t kHeaderBytesV2 = 8 + 4 + 4 + 4 + 8 + 4 + 8 + 8 + 4 + 8;
+constexpr size_t kHeaderBytes = kHeaderBytesV2 + 4;  // version 3: + momentum buffers
 constexpr size_t kGeneratorBytes = (TorchGenerator::kWords + 1) * 4;  // words, index
 
 template <class T>
@@ -73,6 +74,10 @@ std::vector<std::pair<long long, std::string>> list_checkpoints(const std::strin
 }  // namespace
 
 std::string encode_checkpoint(const TrainState& s) {
+  if (s.momentum_buffers < 1 || s.momentum.size() != size_t(s.momentum_buffers) * s.params.size())
+    throw std::invalid_argument("encode_checkpoint: " + std::to_string(s.momentum.size()) +
+                                " momentum floats are not " + std::to_string(s.momentum_buffers) +
+                                " buffers of " + std::to_string(s.params.size()));
   std::string out;
   out.append(kMagic, 8);
   put<uint32_t>(out, kVersion);
@@ -84,6 +89,7 @@ std::string encode_checkpoint(const TrainState& s) {
   put<int64_t>(out, s.step);
   put<int32_t>(out, s.momentum_started ? 1 : 0);
   put<uint64_t>(out, s.params.size());
+  put<uint32_t>(out, uint32_t(s.momentum_buffers));
   out.append(reinterpret_cast<const char*>(s.params.data()), s.params.size() * sizeof(float));
   out.append(reinterpret_cast<const char*>(s.momentum.data()), s.momentum.size() * sizeof(float));
   out.append(reinterpret_cast<const char*>(s.generator.state), sizeof s.generator.state);
@@ -93,7 +99,7 @@ std::string encode_checkpoint(const TrainState& s) {
 }
 
 TrainState decode_checkpoint(const std::string& in, size_t expect_params) {
-  if (in.size() < kHeaderBytes + 4)
+  if (in.size() < kHeaderBytesV2 + 4)
     throw std::runtime_error("truncated (" + std::to_string(in.size()) + " bytes)");
   if (std::memcmp(in.data(), kMagic, 8) != 0) throw std::runtime_error("bad magic (not a baresgd checkpoint)");
   size_t at = 8;
@@ -101,9 +107,11 @@ TrainState decode_checkpoint(const std::string& in, size_t expect_params) {
   if (version == 1)
     throw std::runtime_error("version 1 checkpoint (written before baresgd drew torch's random streams; "
                              "it holds no generator state and cannot be resumed bit for bit)");
-  if (version != kVersion)
-    throw std::runtime_error("unsupported version " + std::to_string(version) + " (expected " +
+  if (version != 2 && version != kVersion)
+    throw std::runtime_error("unsupported version " + std::to_string(version) + " (expected 2 or " +
                              std::to_string(kVersion) + ")");
+  const size_t header = version == 2 ? kHeaderBytesV2 : kHeaderBytes;
+  if (in.size() < header + 4) throw std::runtime_error("truncated (" + std::to_string(in.size()) + " bytes)");
   TrainState s;
   s.world_size = get<int32_t>(in, &at);
   s.batch_size = get<int32_t>(in, &at);
@@ -113,23 +121,38 @@ TrainState decode_checkpoint(const std::string& in, size_t expect_params) {
   s.step = get<int64_t>(in, &at);
   s.momentum_started = get<int32_t>(in, &at) != 0;
   uint64_t n = get<uint64_t>(in, &at);
+  const uint32_t buffers = version == 2 ? 1 : get<uint32_t>(in, &at);
   if (n != expect_params)
     throw std::runtime_error("holds " + std::to_string(n) + " parameters, the model has " +
                              std::to_string(expect_params));
-  const size_t want = kHeaderBytes + 2 * n * sizeof(float) + kGeneratorBytes + 4;
+  // The floats: params and `buffers` momentum buffers, n each (a count too large for the file
+  // cannot fit it; checked by division so no product overflows).
+  const size_t float_room = (in.size() - header - kGeneratorBytes - 4) / sizeof(float);
+  const bool fits = in.size() >= header + kGeneratorBytes + 4 && buffers >= 1 &&
+                    (n == 0 || uint64_t(buffers) + 1 <= float_room / n);
+  const size_t want = fits ? header + (1 + size_t(buffers)) * n * sizeof(float) + kGeneratorBytes + 4 : 0;
   if (in.size() != want)
     throw std::runtime_error("truncated or padded (" + std::to_string(in.size()) + " bytes, expected " +
-                             std::to_string(want) + ")");
+                             (fits ? std::to_string(want)
+                                   : std::to_string(header + kGeneratorBytes + 4) + " + 4 x " +
+                                         std::to_string(n) + " x (1 + " + std::to_string(buffers) + ")") +
+                             ")");
   uint32_t stored;
   std::memcpy(&stored, in.data() + want - 4, 4);
   if (crc32_of(in.data(), want - 4) != stored) throw std::runtime_error("checksum mismatch (corrupt file)");
   if (s.world_size < 1 || s.batch_size < 1 || s.epoch < 1 || s.batch < 0 || s.step < 0)
     throw std::runtime_error("impossible training position in header");
+  if (buffers != 1 && int64_t(buffers) != s.world_size)
+    throw std::runtime_error("holds " + std::to_string(buffers) + " momentum buffers for a " +
+                             std::to_string(s.world_size) + "-rank run (expected 1 or " +
+                             std::to_string(s.world_size) + ")");
+  s.momentum_buffers = int(buffers);
   s.params.resize(n);
-  s.momentum.resize(n);
+  s.momentum.resize(size_t(buffers) * n);
   std::memcpy(s.params.data(), in.data() + at, n * sizeof(float));
-  std::memcpy(s.momentum.data(), in.data() + at + n * sizeof(float), n * sizeof(float));
-  at += 2 * n * sizeof(float);
+  at += n * sizeof(float);
+  std::memcpy(s.momentum.data(), in.data() + at, s.momentum.size() * sizeof(float));
+  at += s.momentum.size() * sizeof(float);
   std::memcpy(s.generator.state, in.data() + at, sizeof s.generator.state);
   at += sizeof s.generator.state;
   s.generator.index = get<uint32_t>(in, &at);

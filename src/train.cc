@@ -92,12 +92,24 @@ struct Resume {
   size_t batch = 0;
   uint64_t step = 0;
   bool momentum_started = false;
+  // --use-adasum from a checkpoint holding every rank's own buffer: all of them (world x n, rank
+  // order, on every rank); empty when every rank starts from rank 0's buffer.
+  std::vector<float> rank_momentum;
 };
 
+// The refusal of a checkpoint written by another world size or --batch-size, naming the file.
+std::string checkpoint_mismatch(const std::string& path, const TrainState& st, int world, int batch_size) {
+  if (st.world_size == world && st.batch_size == batch_size) return "";
+  return "checkpoint " + path + " was written by " + std::to_string(st.world_size) + " ranks with --batch-size " +
+         std::to_string(st.batch_size) + "; this run has " + std::to_string(world) + " ranks with --batch-size " +
+         std::to_string(batch_size) + " (resume needs the same)";
+}
+
 // Rank 0 checks --checkpoint-dir and, with --resume, loads the newest valid checkpoint into
-// params/momentum/generator; the position and the generator are broadcast so every rank starts at
-// the same step with the same draws to come. Every rank
-// throws the same error when rank 0 could not prepare the directory or the checkpoint does not fit.
+// params/momentum (rank 0's buffer)/generator; the position and the generator are broadcast so
+// every rank starts at the same step with the same draws to come, and with --use-adasum every
+// rank's own momentum buffer when the checkpoint holds them. Every rank fails when rank 0 could
+// not prepare the directory or the checkpoint does not fit this run (rank 0 names the file).
 Resume prepare_checkpoints(const Options& opts, Communicator& comm, std::vector<float>* params,
                            std::vector<float>* momentum, TorchGenerator* generator) {
   Resume r;
@@ -105,26 +117,27 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, std::vector<
     if (opts.resume) throw std::runtime_error("--resume needs --checkpoint-dir DIR");
     return r;
   }
-  // header: ok, found, epoch, batch, step, started, world size, batch size
-  int64_t h[8] = {1, 0, 1, 0, 0, 0, comm.size(), opts.batch_size};
+  // header: ok, found, epoch, batch, step, started, momentum buffers
+  int64_t h[7] = {1, 0, 1, 0, 0, 0, 1};
   std::string error;
+  TrainState st;
   if (comm.rank() == 0) {
     try {
       prepare_checkpoint_dir(opts.checkpoint_dir);
-      TrainState st;
       std::string path;
       std::vector<std::string> warnings;
       if (opts.resume && load_newest_checkpoint(opts.checkpoint_dir, params->size(), &st, &path, &warnings)) {
         for (const auto& w : warnings) std::fprintf(stderr, "train: warning: %s\n", w.c_str());
+        if (std::string why = checkpoint_mismatch(path, st, comm.size(), opts.batch_size); !why.empty())
+          throw std::runtime_error(why);
         h[1] = 1;
         h[2] = st.epoch;
         h[3] = st.batch;
         h[4] = st.step;
         h[5] = st.momentum_started;
-        h[6] = st.world_size;
-        h[7] = st.batch_size;
+        h[6] = st.momentum_buffers;
         *params = st.params;
-        *momentum = st.momentum;
+        momentum->assign(st.momentum.begin(), st.momentum.begin() + std::ptrdiff_t(params->size()));
         *generator = st.generator;
         std::fprintf(stderr, "train: resuming from %s (epoch %d, batch %lld, step %lld)\n", path.c_str(),
                      st.epoch, (long long)st.batch, (long long)st.step);
@@ -142,16 +155,18 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, std::vector<
   comm.broadcast(h, sizeof h, 0);
   if (h[0] == 0) throw_shared_failure(comm.rank(), error, "rank 0 could not use --checkpoint-dir " + opts.checkpoint_dir);
   if (h[1]) {
-    if (h[6] != comm.size() || h[7] != opts.batch_size)
-      throw std::runtime_error("checkpoint in " + opts.checkpoint_dir + " was written by " +
-                               std::to_string(h[6]) + " ranks with --batch-size " + std::to_string(h[7]) +
-                               "; this run has " + std::to_string(comm.size()) + " ranks with --batch-size " +
-                               std::to_string(opts.batch_size) + " (resume needs the same)");
     r.epoch = int(h[2]);
     r.batch = size_t(h[3]);
     r.step = uint64_t(h[4]);
     r.momentum_started = h[5] != 0;
     comm.broadcast(generator, sizeof *generator, 0);
+    // h[6] is 1 or this world size (decode_checkpoint, checkpoint_mismatch). Without --use-adasum
+    // every rank's buffer must be equal: rank 0's, as from a one-buffer checkpoint.
+    if (h[6] > 1 && opts.use_adasum) {
+      r.rank_momentum = comm.rank() == 0 ? std::move(st.momentum)
+                                         : std::vector<float>(size_t(h[6]) * params->size());
+      comm.broadcast(r.rank_momentum.data(), r.rank_momentum.size() * sizeof(float), 0);
+    }
   }
   return r;
 }
@@ -200,15 +215,28 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
 
   // Horovod: broadcast parameters and optimizer state from rank 0.
   // --use-adasum: after this broadcast every rank's momentum buffer evolves on its own (Horovod's
-  // Adasum optimizer never re-synchronises it). A checkpoint holds rank 0's buffer only, and a
-  // resumed run broadcasts it to every rank, so with momentum != 0 a resumed Adasum run differs
-  // from an uninterrupted one (the other ranks restart from rank 0's momentum); without Adasum
-  // all buffers are equal and resume is exact.
+  // Adasum optimizer never re-synchronises it). So on W > 1 ranks a checkpoint holds every rank's
+  // buffer (gathered to rank 0 when it is saved) and a resumed run gives each rank its own back,
+  // which makes a resumed Adasum run equal an uninterrupted one; a checkpoint with one buffer
+  // (version 2, or written without --use-adasum) starts every rank from rank 0's.
   comm.broadcast(net.params.data(), net.params.size() * sizeof(float), 0);
   comm.broadcast(momentum.data(), momentum.size() * sizeof(float), 0);
+  if (!start.rank_momentum.empty()) {
+    const auto mine = start.rank_momentum.begin() + std::ptrdiff_t(size_t(rank) * momentum.size());
+    std::copy(mine, mine + std::ptrdiff_t(momentum.size()), momentum.begin());
+    start.rank_momentum = {};
+  }
   bool momentum_started = start.momentum_started;
+  const bool rank_momentum = opts.use_adasum && size > 1;  // every rank's own buffer is saved
   auto save = [&](int epoch, size_t next_batch, uint64_t steps) {
-    if (rank != 0 || opts.checkpoint_dir.empty()) return;
+    if (opts.checkpoint_dir.empty()) return;
+    const int64_t tl = rank == 0 ? timeline_begin() : 0;
+    std::vector<float> all_momentum;
+    if (rank_momentum) {  // a collective: every rank saves at the same steps
+      all_momentum.resize(size_t(size) * momentum.size());
+      comm.allgather(all_momentum.data(), momentum.data(), momentum.size() * sizeof(float));
+    }
+    if (rank != 0) return;
     TrainState st;
     st.world_size = size;
     st.batch_size = opts.batch_size;
@@ -218,9 +246,9 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     st.step = int64_t(steps);
     st.momentum_started = momentum_started;
     st.params = net.params;
-    st.momentum = momentum;
+    st.momentum_buffers = rank_momentum ? size : 1;
+    st.momentum = rank_momentum ? std::move(all_momentum) : momentum;
     st.generator = torch_rng.gen;
-    const int64_t tl = timeline_begin();
     save_checkpoint(opts.checkpoint_dir, st);
     timeline_end(TimelineKind::kCheckpoint, tl);
   };

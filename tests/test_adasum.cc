@@ -5,7 +5,8 @@
 //   AdasumRule       Horovod's threshold (sqrt(DBL_MIN) on the squared norm, not 1e-8) and fp16 rule
 //   HorovodScaling   float32 prescale/postscale and the fp16 order, bit for bit
 //   AdasumConfig     check_training_configuration and ./train's refusals (1 and 3 ranks)
-//   AdasumResume     what resume does with every rank's own momentum (rank 0's is saved)
+//   AdasumResume     a resumed run equals an uninterrupted one (every rank's momentum is saved),
+//                    other world sizes are refused, version 2 files restart from rank 0's buffer
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,9 +19,11 @@
 #include "comm/distributed_optimizer.h"
 #include "kernels/sgd.h"
 #include "src/adasum_step.h"
+#include "src/checkpoint.h"
 #include "src/config_check.h"
 #include "src/net.h"
 #include "tests/error_metrics.h"
+#include "tests/checkpoint_v2.h"
 #include "tests/comm_test_util.h"
 #include "tests/fixture.h"
 #include "tests/test_util.h"
@@ -435,42 +438,120 @@ TEST(AdasumConfig, TrainRefusesBeforeTrainingOnOneAndThreeRanks) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Resume: a checkpoint holds rank 0's momentum; the resumed run broadcasts it to every rank.
+// Resume: a checkpoint holds every rank's own momentum buffer, and each rank gets its own back.
 
 namespace {
 
-std::string adasum_run(const std::string& dir, const std::string& extra, const std::string& dump) {
-  return testutil::launch_bin() + " -np 2 --gloo " + testutil::train_bin() +
+std::string adasum_run(int world, const std::string& dir, const std::string& extra, const std::string& dump) {
+  return testutil::launch_bin() + " -np " + std::to_string(world) + " --gloo " + testutil::train_bin() +
          " --use-adasum --no-dropout --batch-size 16 --checkpoint-dir " + dir + " " + extra +
          " --dump-params " + dump;
 }
 
+testutil::RunResult run_ok(const std::string& cmd) {
+  auto r = testutil::run(cmd, 300);
+  EXPECT_EQ(r.status, 0) << cmd << "\n" << r.out << r.err;
+  return r;
+}
+
+std::string checkpoint_file(const std::string& dir, int step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "/ckpt-%012d.bin", step);
+  return dir + name;
+}
+
+// W ranks, momentum 0.5: 8 uninterrupted steps; a run checkpointing at step 3 that stops after
+// step 5 (as if killed there: steps 4 and 5 are lost), resumed to step 8. Every rank's final
+// parameters equal the uninterrupted run's bit for bit. Leaves the runs' files in dir/w<W>-*.
+void resume_equals_uninterrupted(int world, const std::string& dir) {
+  const std::string tag = dir + "/w" + std::to_string(world);
+  run_ok(adasum_run(world, tag + "-full", "--max-steps 8", tag + "-full.%r.bin"));
+  run_ok(adasum_run(world, tag + "-ck", "--max-steps 5 --checkpoint-every 3", tag + "-cut.%r.bin"));
+  const TrainState st = decode_checkpoint(testutil::read_file(checkpoint_file(tag + "-ck", 3)), Net::kNumParams);
+  auto resumed = run_ok(adasum_run(world, tag + "-ck", "--max-steps 8 --resume", tag + "-resumed.%r.bin"));
+  EXPECT_NE(resumed.err.find("resuming from " + checkpoint_file(tag + "-ck", 3) + " (epoch 1, batch 3, step 3)"),
+            std::string::npos)
+      << resumed.err;
+  const std::string full = testutil::read_file(tag + "-full.0.bin");
+  ASSERT_EQ(full.size(), Net::kNumParams * 4);
+  EXPECT_NE(full, testutil::read_file(tag + "-cut.0.bin")) << "steps 6..8 changed nothing";
+  for (int r = 0; r < world; ++r) {
+    EXPECT_EQ(testutil::read_file(tag + "-full." + std::to_string(r) + ".bin"), full) << "rank " << r;
+    EXPECT_TRUE(testutil::read_file(tag + "-resumed." + std::to_string(r) + ".bin") == full)
+        << "rank " << r << ": a resumed Adasum run differs from the uninterrupted one";
+  }
+  // The step-3 file held every rank's own buffer (they differ: each rank stepped on its gradient).
+  EXPECT_EQ(st.momentum_buffers, world);
+  if (st.momentum.size() != size_t(world) * Net::kNumParams) return;
+  for (int r = 1; r < world; ++r)
+    EXPECT_NE(std::memcmp(st.momentum.data(), st.momentum.data() + size_t(r) * Net::kNumParams,
+                          Net::kNumParams * 4), 0)
+        << "rank " << r << "'s buffer equals rank 0's: not its own";
+}
+
 }  // namespace
 
-TEST(AdasumResume, RestartsEveryRankFromRankZerosMomentum) {
+TEST(AdasumResume, ResumedRunEqualsUninterruptedTwoRanks) {
   ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
   const std::string dir = testutil::make_temp_dir("adasum-resume");
-  auto sh = [&](const std::string& cmd) {
-    auto r = testutil::run(cmd, 300);
-    EXPECT_EQ(r.status, 0) << cmd << "\n" << r.out << r.err;
-    return r;
-  };
+  resume_equals_uninterrupted(2, dir);
+  // The 2-rank checkpoint on 1 rank is refused before training, naming the file and both sizes.
+  const std::string ck = checkpoint_file(dir + "/w2-ck", 3);
+  auto one = testutil::run(testutil::train_bin() + " --use-adasum --no-dropout --batch-size 16 --max-steps 8 "
+                           "--resume --checkpoint-dir " + dir + "/w2-ck",
+                           120);
+  EXPECT_NE(one.status, 0);
+  EXPECT_EQ(one.out.find("Train Epoch"), std::string::npos) << "training started: " << one.out;
+  EXPECT_NE(one.err.find("train: error: checkpoint " + ck +
+                         " was written by 2 ranks with --batch-size 16; this run has 1 ranks with --batch-size 16 "
+                         "(resume needs the same)"),
+            std::string::npos)
+      << one.err;
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+TEST(AdasumResume, ResumedRunEqualsUninterruptedFourRanks) {
+  ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
+  const std::string dir = testutil::make_temp_dir("adasum-resume");
+  resume_equals_uninterrupted(4, dir);
+  // The 4-rank checkpoint on 2 ranks (a power of two too) is refused before training.
+  auto two = testutil::run(adasum_run(2, dir + "/w4-ck", "--max-steps 8 --resume", dir + "/no.%r.bin"), 120);
+  EXPECT_NE(two.status, 0);
+  EXPECT_EQ(two.out.find("Train Epoch"), std::string::npos) << "training started: " << two.out;
+  EXPECT_NE(two.err.find("checkpoint " + checkpoint_file(dir + "/w4-ck", 3) +
+                         " was written by 4 ranks with --batch-size 16; this run has 2 ranks"),
+            std::string::npos)
+      << two.err;
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+// A version 2 checkpoint (rank 0's buffer only) still resumes as before: every rank restarts from
+// rank 0's momentum, so with momentum it differs from the uninterrupted run; without momentum
+// (buf = 0 x buf + g: what the buffer held does not matter) it is exact. The version 2 file is the
+// step-3 checkpoint of a real run, rewritten in the old layout.
+TEST(AdasumResume, Version2CheckpointStartsEveryRankFromRankZerosMomentum) {
+  ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
+  const std::string dir = testutil::make_temp_dir("adasum-resume");
   for (const char* m : {"0", "0.5"}) {
-    const std::string tag = std::string("m") + m, ck = dir + "/" + tag;
-    sh(adasum_run(ck + "-full", std::string("--momentum ") + m + " --max-steps 6", dir + "/" + tag + "-full.%r.bin"));
-    sh(adasum_run(ck, std::string("--momentum ") + m + " --max-steps 3 --checkpoint-every 3", dir + "/" + tag + "-half.%r.bin"));
-    auto resumed_run = sh(adasum_run(ck, std::string("--momentum ") + m + " --max-steps 6 --resume",
-                                     dir + "/" + tag + "-resumed.%r.bin"));
-    EXPECT_NE(resumed_run.err.find("resuming from " + ck + "/ckpt-000000000003.bin (epoch 1, batch 3, step 3)"), std::string::npos)
-        << resumed_run.err;
-    const std::string full = testutil::read_file(dir + "/" + tag + "-full.0.bin");
-    const std::string resumed = testutil::read_file(dir + "/" + tag + "-resumed.0.bin");
+    const std::string tag = dir + "/m" + m, mom = std::string("--momentum ") + m;
+    run_ok(adasum_run(2, tag + "-full", mom + " --max-steps 6", tag + "-full.%r.bin"));
+    run_ok(adasum_run(2, tag + "-ck", mom + " --max-steps 3 --checkpoint-every 3", tag + "-half.%r.bin"));
+    const std::string v3 = checkpoint_file(tag + "-ck", 3);
+    const TrainState st = decode_checkpoint(testutil::read_file(v3), Net::kNumParams);
+    ASSERT_EQ(st.momentum_buffers, 2);
+    testutil::write_file(v3, testutil::encode_checkpoint_v2(st));  // rank 0's buffer, old layout
+    ASSERT_EQ(decode_checkpoint(testutil::read_file(v3), Net::kNumParams).momentum_buffers, 1);
+    auto resumed = run_ok(adasum_run(2, tag + "-ck", mom + " --max-steps 6 --resume", tag + "-resumed.%r.bin"));
+    EXPECT_NE(resumed.err.find("resuming from " + v3 + " (epoch 1, batch 3, step 3)"), std::string::npos)
+        << resumed.err;
+    const std::string full = testutil::read_file(tag + "-full.0.bin");
+    const std::string resumed0 = testutil::read_file(tag + "-resumed.0.bin");
     ASSERT_EQ(full.size(), Net::kNumParams * 4);
-    EXPECT_EQ(resumed, testutil::read_file(dir + "/" + tag + "-resumed.1.bin")) << "ranks differ after resume";
+    EXPECT_EQ(resumed0, testutil::read_file(tag + "-resumed.1.bin")) << "ranks differ after resume";
     if (std::string(m) == "0")
-      EXPECT_EQ(resumed, full) << "without momentum a resumed Adasum run must equal an uninterrupted one";
+      EXPECT_TRUE(resumed0 == full) << "without momentum any one buffer resumes exactly";
     else
-      EXPECT_NE(resumed, full) << "rank 1 restarts from rank 0's momentum: the documented difference";
+      EXPECT_TRUE(resumed0 != full) << "rank 1 restarts from rank 0's momentum: the old files' difference";
   }
   std::system(("rm -rf '" + dir + "'").c_str());
 }

@@ -1,5 +1,6 @@
-// test_checkpoint: checkpoint files round-trip, every defect is detected and named, the newest
-// valid file wins over corrupt newer ones, and unwritable directories give a clear error.
+// test_checkpoint: checkpoint files round-trip (one shared momentum buffer, or every rank's own
+// for --use-adasum), version 2 files (one buffer) still load, every defect is detected and named,
+// the newest valid file wins over corrupt newer ones, and unwritable directories give a clear error.
 #include <gtest/gtest.h>
 
 #include <zlib.h>
@@ -7,6 +8,8 @@
 #include <cstring>
 
 #include "src/checkpoint.h"
+#include "tests/checkpoint_v2.h"
+#include "tests/fixture.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -27,6 +30,22 @@ TrainState sample_state(int64_t step) {
   torch_manual_seed(&s.generator, uint64_t(step));
   for (int i = 0; i < 700; ++i) torch_random(&s.generator);  // mid-block: index 76
   return s;
+}
+
+// sample_state with every one of `world` ranks' own momentum buffer (rank r's: -i - 1000 r).
+TrainState per_rank_state(int64_t step, int world) {
+  TrainState s = sample_state(step);
+  s.world_size = world;
+  s.momentum_buffers = world;
+  s.momentum.clear();
+  for (int r = 0; r < world; ++r)
+    for (int i = 0; i < 100; ++i) s.momentum.push_back(-float(i) - 1000.0f * float(r));
+  return s;
+}
+
+void fix_crc(std::string* b) {
+  const uint32_t crc = uint32_t(crc32(0L, reinterpret_cast<const Bytef*>(b->data()), uInt(b->size() - 4)));
+  std::memcpy(&(*b)[b->size() - 4], &crc, 4);
 }
 
 std::string decode_error(const std::string& bytes, size_t n = 100) {
@@ -53,6 +72,81 @@ TEST(Checkpoint, RoundTrip) {
   EXPECT_EQ(t.generator.index, 76u);
   EXPECT_EQ(std::memcmp(t.generator.state, s.generator.state, sizeof s.generator.state), 0);
   EXPECT_EQ(torch_random(&t.generator), torch_random(&s.generator));
+  EXPECT_EQ(t.momentum_buffers, 1);
+}
+
+// --use-adasum on 4 ranks: the file holds the four buffers in rank order and gives them back.
+TEST(Checkpoint, RoundTripWithEveryRanksMomentum) {
+  const TrainState s = per_rank_state(5, 4);
+  const std::string bytes = encode_checkpoint(s);
+  // version 3 header (64 bytes), params, 4 buffers, 624 generator words + index, CRC
+  EXPECT_EQ(bytes.size(), 64u + 100 * 4 + 4 * 100 * 4 + 625 * 4 + 4);
+  uint32_t version, buffers;
+  std::memcpy(&version, &bytes[8], 4);
+  std::memcpy(&buffers, &bytes[60], 4);
+  EXPECT_EQ(version, 3u);
+  EXPECT_EQ(buffers, 4u);
+  const TrainState t = decode_checkpoint(bytes, 100);
+  EXPECT_EQ(t.world_size, 4);
+  EXPECT_EQ(t.momentum_buffers, 4);
+  EXPECT_EQ(t.params, s.params);
+  ASSERT_EQ(t.momentum.size(), 400u);
+  EXPECT_EQ(t.momentum, s.momentum);
+  EXPECT_EQ(t.momentum[3 * 100 + 7], -7.0f - 3000.0f) << "rank 3's buffer is the fourth";
+  EXPECT_EQ(t.generator.index, s.generator.index);
+  EXPECT_EQ(encode_checkpoint(t), bytes);
+}
+
+// A buffer count that is neither 1 nor the world size, or floats that are not that many buffers.
+TEST(Checkpoint, MomentumBufferCountIsChecked) {
+  const std::string good = encode_checkpoint(per_rank_state(5, 4));
+  std::string three = good;
+  const uint32_t n3 = 3;
+  std::memcpy(&three[60], &n3, 4);
+  fix_crc(&three);
+  EXPECT_NE(decode_error(three).find("truncated or padded"), std::string::npos) << decode_error(three);
+  // Three buffers' worth of floats with the count saying 3: sized right, but not this world.
+  std::string sized = three.substr(0, 64 + 400 + 1200) + good.substr(64 + 400 + 1600);
+  fix_crc(&sized);
+  EXPECT_EQ(decode_error(sized), "holds 3 momentum buffers for a 4-rank run (expected 1 or 4)");
+  std::string zero = good;
+  std::memset(&zero[60], 0, 4);
+  fix_crc(&zero);
+  EXPECT_NE(decode_error(zero).find("truncated or padded"), std::string::npos) << decode_error(zero);
+  std::string huge = good;
+  std::memset(&huge[60], 0xff, 4);
+  fix_crc(&huge);
+  EXPECT_NE(decode_error(huge).find("truncated or padded"), std::string::npos) << decode_error(huge);
+  TrainState bad = per_rank_state(5, 4);
+  bad.momentum.pop_back();
+  EXPECT_THROW(encode_checkpoint(bad), std::invalid_argument);
+}
+
+// tests/fixtures/checkpoint_v2.bin: sample_state(5) as baresgd's version 2 encoder wrote it
+// (commit 804b01d, before the buffer count). It loads as one buffer every rank shares.
+TEST(Checkpoint, Version2FileLoadsWithOneBuffer) {
+  const std::string v2 = testutil::read_file(fixture_path("checkpoint_v2.bin"));
+  ASSERT_EQ(v2.size(), 60u + 2 * 100 * 4 + 625 * 4 + 4);
+  const TrainState s = sample_state(5);
+  EXPECT_EQ(testutil::encode_checkpoint_v2(s), v2) << "the tests' version 2 writer is not the old layout";
+  const TrainState t = decode_checkpoint(v2, 100);
+  EXPECT_EQ(t.momentum_buffers, 1);
+  EXPECT_EQ(t.world_size, 2);
+  EXPECT_EQ(t.step, 5);
+  EXPECT_EQ(t.batch, 17);
+  EXPECT_EQ(t.params, s.params);
+  EXPECT_EQ(t.momentum, s.momentum);
+  EXPECT_EQ(t.generator.index, 76u);
+  EXPECT_EQ(std::memcmp(t.generator.state, s.generator.state, sizeof s.generator.state), 0);
+  // Re-encoded it is a version 3 file with the same state.
+  const TrainState u = decode_checkpoint(encode_checkpoint(t), 100);
+  EXPECT_EQ(u.momentum, s.momentum);
+  EXPECT_EQ(u.momentum_buffers, 1);
+  // Damaged version 2 files are still named.
+  EXPECT_NE(decode_error(v2.substr(0, v2.size() - 1)).find("truncated or padded"), std::string::npos);
+  std::string flipped = v2;
+  flipped[100] ^= 1;
+  EXPECT_NE(decode_error(flipped).find("checksum mismatch"), std::string::npos);
 }
 
 TEST(Checkpoint, EveryDefectIsNamed) {
@@ -78,8 +172,7 @@ TEST(Checkpoint, EveryDefectIsNamed) {
   std::string index = good;
   const uint32_t bad_index = 625;
   std::memcpy(&index[index.size() - 8], &bad_index, 4);
-  const uint32_t crc = uint32_t(crc32(0L, reinterpret_cast<const Bytef*>(index.data()), uInt(index.size() - 4)));
-  std::memcpy(&index[index.size() - 4], &crc, 4);
+  fix_crc(&index);
   EXPECT_NE(decode_error(index).find("impossible generator index 625"), std::string::npos) << decode_error(index);
   EXPECT_EQ(decode_error(good), "");
 }

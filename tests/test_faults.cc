@@ -799,7 +799,7 @@ TEST_F(Faults, DiskFullDuringCheckpointNamesTheFileAndTheError) {
   const std::string data = dir_ + "/data", mnt = dir_ + "/small";
   write_mnist_subset(data, 2000, 500);
   ASSERT_EQ(::mkdir(mnt.c_str(), 0755), 0);
-  // 200 KiB: room for one 174,792-byte checkpoint, not for the next one's temp file.
+  // 200 KiB: room for one 177,288-byte checkpoint, not for the next one's temp file.
   if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=200k") != 0)
     GTEST_SKIP() << "cannot mount a 200k tmpfs on " << mnt << ": " << std::strerror(errno)
                  << " (needs root / CAP_SYS_ADMIN)";

@@ -7,14 +7,18 @@
 //   mode % 4 == 1  raw with the CRC-32 in the last 4 bytes recomputed, so the checks after the
 //                  checksum (training position, sizes) are reached by raw bytes too;
 //   mode % 4 == 2  structured: a TrainState built from the input (with a parameter count near
-//                  the expected one), encoded, then damaged by a list of (offset, xor) edits and
-//                  an optional truncation, optionally CRC-fixed again;
+//                  the expected one, one momentum buffer or one per rank of a world of 1..8),
+//                  encoded as version 3 (or, mode & 32, in the version 2 layout with one buffer),
+//                  then damaged by a list of (offset, xor) edits and an optional truncation,
+//                  optionally CRC-fixed again;
 //   mode % 4 == 3  directory: files named ckpt-<digits>.bin (digit strings from the input, of
 //                  any length) holding structured checkpoints or junk are written to a private
 //                  directory under /dev/shm, and load_newest_checkpoint picks one.
 // Contract checked: decode_checkpoint returns or throws std::runtime_error with a message; what
-// it accepts is exactly expect_params floats twice, a sane position, and re-encodes to a file
-// that decodes to the same state; an undamaged valid state always round-trips bit for bit.
+// it accepts is exactly expect_params parameters and 1 or world_size momentum buffers of as many
+// floats, a sane position, and re-encodes to a version 3 file that decodes to the same state (the
+// same size when the input was version 3); an undamaged valid state, version 3 or 2, always
+// round-trips bit for bit (version 2 as one buffer).
 // load_newest_checkpoint never throws: corrupt files are named in warnings and skipped (header
 // contract), and it returns the newest file that decodes.
 // Known (reported) bug, skipped with BARESGD_FUZZ_SKIP_KNOWN=1 (digit strings capped at 18
@@ -49,6 +53,7 @@ void fix_crc(std::string* b) {
 bool same_state(const TrainState& a, const TrainState& b) {
   return a.world_size == b.world_size && a.batch_size == b.batch_size && a.seed == b.seed &&
          a.epoch == b.epoch && a.batch == b.batch && a.step == b.step &&
+         a.momentum_buffers == b.momentum_buffers &&
          a.momentum_started == b.momentum_started && a.params.size() == b.params.size() &&
          a.momentum.size() == b.momentum.size() &&
          std::memcmp(a.params.data(), b.params.data(), a.params.size() * 4) == 0 &&
@@ -59,7 +64,21 @@ bool same_state(const TrainState& a, const TrainState& b) {
 
 bool valid_position(const TrainState& s) {
   return s.world_size >= 1 && s.batch_size >= 1 && s.epoch >= 1 && s.batch >= 0 && s.step >= 0 &&
-         s.generator.index <= uint32_t(TorchGenerator::kWords);
+         s.generator.index <= uint32_t(TorchGenerator::kWords) &&
+         (s.momentum_buffers == 1 || s.momentum_buffers == s.world_size);
+}
+
+// The version 2 layout (no buffer count, one buffer: the first params.size() momentum floats).
+std::string encode_v2(const TrainState& s) {
+  std::string out = encode_checkpoint(s);
+  const size_t n = s.params.size();
+  // version 3 = version 2 with the count (4 bytes at 60) and buffers 2.. inserted
+  out.erase(64 + 2 * n * 4, (s.momentum.size() - n) * 4);
+  out.erase(60, 4);
+  const uint32_t two = 2;
+  std::memcpy(&out[8], &two, 4);
+  fix_crc(&out);
+  return out;
 }
 
 TrainState make_state(FuzzInput& in, size_t n) {
@@ -73,15 +92,20 @@ TrainState make_state(FuzzInput& in, size_t n) {
   s.batch = (shape & 8) ? int64_t(in.u64()) : in.u16();
   s.step = (shape & 16) ? int64_t(in.u64()) : in.u32();
   s.momentum_started = shape & 32;
+  // One shared buffer, or (bit 7) one per rank when the world is small enough to hold them.
+  s.momentum_buffers = (shape & 128) && s.world_size >= 1 && s.world_size <= 8 ? s.world_size : 1;
   // Mostly a valid generator position (0..624), sometimes a raw one; a few state words.
   s.generator.index = (shape & 64) ? in.u32() : in.u16() % (TorchGenerator::kWords + 1);
   for (int k = 0; k < 4; ++k) s.generator.state[in.u16() % TorchGenerator::kWords] = in.u32();
   s.params.resize(n);
-  s.momentum.resize(n);
+  s.momentum.resize(size_t(s.momentum_buffers) * n);
   for (size_t k = 0; k < n; ++k) {
-    uint32_t a = in.u32(), b = in.u32();
+    uint32_t a = in.u32();
     std::memcpy(&s.params[k], &a, 4);
-    std::memcpy(&s.momentum[k], &b, 4);
+  }
+  for (float& m : s.momentum) {
+    uint32_t b = in.u32();
+    std::memcpy(&m, &b, 4);
   }
   return s;
 }
@@ -95,10 +119,14 @@ bool check_decode(const std::string& bytes, size_t expect, TrainState* out) {
     FUZZ_CHECK(std::strlen(e.what()) > 0);
     return false;
   }
-  FUZZ_CHECK(s.params.size() == expect && s.momentum.size() == expect);
+  FUZZ_CHECK(s.params.size() == expect && s.momentum.size() == size_t(s.momentum_buffers) * expect);
   FUZZ_CHECK(valid_position(s));
+  uint32_t version;
+  std::memcpy(&version, bytes.data() + 8, 4);
+  FUZZ_CHECK(version == 2 || version == 3);
+  FUZZ_CHECK(version == 3 || s.momentum_buffers == 1);
   const std::string again = encode_checkpoint(s);
-  FUZZ_CHECK(again.size() == bytes.size());
+  FUZZ_CHECK(again.size() == bytes.size() + (version == 2 ? 4 : 0));
   TrainState t = decode_checkpoint(again, expect);
   FUZZ_CHECK(same_state(s, t));
   if (out) *out = std::move(s);
@@ -182,8 +210,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       // A parameter count at, or just off, the expected one.
       const int off = int(in.u8() % 5) - 2;
       const size_t n = size_t(std::max(0, int(expect) + ((mode & 4) ? off : 0)));
-      const TrainState s = make_state(in, n);
-      std::string bytes = encode_checkpoint(s);
+      TrainState s = make_state(in, n);
+      const bool v2 = mode & 32;
+      if (v2) {  // the old layout holds one buffer: rank 0's
+        s.momentum.resize(n);
+        s.momentum_buffers = 1;
+      }
+      std::string bytes = v2 ? encode_v2(s) : encode_checkpoint(s);
       const int edits = in.u8() % 4;
       for (int k = 0; k < edits; ++k) {
         const size_t at = in.u16() % bytes.size();
