@@ -288,9 +288,10 @@ TEST(TimelineTrace, FormatsLinesAsJson) {
   EXPECT_EQ(ev[4]["args"]["name"].s(), "rank 1 @ h\"1");
 }
 
-// The hot path's cost in this process (single backend): one slice = two clock reads and a push
-// into this thread's ring; every slice reaches the file, none dropped.
-TEST(TimelineCost, RecordingASliceCostsWellUnderAMicrosecond) {
+// The hot path in this process (single backend): 20000 slices, each two clock reads and a push
+// into this thread's ring, all reach the file and none is dropped. (What recording costs is
+// measured by `make bench`'s timeline row, not here.)
+TEST(TimelineRecording, EverySliceOfABurstReachesTheFile) {
   const std::string dir = testutil::make_temp_dir("tlcost");
   Options o;
   o.timeline = dir + "/cost.json";
@@ -301,20 +302,11 @@ TEST(TimelineCost, RecordingASliceCostsWellUnderAMicrosecond) {
   timeline_start(*comm, 1, GradientAveraging{});
   timeline_step(0);
   const int n = 20000;  // below one ring's capacity: the writer is not needed to keep up
-  // CPU time of this thread (a loaded machine stretches wall time, not the work done)
-  timespec c0{}, c1{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-  const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) {
     const int64_t t = timeline_begin();
     timeline_end(TimelineKind::kOptimizerStep, t);
   }
-  const double wall_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / n;
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
-  const double per_ns = (double(c1.tv_sec - c0.tv_sec) * 1e9 + double(c1.tv_nsec - c0.tv_nsec)) / n;
   timeline_finish(*comm);
-  std::printf("[ timing ] one recorded slice on the hot path: %.0f ns CPU (%.0f ns wall)\n", per_ns, wall_ns);
-  EXPECT_LT(per_ns, 1000);
   std::vector<Value> ev = events_of(read_file(o.timeline), o.timeline);
   EXPECT_EQ((count_slices(ev)[{0, 1, 0, "optimizer step"}]), n);
   const Value* stats = metadata(ev, "timeline_stats", 0);
