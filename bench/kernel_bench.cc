@@ -28,6 +28,7 @@
 #endif
 #include "kernels/linear.h"
 #include "kernels/rng.h"
+#include "kernels/torch_generator.h"
 #include "src/net.h"
 
 extern "C" char* openblas_get_config(void);
@@ -196,7 +197,9 @@ int main(int argc, char** argv) {
   // One whole training step of the net (forward with dropout + backward), no optimizer/comm.
   {
     Net net(batch);
-    net.init(&rng);
+    TorchGenerator torch_rng;  // the Net draws its init and masks from torch's stream, as ./train
+    torch_manual_seed(&torch_rng, 42);
+    net.init(&torch_rng);
     auto x = random_vec(size_t(batch) * 28 * 28, &rng);
     std::vector<int32_t> target(batch);
     for (int i = 0; i < batch; ++i) target[i] = int32_t(rng_below(&rng, 10));
@@ -205,7 +208,7 @@ int main(int argc, char** argv) {
                           + 20.0 * 64 * 250 * 3         // conv2 fwd + dx + dw
                           + 320.0 * 50 * 3 + 50.0 * 10 * 3);  // fc1, fc2 fwd + dx + dw
     report("net", "step", flops, [&] {
-      net.sample_dropout_masks(&rng, batch);
+      net.sample_dropout_masks(&torch_rng, batch);
       net.forward(x.data(), batch, true);
       net.backward(target.data(), batch);
     });

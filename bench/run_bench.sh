@@ -3,6 +3,8 @@
 # Usage (from the repository root, after `make` and `make data`):
 #   bash bench/run_bench.sh            full run, BENCH_REPS (default 3) repetitions, ~6-15 min
 #   BENCH_QUICK=1 bash bench/run_bench.sh   smoke run: 1 repetition, fewer sizes, ~3 min
+#   BENCH_BUILD_ONLY=1 bash bench/run_bench.sh   only build the two bench programs (exit 1 if one
+#                                           does not compile; the suite runs this, tests/test_bench_build.cc)
 # Environment: BENCH_REPS=N, BENCH_QUICK=1, BENCH_WORLDS="1 2 4", BENCH_OUT=dir (default
 # bench/results/run-<date>), BENCH_SKIP="torch kernels comm train" (any subset, for debugging).
 # Writes BENCH_OUT/{machine.txt,train/*.log,kernels*.log,comm/*.log}, then bench/report.py prints the
@@ -14,6 +16,7 @@ cd "$(dirname "$0")/.."
 
 PY=/usr/bin/python3
 QUICK=${BENCH_QUICK:-0}
+BUILD_ONLY=${BENCH_BUILD_ONLY:-0}
 if [[ $QUICK == 1 ]]; then REPS=${BENCH_REPS:-1}; else REPS=${BENCH_REPS:-3}; fi
 WORLDS=${BENCH_WORLDS:-"1 2 4"}
 SKIP=" ${BENCH_SKIP:-} "
@@ -33,10 +36,11 @@ note() { echo "bench: $*" >&2; }
 
 [[ -x ./train && -x ./launch ]] || die "./train and ./launch are missing: run 'make' first"
 [[ -f build/libbaresgd.a ]] || die "build/libbaresgd.a is missing: run 'make' first"
+if [[ $BUILD_ONLY == 1 ]]; then SKIP=" "; fi
 for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
-  [[ -f data/MNIST/raw/$f ]] || die "data/MNIST/raw/$f is missing: run 'make data' first"
+  [[ $BUILD_ONLY == 1 || -f data/MNIST/raw/$f ]] || die "data/MNIST/raw/$f is missing: run 'make data' first"
 done
-"$PY" -c 'import torch, torchvision' 2>/dev/null ||
+[[ $BUILD_ONLY == 1 ]] || "$PY" -c 'import torch, torchvision' 2>/dev/null ||
   die "$PY cannot import torch and torchvision (apt-get install python3-torch python3-torchvision)"
 
 mkdir -p "$OUT/train" "$OUT/comm" "$OUT/tmp"
@@ -68,6 +72,11 @@ build_bench() {  # build_bench NAME: bench/NAME.cc -> build/bench/NAME; a failur
 }
 build_bench kernel_bench || SKIP+=" kernels "
 build_bench comm_bench || SKIP+=" comm "
+if [[ $BUILD_ONLY == 1 ]]; then
+  [[ $SKIP == " " ]] || die "a bench program does not compile (logs in $OUT)"
+  note "built build/bench/kernel_bench and build/bench/comm_bench"
+  exit 0
+fi
 
 # ---- machine header ----
 core_of() { OPENBLAS_VERBOSE=2 "$@" ./train --help 2>&1 >/dev/null | sed -n 's/^Core: //p' | head -1; }
