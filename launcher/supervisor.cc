@@ -278,6 +278,7 @@ void Supervisor::on_rank_status(Child* c, int wait_status, bool from_agent) {
         WTERMSIG(wait_status) != SIGTERM && Clock::now() - first_failure_at_ < std::chrono::milliseconds(500)) {
       first_failure_exited_ = false;
       failure_code_ = wait_status_code(wait_status);
+      if (job_failed_) failure_cause_ = describe_child(c) + " " + describe_wait_status(wait_status);
       sink_->message("launch: " + describe_child(c) + " " + describe_wait_status(wait_status) +
                      " at the same time; that is the first failure");
     }
@@ -287,6 +288,8 @@ void Supervisor::on_rank_status(Child* c, int wait_status, bool from_agent) {
   failure_code_ = wait_status_code(wait_status);
   first_failure_exited_ = WIFEXITED(wait_status);
   first_failure_at_ = Clock::now();
+  job_failed_ = true;
+  failure_cause_ = "mpirun " + describe_wait_status(wait_status);
   if (c->kind == Kind::kMpirun) return;  // mpirun already said which rank failed; its status is ours
   std::string what = describe_wait_status(wait_status);
   if (c->kind == Kind::kRemote && !from_agent) {
@@ -296,6 +299,7 @@ void Supervisor::on_rank_status(Child* c, int wait_status, bool from_agent) {
       what = "ended before its agent reported (ssh " + describe_wait_status(wait_status) + ")";
   }
   int code = failure_code_;
+  failure_cause_ = describe_child(c) + " " + what;
   sink_->message("launch: " + describe_child(c) + " " + what + "; stopping the job");
   begin_stop(SIGTERM, code);
   failure_code_ = code;
@@ -419,6 +423,9 @@ void Supervisor::lose_host(Child* c, double silent_s) {
     // The silence is the cause, whatever dies next (the kill below may SIGKILL a rank we see).
     first_failure_exited_ = false;
     first_failure_at_ = Clock::now();
+    job_failed_ = true;
+    failure_cause_ = c->host + " (rank " + std::to_string(c->rank) + agent + ") sent no heartbeat for " +
+                     seconds_text(silent_s) + " s";
     begin_stop(SIGTERM, 255);
   }
   kill_on_host(c);
