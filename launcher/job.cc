@@ -193,8 +193,8 @@ int run_attempt(const JobPlan& plan, OutputSink* sink, Watchdog* watchdog, bool*
   Supervisor sup(sink, watchdog, scfg);
   code = plan.opts.transport == Transport::kMpi ? run_mpirun(plan, id, &sup) : run_gloo(plan, id, &sup);
   stop_local_trees(watchdog);
-  while (waitpid(-1, nullptr, WNOHANG) > 0) {  // what is already gone (run_job waits for the rest)
-  }
+  for (pid_t w; (w = waitpid(-1, nullptr, WNOHANG)) > 0;)  // what is gone already (run_job waits for the rest)
+    if (w == watchdog->pid()) watchdog->forget();
   *failed = code != 0 && sup.job_failed() && launcher_stop_signal() == 0;
   *cause = sup.failure_cause();
   return code;

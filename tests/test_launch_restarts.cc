@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <iostream>
 #include <regex>
@@ -83,7 +84,8 @@ long long resumed_step(const std::string& err, int k) {
 TEST_F(LaunchRestarts, TwoKillNinesResumeBitIdenticalToAnUninterruptedRun) {
   ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
   const std::string data = dir_ + "/data", ckpt = dir_ + "/ckpt";
-  write_mnist_subset(data, 8000, 1000);  // 4 ranks: 32 steps per epoch
+  const long long per_epoch = 64;
+  write_mnist_subset(data, 16000, 1000);  // 4 ranks: 64 steps per epoch
   const std::vector<std::string> args = {train_, "--batch-size", "64", "--test-batch-size", "1000", "--epochs", "2",
                                          "--log-interval", "10", "--seed", "42", "--data-dir", data,
                                          "--checkpoint-every", "4"};
@@ -109,14 +111,15 @@ TEST_F(LaunchRestarts, TwoKillNinesResumeBitIdenticalToAnUninterruptedRun) {
   EXPECT_TRUE(contains(job.err(), "after rank 2 (localhost, pid " + std::to_string(first[2]) +
                                       ") was killed by signal 9 (SIGKILL); resuming from step "))
       << job.err();
-  // Kill 2: rank 0 (the checkpoint writer) of the restarted job, once it wrote a newer checkpoint.
+  // Kill 2: rank 0 (the checkpoint writer) of the restarted job, once it wrote a checkpoint in
+  // epoch 2 (the second restart resumes across the epoch boundary).
   auto second = new_ranks(marker_, first, 60);
   ASSERT_EQ(second.size(), 4u) << job.err();
-  ASSERT_GT(wait_for_checkpoint(job, ckpt, r1, 1, 120), r1) << job.err();
+  ASSERT_GT(wait_for_checkpoint(job, ckpt, std::max(r1, per_epoch), 1, 120), per_epoch) << job.err();
   ASSERT_EQ(::kill(second[0], SIGKILL), 0);
   ASSERT_GE(job.wait_for(std::regex("launch: restart 2 of 3 "), 60, true, t1), 0) << job.err();
   const long long r2 = resumed_step(job.err(), 2);
-  EXPECT_GT(r2, r1) << job.err();
+  EXPECT_GT(r2, per_epoch) << job.err();
 
   ASSERT_EQ(job.code(300), 0) << job.err();
   const std::string err = job.err();
@@ -126,6 +129,11 @@ TEST_F(LaunchRestarts, TwoKillNinesResumeBitIdenticalToAnUninterruptedRun) {
   EXPECT_TRUE(contains(err, "after rank 0 (localhost, pid " + std::to_string(second[0]) + ") was killed by signal 9"))
       << err;
   EXPECT_EQ(count_of(err, "train: resuming from " + ckpt + "/ckpt-"), 2) << err;  // both restarts really resumed
+  EXPECT_TRUE(contains(job.out(), "Train Epoch: 2 ")) << job.out();
+  EXPECT_EQ(count_of(job.out(), "Train Epoch: 1 [0/"), 1) << "a restart began again at batch 0:\n" << job.out();
+  std::cerr << "[ sample ] restart lines:\n";
+  for (const std::string& l : lines_of(err))
+    if (contains(l, "launch: restart ")) std::cerr << "[ sample ]   " << l << "\n";
   const std::string got = read_file(dir_ + "/out.bin");
   ASSERT_EQ(got.size(), want.size()) << err;
   EXPECT_TRUE(got == want) << "the restarted run's parameters differ from the uninterrupted run's";
@@ -202,6 +210,70 @@ TEST_F(LaunchRestarts, DryRunShowsThePolicy) {
   Proc plain(launch(2, {"--dry-run"}, {"./train"}));
   ASSERT_EQ(plain.code(30), 0) << plain.err();
   EXPECT_FALSE(contains(plain.out(), "restarts:")) << plain.out();
+}
+
+// ---- over ssh: the test hosts of tests/test_hosts.sh ------------------------------------------
+
+class LaunchRestartsRemote : public LaunchRestarts {
+ protected:
+  static std::string hosts_dir_;
+  static bool up_;
+  static void SetUpTestSuite() {
+    char tmpl[] = "/tmp/baresgd-test-hosts-XXXXXX";
+    if (!mkdtemp(tmpl)) return;
+    hosts_dir_ = tmpl;
+    std::string cmd = "timeout 60 bash tests/test_hosts.sh start " + hosts_dir_ + " >" + hosts_dir_ + "/start.log 2>&1";
+    up_ = std::system(cmd.c_str()) == 0;
+    if (!up_) std::cerr << read_file(hosts_dir_ + "/start.log");
+  }
+  static void TearDownTestSuite() {
+    if (hosts_dir_.empty()) return;
+    std::string cmd = "timeout 60 bash tests/test_hosts.sh stop " + hosts_dir_ + " >/dev/null 2>&1; rm -rf " + hosts_dir_;
+    if (std::system(cmd.c_str()) != 0) std::cerr << "test_hosts.sh stop failed\n";
+  }
+  void SetUp() override {
+    ASSERT_TRUE(up_) << "test hosts did not start (tests/test_hosts.sh start)";
+    LaunchRestarts::SetUp();
+  }
+  std::string cfg() const { return hosts_dir_ + "/ssh_config"; }
+};
+std::string LaunchRestartsRemote::hosts_dir_;
+bool LaunchRestartsRemote::up_ = false;
+
+// 2 ranks on hpc01, 2 on hpc03 (ssh + agent): rank 3 on hpc03 is SIGKILLed once a checkpoint
+// exists; the job restarts once (rank 0 is remote: the line names the dir, not a step), resumes,
+// and ends with the uninterrupted run's parameters.
+TEST_F(LaunchRestartsRemote, KillNineOfARemoteRankRestartsAndResumesBitIdentical) {
+  ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
+  const std::string data = dir_ + "/data", ckpt = dir_ + "/ckpt";
+  write_mnist_subset(data, 16000, 1000);
+  const std::vector<std::string> hosts = {"-H", "hpc01:2,hpc03:2", "-F", cfg()};
+  const std::vector<std::string> args = {train_, "--batch-size", "64", "--test-batch-size", "1000", "--epochs", "2",
+                                         "--log-interval", "10", "--seed", "42", "--data-dir", data,
+                                         "--checkpoint-every", "4"};
+  {
+    Proc ref(launch(4, hosts, cat(args, {"--checkpoint-dir", dir_ + "/refckpt", "--dump-params", dir_ + "/ref.bin"})));
+    ASSERT_EQ(ref.code(300), 0) << ref.err();
+    std::cerr << "[ timing ] uninterrupted run over ssh: " << ref.elapsed() << " s\n";
+  }
+  const std::string want = read_file(dir_ + "/ref.bin");
+  ASSERT_EQ(want.size(), 21840u * 4);
+  Proc job(launch(4, cat(hosts, {"--max-restarts", "2"}),
+                  cat(args, {"--checkpoint-dir", ckpt, "--dump-params", dir_ + "/out.bin"})));
+  ASSERT_GT(wait_for_checkpoint(job, ckpt, 4, 1, 120), 0) << job.err();
+  auto first = rank_pids(marker_);  // the test hosts are this machine: their ranks are in /proc
+  ASSERT_EQ(first.size(), 4u);
+  ASSERT_EQ(::kill(first[3], SIGKILL), 0);
+  ASSERT_EQ(job.code(300), 0) << job.err();
+  const std::string err = job.err();
+  EXPECT_EQ(restart_lines(err), 1) << err;
+  EXPECT_TRUE(contains(err, "launch: restart 1 of 2 in 1 s after rank 3 (hpc03, pid " + std::to_string(first[3]) +
+                                ") was killed by signal 9 (SIGKILL); resuming from the newest checkpoint in " + ckpt +
+                                "\n"))
+      << err;
+  EXPECT_EQ(count_of(err, "train: resuming from " + ckpt + "/ckpt-"), 1) << err;
+  EXPECT_EQ(read_file(dir_ + "/out.bin") == want, true) << "restarted weights differ from the uninterrupted run's";
+  std::cerr << "[ timing ] run over ssh with a remote kill and a restart: " << job.elapsed() << " s\n";
 }
 
 // ---- the flags -----------------------------------------------------------------------------------
