@@ -103,7 +103,7 @@ class Supervisor {
   int failure_code_ = -1;   // from the first failing rank
   bool job_failed_ = false;
   std::string failure_cause_;
-  bool first_failure_exited_ = false;  // it exited with a status (a signal death soon after may replace it)
+  bool first_failure_exited_ = false;  // it exited with a status or died of SIGPIPE (a signal death soon after may replace it)
   std::chrono::steady_clock::time_point first_failure_at_;
   int seen_stop_count_ = 0;  // signals handled so far
   std::chrono::steady_clock::time_point start_, kill_at_, hard_kill_at_, give_up_at_;

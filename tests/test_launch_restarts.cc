@@ -130,7 +130,7 @@ TEST_F(LaunchRestarts, TwoKillNinesResumeBitIdenticalToAnUninterruptedRun) {
       << err;
   EXPECT_EQ(count_of(err, "train: resuming from " + ckpt + "/ckpt-"), 2) << err;  // both restarts really resumed
   EXPECT_TRUE(contains(job.out(), "Train Epoch: 2 ")) << job.out();
-  EXPECT_EQ(count_of(job.out(), "Train Epoch: 1 [0/"), 1) << "a restart began again at batch 0:\n" << job.out();
+  EXPECT_EQ(count_of(job.out(), "[0]<stdout>:Train Epoch: 1 [0/"), 1) << "a restart began again at batch 0:\n" << job.out();
   std::cerr << "[ sample ] restart lines:\n";
   for (const std::string& l : lines_of(err))
     if (contains(l, "launch: restart ")) std::cerr << "[ sample ]   " << l << "\n";
