@@ -16,6 +16,7 @@
 #include "launcher/fdio.h"
 #include "launcher/process.h"
 #include "launcher/proctree.h"
+#include "launcher/restart.h"
 #include "launcher/ssh_check.h"
 #include "launcher/store_server.h"
 #include "launcher/supervisor.h"
@@ -172,8 +173,75 @@ int run_gloo(const JobPlan& plan, const JobIdentity& id, Supervisor* sup) {
   return code;
 }
 
-// Output, signals and the watchdog, reachability, then the transport's start; the supervisor runs
-// the job to its end.
+// One start of the job: a new identity (job id, secret) and store, the transport's start; the
+// supervisor runs it to its end; then the same teardown as always. *failed: a rank failed or a
+// host was lost (and the launcher was not told to stop), with *cause naming it.
+int run_attempt(const JobPlan& plan, OutputSink* sink, Watchdog* watchdog, bool* failed, std::string* cause) {
+  *failed = false;
+  JobIdentity id;
+  int code = make_identity(&id);
+  if (code != kGoOn) return code;
+  SupervisorConfig scfg;
+  scfg.timeout_s = plan.opts.timeout;
+  scfg.grace_ms = 3000;
+  scfg.nonce = id.nonce;
+  scfg.heartbeat_timeout_s = plan.opts.heartbeat_timeout;
+  scfg.heartbeat_interval_s = plan.opts.heartbeat_interval;
+  scfg.start_timeout_s = plan.opts.start_timeout;
+  scfg.kill_timeout_s = plan.ssh.connect_timeout + 10;  // ssh's connect, then `launch --kill-job`'s 5 s
+  watchdog->tag("BARESGD_JOB_ID=" + id.job_id);
+  Supervisor sup(sink, watchdog, scfg);
+  code = plan.opts.transport == Transport::kMpi ? run_mpirun(plan, id, &sup) : run_gloo(plan, id, &sup);
+  stop_local_trees(watchdog);
+  for (pid_t w; (w = waitpid(-1, nullptr, WNOHANG)) > 0;)  // what is gone already (run_job waits for the rest)
+    if (w == watchdog->pid()) watchdog->forget();
+  *failed = code != 0 && sup.job_failed() && launcher_stop_signal() == 0;
+  *cause = sup.failure_cause();
+  return code;
+}
+
+// Sleeps seconds unless SIGINT/SIGTERM/SIGHUP comes; false then.
+bool backoff_sleep(double seconds) {
+  auto until = Clock::now() + std::chrono::milliseconds(static_cast<long>(seconds * 1000));
+  while (Clock::now() < until) {
+    if (launcher_stop_signal()) return false;
+    usleep(20 * 1000);
+  }
+  return launcher_stop_signal() == 0;
+}
+
+// --max-restarts: the job runs; after a failure it runs again (the same rank table, its command
+// with --resume) after a backoff, up to max_restarts times. One line per restart, one when they
+// are used up.
+int run_with_restarts(const JobPlan& first, OutputSink* sink, Watchdog* watchdog) {
+  JobPlan plan = first;
+  const int max = plan.opts.max_restarts;
+  const std::string dir = checkpoint_dir_of(plan.opts.command);
+  const bool rank0_here = !plan.layout.empty() && plan.hosts[plan.layout[0].host_index].local;
+  for (int restarts = 0;; ++restarts) {
+    bool failed = false;
+    std::string cause;
+    int code = run_attempt(plan, sink, watchdog, &failed, &cause);
+    if (!failed || max == 0) return code;
+    if (restarts == max) {
+      sink->message(restarts_exhausted_line(max, cause));
+      sink->flush();
+      return code;
+    }
+    double wait = restart_backoff_s(restarts + 1);
+    sink->message(restart_line(restarts + 1, max, wait, cause, resume_point(dir, rank0_here)));
+    sink->flush();
+    if (!backoff_sleep(wait)) {
+      int sig = launcher_stop_signal();
+      sink->message("launch: received " + signal_name(sig) + " before the restart; not restarting");
+      sink->flush();
+      return 128 + sig;
+    }
+    plan.opts.command = resume_command(plan.opts.command);
+  }
+}
+
+// Output, signals and the watchdog, reachability, then the job (restarted as --max-restarts says).
 int run_job(const JobPlan& plan) {
   OutputSink sink(plan.opts.tag_format, plan.opts.timestamp);
   int code = open_output(plan, &sink);
@@ -189,20 +257,8 @@ int run_job(const JobPlan& plan) {
     say_launch(std::string("cannot start the watchdog: ") + e.what());
     return 1;
   }
-  JobIdentity id;
-  if ((code = reach_remote_hosts(plan, Clock::now())) != kGoOn || (code = make_identity(&id)) != kGoOn) return code;
-  SupervisorConfig scfg;
-  scfg.timeout_s = plan.opts.timeout;
-  scfg.grace_ms = 3000;
-  scfg.nonce = id.nonce;
-  scfg.heartbeat_timeout_s = plan.opts.heartbeat_timeout;
-  scfg.heartbeat_interval_s = plan.opts.heartbeat_interval;
-  scfg.start_timeout_s = plan.opts.start_timeout;
-  scfg.kill_timeout_s = plan.ssh.connect_timeout + 10;  // ssh's connect, then `launch --kill-job`'s 5 s
-  watchdog.tag("BARESGD_JOB_ID=" + id.job_id);
-  Supervisor sup(&sink, &watchdog, scfg);
-  code = plan.opts.transport == Transport::kMpi ? run_mpirun(plan, id, &sup) : run_gloo(plan, id, &sup);
-  stop_local_trees(&watchdog);
+  if ((code = reach_remote_hosts(plan, Clock::now())) != kGoOn) return code;
+  code = run_with_restarts(plan, &sink, &watchdog);
   watchdog.stop();
   reap_leftovers();
   return code;

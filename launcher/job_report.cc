@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "launcher/env.h"
+#include "launcher/restart.h"
 
 namespace {
 
@@ -163,5 +164,7 @@ std::string dry_run_report(const JobPlan& plan) {
   if (!plan.host_source.empty()) out += "hosts and slots from " + plan.host_source + "\n";
   out += "\n";
   out += joined(rank_table(plan)) + "\n";
-  return out + (mpi ? mpi_sections(plan) : gloo_sections(plan));
+  out += mpi ? mpi_sections(plan) : gloo_sections(plan);
+  std::string policy = restart_policy_line(plan.opts.max_restarts, plan.opts.command);
+  return policy.empty() ? out : out + "\n" + policy;
 }

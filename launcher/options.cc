@@ -87,6 +87,12 @@ const char* launch_help_text() {
          "                            timeline there; as horovodrun); FILE's directory must be\n"
          "                            writable. HOROVOD_TIMELINE set for ./launch reaches every rank\n"
          "                            too (the flag wins)\n"
+         "      --max-restarts N      after a job failure (a rank exits non-zero or is killed, a\n"
+         "                            host is lost) stop the job as usual, then start it again, up to\n"
+         "                            N times (default 0: never), after 1 s, 2 s, 4 s ... (at most\n"
+         "                            30 s); a CMD with --checkpoint-dir gets --resume. A clean exit,\n"
+         "                            --timeout and a signal to launch never restart\n"
+         "      --reset-limit N       the same (Horovod's name)\n"
          "      --dry-run             print what would be started (below) and start nothing\n"
          "  -h, --help                this text\n"
          "      --version             the version and the backends built in (first flag only)\n"
@@ -101,12 +107,14 @@ const char* launch_help_text() {
          "  The secret shows as ******; the store's port, the job id and a remote host's core count,\n"
          "  known only when the job starts, as <port>, <job id> and <cores>. Host addresses are read\n"
          "  from the ssh config with `ssh -G` (no connection is made); nothing else runs.\n"
+         "  With --max-restarts N > 0, a last line gives the restart policy.\n"
          "\n"
          "Inside a Slurm allocation (SLURM_JOB_ID and SLURM_JOB_NODELIST set) and without -H or\n"
          "--hostfile, the hosts and their slots are the allocation's (SLURM_JOB_NODELIST,\n"
          "SLURM_TASKS_PER_NODE) and -np defaults to SLURM_NTASKS; a larger -np is refused.\n"
          "\n"
-         "Exit status: the first failing rank's (128+signal for a signal), 124 on --timeout,\n"
+         "Exit status: the first failing rank's (128+signal for a signal; with --max-restarts, that of\n"
+         "the last attempt's first failure), 124 on --timeout,\n"
          "128+signal when the launcher itself is stopped by a signal, 2 for a bad command line,\n"
          "1 for other launch errors.\n";
 }
@@ -115,6 +123,7 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
   LaunchOptions o;
   if (args.empty()) throw UsageError("nothing to launch", true);
   bool saw_gloo = false, saw_mpi = false;
+  std::string restart_flag;  // the first of --max-restarts / --reset-limit given
   size_t i = 0;
   for (; i < args.size(); ++i) {
     std::string a = args[i];
@@ -205,6 +214,22 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
     } else if (name == "--dry-run") {
       no_value(name);
       o.dry_run = true;
+    } else if (name == "--max-restarts" || name == "--reset-limit") {
+      std::string v = need_value(name);
+      int n = 0;
+      try {
+        n = parse_int_flag(name, v);
+      } catch (const UsageError& e) {
+        throw UsageError(e.what(), false);  // one line: the flag and its value
+      }
+      if (n < 0) throw UsageError(name + " must be >= 0 (got " + v + ")", false);
+      if (n > 1000000) throw UsageError(name + " " + v + " is more restarts than launch supports (1000000)", false);
+      if (!restart_flag.empty() && n != o.max_restarts)
+        throw UsageError(name + " " + v + " contradicts " + restart_flag + " " + std::to_string(o.max_restarts) +
+                             ": give one",
+                         false);
+      restart_flag = name;
+      o.max_restarts = n;
     } else if (name == "-h" || name == "--help") {
       o.help = true;
       return o;

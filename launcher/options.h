@@ -36,6 +36,9 @@ struct LaunchOptions {
   std::string bind_addr;
   std::string timeline_file;  // --timeline-filename: every rank gets HOROVOD_TIMELINE
   bool dry_run = false;       // --dry-run: print what would start, start nothing
+  // --max-restarts N (Horovod's --reset-limit N): after a job failure, start the whole job again
+  // (with --resume) up to N times; 0 = never (today's behaviour). See launcher/restart.h.
+  int max_restarts = 0;
   bool help = false;
   std::vector<std::string> command;  // CMD ARGS...
 };

@@ -49,6 +49,10 @@ std::string seconds_text(double s) {
   return buf;
 }
 
+// Death by SIGPIPE: a rank that wrote to the socket of a peer that died first (Gloo) — the peer's
+// death is the cause, as for a peer's "lost the connection" exit.
+bool is_echo_death(int wait_status) { return WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGPIPE; }
+
 // A wait status for an agent's report.
 int synth_status(const std::string& kind, long value) {
   if (kind == "signal") return static_cast<int>(value & 0x7f);
@@ -275,9 +279,10 @@ void Supervisor::on_rank_status(Child* c, int wait_status, bool from_agent) {
     // that was an exit status is the likelier cause: its peers fail at once when it dies ("lost the
     // connection to rank 0") and can be seen first. It becomes the first failure; its status, the job's.
     if (first_failure_exited_ && !killed_ && c->kind != Kind::kMpirun && WIFSIGNALED(wait_status) &&
-        WTERMSIG(wait_status) != SIGTERM && Clock::now() - first_failure_at_ < std::chrono::milliseconds(500)) {
+        WTERMSIG(wait_status) != SIGTERM && !is_echo_death(wait_status) && Clock::now() - first_failure_at_ < std::chrono::milliseconds(500)) {
       first_failure_exited_ = false;
       failure_code_ = wait_status_code(wait_status);
+      if (job_failed_) failure_cause_ = describe_child(c) + " " + describe_wait_status(wait_status);
       sink_->message("launch: " + describe_child(c) + " " + describe_wait_status(wait_status) +
                      " at the same time; that is the first failure");
     }
@@ -285,8 +290,10 @@ void Supervisor::on_rank_status(Child* c, int wait_status, bool from_agent) {
   }
   // The first failure decides.
   failure_code_ = wait_status_code(wait_status);
-  first_failure_exited_ = WIFEXITED(wait_status);
+  first_failure_exited_ = WIFEXITED(wait_status) || is_echo_death(wait_status);
   first_failure_at_ = Clock::now();
+  job_failed_ = true;
+  failure_cause_ = "mpirun " + describe_wait_status(wait_status);
   if (c->kind == Kind::kMpirun) return;  // mpirun already said which rank failed; its status is ours
   std::string what = describe_wait_status(wait_status);
   if (c->kind == Kind::kRemote && !from_agent) {
@@ -296,6 +303,7 @@ void Supervisor::on_rank_status(Child* c, int wait_status, bool from_agent) {
       what = "ended before its agent reported (ssh " + describe_wait_status(wait_status) + ")";
   }
   int code = failure_code_;
+  failure_cause_ = describe_child(c) + " " + what;
   sink_->message("launch: " + describe_child(c) + " " + what + "; stopping the job");
   begin_stop(SIGTERM, code);
   failure_code_ = code;
@@ -355,8 +363,10 @@ void Supervisor::reap() {
     if (watchdog_ && w == watchdog_->pid()) watchdog_->forget();
     gone.push_back({w, st});
   }
-  std::stable_sort(gone.begin(), gone.end(), [](const std::pair<pid_t, int>& a, const std::pair<pid_t, int>& b) {
-    return WIFSIGNALED(a.second) && !WIFSIGNALED(b.second);
+  // A SIGPIPE death (written to a dead peer's socket) is an echo too: after the other signals.
+  auto rank_of = [](int st) { return !WIFSIGNALED(st) ? 2 : is_echo_death(st) ? 1 : 0; };
+  std::stable_sort(gone.begin(), gone.end(), [&](const std::pair<pid_t, int>& a, const std::pair<pid_t, int>& b) {
+    return rank_of(a.second) < rank_of(b.second);
   });
   for (const auto& [w, st] : gone) {
     for (auto& k : host_kills_) {
@@ -419,6 +429,9 @@ void Supervisor::lose_host(Child* c, double silent_s) {
     // The silence is the cause, whatever dies next (the kill below may SIGKILL a rank we see).
     first_failure_exited_ = false;
     first_failure_at_ = Clock::now();
+    job_failed_ = true;
+    failure_cause_ = c->host + " (rank " + std::to_string(c->rank) + agent + ") sent no heartbeat for " +
+                     seconds_text(silent_s) + " s";
     begin_stop(SIGTERM, 255);
   }
   kill_on_host(c);

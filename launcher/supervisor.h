@@ -56,6 +56,11 @@ class Supervisor {
   int abort_start(const std::string& message, int exit_code);
   // Runs until every child is gone; returns the launcher's exit status.
   int run();
+  // After run(): true when the job stopped because a rank failed or a host was lost (not a clean
+  // exit, --timeout, a signal to the launcher, or a start error): what --max-restarts restarts.
+  bool job_failed() const { return job_failed_; }
+  // That failure, e.g. "rank 2 (localhost, pid 1234) was killed by signal 9 (SIGKILL)".
+  const std::string& failure_cause() const { return failure_cause_; }
 
  private:
   struct Child;
@@ -96,7 +101,9 @@ class Supervisor {
   bool stopping_ = false, killed_ = false, hard_killed_ = false;
   int stop_code_ = 0;       // from a signal or --timeout
   int failure_code_ = -1;   // from the first failing rank
-  bool first_failure_exited_ = false;  // it exited with a status (a signal death soon after may replace it)
+  bool job_failed_ = false;
+  std::string failure_cause_;
+  bool first_failure_exited_ = false;  // it exited with a status or died of SIGPIPE (a signal death soon after may replace it)
   std::chrono::steady_clock::time_point first_failure_at_;
   int seen_stop_count_ = 0;  // signals handled so far
   std::chrono::steady_clock::time_point start_, kill_at_, hard_kill_at_, give_up_at_;

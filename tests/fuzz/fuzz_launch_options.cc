@@ -15,6 +15,10 @@
 //   --bind-addr: bind_addr_problem (launcher/netaddr.h) refuses exactly what is not a dotted quad
 //   of four decimal octets, or is 0.0.0.0/8 (the wildcard), multicast or reserved (>= 224), and
 //   its message is one line naming --bind-addr.
+//   Restarts: --max-restarts / --reset-limit in [0, 1e6] (0 when neither is given); the restarted
+//   command (launcher/restart.h resume_command) is CMD, or CMD plus one trailing --resume when CMD
+//   has a --checkpoint-dir value and no --resume, and applying it again changes nothing; the
+//   --dry-run policy line is empty exactly for 0 and else one line.
 //
 // Build: make fuzz (build-fuzz/fuzz_launch_options); run: .ci/fuzz.sh
 #include <algorithm>
@@ -28,6 +32,7 @@
 #include "launcher/agent_protocol.h"
 #include "launcher/netaddr.h"
 #include "launcher/options.h"
+#include "launcher/restart.h"
 #include "tests/fuzz/fuzz_common.h"
 
 namespace {
@@ -80,6 +85,20 @@ void check_heartbeats(const LaunchOptions& o) {
   FUZZ_CHECK(got.heartbeat_interval_ms == req.heartbeat_interval_ms);
 }
 
+void check_restarts(const LaunchOptions& o) {
+  FUZZ_CHECK(o.max_restarts >= 0 && o.max_restarts <= 1000000);
+  const std::vector<std::string> again = resume_command(o.command);
+  FUZZ_CHECK(resume_command(again) == again);
+  const bool had_resume = std::find(o.command.begin() + 1, o.command.end(), "--resume") != o.command.end();
+  const bool adds = !checkpoint_dir_of(o.command).empty() && !had_resume;
+  FUZZ_CHECK(again.size() == o.command.size() + (adds ? 1 : 0));
+  FUZZ_CHECK(std::equal(o.command.begin(), o.command.end(), again.begin()));
+  if (adds) FUZZ_CHECK(again.back() == "--resume");
+  const std::string policy = restart_policy_line(o.max_restarts, o.command);
+  FUZZ_CHECK(policy.empty() == (o.max_restarts == 0));
+  if (!policy.empty()) FUZZ_CHECK(policy.find('\n') == policy.size() - 1);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -108,6 +127,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(o.network_interface.empty() || o.bind_addr.empty());
   if (!o.bind_addr.empty()) check_bind_addr(o.bind_addr);
   check_heartbeats(o);
+  check_restarts(o);
   if (!o.ssh_port.empty()) {
     const long p = std::strtol(o.ssh_port.c_str(), nullptr, 10);
     FUZZ_CHECK(p >= 1 && p <= 65535);

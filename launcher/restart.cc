@@ -1,0 +1,89 @@
+// restart: restarted commands, backoff and messages for --max-restarts (see restart.h).
+#include "launcher/restart.h"
+
+#include <dirent.h>
+
+#include <cstdio>
+
+namespace {
+
+const char kDirFlag[] = "--checkpoint-dir";
+
+std::string seconds_text(double s) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+std::string restarts_text(int n) { return std::to_string(n) + (n == 1 ? " restart" : " restarts"); }
+
+}  // namespace
+
+std::string checkpoint_dir_of(const std::vector<std::string>& command) {
+  std::string dir;
+  const std::string eq = std::string(kDirFlag) + "=";
+  for (size_t i = 1; i < command.size(); ++i) {
+    if (command[i] == kDirFlag && i + 1 < command.size()) dir = command[++i];
+    else if (command[i].compare(0, eq.size(), eq) == 0) dir = command[i].substr(eq.size());
+  }
+  return dir;
+}
+
+std::vector<std::string> resume_command(const std::vector<std::string>& command) {
+  if (checkpoint_dir_of(command).empty()) return command;
+  for (size_t i = 1; i < command.size(); ++i)
+    if (command[i] == "--resume") return command;
+  std::vector<std::string> out = command;
+  out.push_back("--resume");
+  return out;
+}
+
+double restart_backoff_s(int k) {
+  double s = 1;
+  for (int i = 1; i < k && s < 30; ++i) s *= 2;
+  return s < 30 ? s : 30;
+}
+
+bool checkpoint_step_of_name(const std::string& name, long long* step) {
+  if (name.size() < 10 || name.compare(0, 5, "ckpt-") != 0 || name.compare(name.size() - 4, 4, ".bin") != 0)
+    return false;
+  std::string num = name.substr(5, name.size() - 9);
+  if (num.empty() || num.size() > 18 || num.find_first_not_of("0123456789") != std::string::npos) return false;
+  *step = std::stoll(num);
+  return true;
+}
+
+std::string resume_point(const std::string& dir, bool readable_here) {
+  if (dir.empty()) return "starting from scratch (no --checkpoint-dir)";
+  DIR* d = readable_here ? opendir(dir.c_str()) : nullptr;
+  if (!d) return "resuming from the newest checkpoint in " + dir;
+  long long newest = -1;
+  std::string name;
+  while (dirent* e = readdir(d)) {
+    long long step;
+    if (checkpoint_step_of_name(e->d_name, &step) && step > newest) newest = step, name = e->d_name;
+  }
+  closedir(d);
+  if (newest < 0) return "starting from the beginning (no checkpoint yet in " + dir + ")";
+  return "resuming from step " + std::to_string(newest) + " (" + dir + "/" + name + ")";
+}
+
+std::string restart_line(int k, int max_restarts, double backoff_s, const std::string& cause, const std::string& point) {
+  return "launch: restart " + std::to_string(k) + " of " + std::to_string(max_restarts) + " in " +
+         seconds_text(backoff_s) + " s after " + cause + "; " + point;
+}
+
+std::string restarts_exhausted_line(int max_restarts, const std::string& cause) {
+  return "launch: " + cause + "; " + restarts_text(max_restarts) + " used (--max-restarts " +
+         std::to_string(max_restarts) + "), the job fails";
+}
+
+std::string restart_policy_line(int max_restarts, const std::vector<std::string>& command) {
+  if (max_restarts <= 0) return "";
+  std::string dir = checkpoint_dir_of(command);
+  return "restarts: up to " + std::to_string(max_restarts) + " after a job failure (--max-restarts), waiting 1 s, " +
+         "doubling, at most 30 s; " +
+         (dir.empty() ? std::string("no --checkpoint-dir: each restart starts from scratch")
+                      : "restarted ranks run with --resume (checkpoints in " + dir + ")") +
+         "\n";
+}
