@@ -1,5 +1,6 @@
 // netaddr: IPv4 resolution, loopback checks, route source address and interface addresses.
 #include "launcher/netaddr.h"
+#include "launcher/shown_text.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -33,25 +34,11 @@ bool is_connectable_ipv4(const std::string& addr) {
 
 namespace {
 
-// s with control bytes as \xNN, so a message stays one line.
-std::string shown(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c >= 0x20 && c != 0x7f) {
-      out += static_cast<char>(c);
-      continue;
-    }
-    char buf[8];
-    snprintf(buf, sizeof buf, "\\x%02x", c);
-    out += buf;
-  }
-  return out;
-}
 
 }  // namespace
 
 std::string bind_addr_problem(const std::string& addr) {
-  if (!is_ipv4_literal(addr)) return "--bind-addr '" + shown(addr) + "' is not an IPv4 address";
+  if (!is_ipv4_literal(addr)) return "--bind-addr '" + shown_text(addr) + "' is not an IPv4 address";
   if (!is_connectable_ipv4(addr))
     return "--bind-addr " + addr +
            " is not an address ranks can connect to (the store and local ranks need one address of this machine, "

@@ -1,5 +1,6 @@
 // restart: restarted commands, backoff and messages for --max-restarts (see restart.h).
 #include "launcher/restart.h"
+#include "launcher/shown_text.h"
 
 #include <dirent.h>
 
@@ -56,7 +57,7 @@ bool checkpoint_step_of_name(const std::string& name, long long* step) {
 std::string resume_point(const std::string& dir, bool readable_here) {
   if (dir.empty()) return "starting from scratch (no --checkpoint-dir)";
   DIR* d = readable_here ? opendir(dir.c_str()) : nullptr;
-  if (!d) return "resuming from the newest checkpoint in " + dir;
+  if (!d) return "resuming from the newest checkpoint in " + shown_text(dir);
   long long newest = -1;
   std::string name;
   while (dirent* e = readdir(d)) {
@@ -64,8 +65,8 @@ std::string resume_point(const std::string& dir, bool readable_here) {
     if (checkpoint_step_of_name(e->d_name, &step) && step > newest) newest = step, name = e->d_name;
   }
   closedir(d);
-  if (newest < 0) return "starting from the beginning (no checkpoint yet in " + dir + ")";
-  return "resuming from step " + std::to_string(newest) + " (" + dir + "/" + name + ")";
+  if (newest < 0) return "starting from the beginning (no checkpoint yet in " + shown_text(dir) + ")";
+  return "resuming from step " + std::to_string(newest) + " (" + shown_text(dir + "/" + name) + ")";
 }
 
 std::string restart_line(int k, int max_restarts, double backoff_s, const std::string& cause, const std::string& point) {
@@ -84,6 +85,6 @@ std::string restart_policy_line(int max_restarts, const std::vector<std::string>
   return "restarts: up to " + std::to_string(max_restarts) + " after a job failure (--max-restarts), waiting 1 s, " +
          "doubling, at most 30 s; " +
          (dir.empty() ? std::string("no --checkpoint-dir: each restart starts from scratch")
-                      : "restarted ranks run with --resume (checkpoints in " + dir + ")") +
+                      : "restarted ranks run with --resume (checkpoints in " + shown_text(dir) + ")") +
          "\n";
 }

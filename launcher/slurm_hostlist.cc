@@ -1,5 +1,6 @@
 // slurm_hostlist: expanding SLURM_JOB_NODELIST and SLURM_TASKS_PER_NODE (see slurm_hostlist.h).
 #include "launcher/slurm_hostlist.h"
+#include "launcher/shown_text.h"
 
 #include <algorithm>
 
@@ -28,18 +29,6 @@ bool is_name_char(char c) {
   return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '_' || c == '.';
 }
 std::string at(size_t i) { return " at character " + std::to_string(i + 1); }
-// c as a message shows it: itself if printable, else \xNN (messages stay one line).
-std::string shown(char c) {
-  const unsigned char u = static_cast<unsigned char>(c);
-  if (u >= 0x20 && u < 0x7f) return std::string(1, c);
-  const char* hex = "0123456789abcdef";
-  return std::string("\\x") + hex[u >> 4] + hex[u & 15];
-}
-std::string shown(const std::string& s) {
-  std::string out;
-  for (char c : s) out += shown(c);
-  return out;
-}
 size_t decimal_digits(unsigned long long v) {
   size_t n = 1;
   while (v >= 10) v /= 10, ++n;
@@ -92,7 +81,7 @@ class HostListParser {
 
  private:
   [[noreturn]] void fail(const std::string& why) const { throw SlurmListError(slurm_quoted(what_, text_) + ": " + why); }
-  std::string part(Span s) const { return "'" + shown(text_.substr(s.begin, s.end - s.begin)) + "'"; }
+  std::string part(Span s) const { return "'" + shown_text(text_.substr(s.begin, s.end - s.begin)) + "'"; }
 
   // Items split on the commas outside brackets; brackets balanced and not nested.
   std::vector<Span> top_level_items() const {
@@ -132,7 +121,7 @@ class HostListParser {
       std::string lit;
       for (; i < s.end && text_[i] != '['; ++i) {
         if (!is_name_char(text_[i]))
-          fail("character '" + shown(text_[i]) + "'" + at(i) +
+          fail("character '" + shown_text(std::string(1, text_[i])) + "'" + at(i) +
                " is not allowed in a host name (letters, digits, '-', '_', '.')");
         lit += text_[i];
       }
@@ -212,7 +201,7 @@ class HostListParser {
 
 std::string slurm_quoted(const std::string& what, const std::string& text) {
   const size_t kShown = 200;
-  return what + "='" + (text.size() > kShown ? shown(text.substr(0, kShown)) + "..." : shown(text)) + "'";
+  return what + "='" + (text.size() > kShown ? shown_text(text.substr(0, kShown)) + "..." : shown_text(text)) + "'";
 }
 
 std::vector<std::string> expand_slurm_hostlist(const std::string& text, const std::string& what) {
@@ -235,7 +224,7 @@ std::vector<int> expand_slurm_tasks_per_node(const std::string& text, const std:
     }
     unsigned long long count = 0, reps = 0;
     if (!parse_digits(count_text, &count) || !parse_digits(reps_text, &reps))
-      fail("'" + shown(s) + "'" + at(e.begin) + " is not COUNT or COUNT(xREPEAT)");
+      fail("'" + shown_text(s) + "'" + at(e.begin) + " is not COUNT or COUNT(xREPEAT)");
     if (count == 0) fail("a count of 0 tasks" + at(e.begin));
     if (count > static_cast<unsigned long long>(kSlurmMaxTasksPerNode))
       fail("a count of " + count_text + " tasks" + at(e.begin) + " is more than " +

@@ -47,6 +47,25 @@ std::string describe_byte(unsigned char c) {
   return buf;
 }
 
+// A key as an error message shows it: control bytes, quotes and backslashes escaped as in
+// JSON, so a message stays one line whatever the key holds.
+std::string shown_key(const std::string& key) {
+  std::string out;
+  for (unsigned char c : key) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += char(c);
+    }
+  }
+  return out;
+}
+
 // "invalid escape '\q' in a string"; a control byte after the backslash is named, never
 // copied (an error stays one line).
 std::string invalid_escape(unsigned char e) {
@@ -295,7 +314,7 @@ class Parser {
       if (s_[i_] != '"') fail("unexpected " + describe_byte(static_cast<unsigned char>(s_[i_])) + ", expected a key in quotes");
       const size_t key_at = i_;
       std::string key = string();
-      if (!keys.insert(key).second) fail_at(key_at, "duplicate key \"" + key + "\"", false);
+      if (!keys.insert(key).second) fail_at(key_at, "duplicate key \"" + shown_key(key) + "\"", false);
       skip();
       expect_more("':'");
       if (s_[i_] != ':') fail("unexpected " + describe_byte(static_cast<unsigned char>(s_[i_])) + ", expected ':' after a key");

@@ -342,6 +342,15 @@ TEST(LaunchRestartOptions, ResumeIsAddedOnlyWithACheckpointDir) {
   EXPECT_EQ(checkpoint_dir_of(V{"--checkpoint-dir", "A"}), "");   // the program itself
 }
 
+TEST(LaunchRestartOptions, PolicyLineShowsAControlByteInTheDirectoryAsAnEscape) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(restart_policy_line(0, V{"t", "--checkpoint-dir", "D"}), "");
+  EXPECT_EQ(restart_policy_line(2, V{"t", "--checkpoint-dir", "a\nb"}),
+            "restarts: up to 2 after a job failure (--max-restarts), waiting 1 s, doubling, at most 30 s; "
+            "restarted ranks run with --resume (checkpoints in a\\x0ab)\n");
+  EXPECT_EQ(resume_point("a\rb", false), "resuming from the newest checkpoint in a\\x0db");
+}
+
 TEST(LaunchRestartOptions, BackoffDoublesToThirtySeconds) {
   EXPECT_EQ(restart_backoff_s(1), 1);
   EXPECT_EQ(restart_backoff_s(2), 2);

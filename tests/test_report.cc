@@ -125,6 +125,7 @@ TEST(Json, InvalidInputGivesExactMessages) {
       {"\"\\q\"", "line 1, column 2: invalid escape '\\q' in a string"},
       {"\"\\\n\"", "line 1, column 2: invalid escape: a backslash then byte 0x0a in a string"},
       {"{\"a\":1,\"a\":2}", "line 1, column 8: duplicate key \"a\""},
+      {"{\"a\\n\\\"\":1,\"a\\n\\\"\":2}", "line 1, column 12: duplicate key \"a\\u000a\\\"\""},
       {"[1] x", "line 1, column 5: unexpected 'x' after the value"},
       {"{\n\"a\":\n@}", "line 3, column 1: unexpected '@', expected a value"},
       {"'a'", "line 1, column 1: unexpected ''', expected a value"},

@@ -1,0 +1,18 @@
+// shown_text: how the launcher quotes user-given text in its one-line messages (see shown_text.h).
+#include "launcher/shown_text.h"
+
+std::string shown_text(const std::string& s) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (char c : s) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f) {
+      out += c;
+      continue;
+    }
+    out += "\\x";
+    out += kHex[u >> 4];
+    out += kHex[u & 15];
+  }
+  return out;
+}

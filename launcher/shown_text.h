@@ -1,0 +1,8 @@
+// shown_text: how the launcher quotes user-given text in its one-line messages.
+#pragma once
+
+#include <string>
+
+// s as a message shows it: printable ASCII as itself, every other byte as \xNN, so a host
+// name, address or directory with a newline in it cannot split a message into two lines.
+std::string shown_text(const std::string& s);
