@@ -1,6 +1,7 @@
 // train: epochs of momentum SGD with Horovod's DistributedOptimizer semantics, and the test pass.
 #include "src/train.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -97,12 +98,18 @@ struct Resume {
   std::vector<float> rank_momentum;
 };
 
-// The refusal of a checkpoint written by another world size or --batch-size, naming the file.
-std::string checkpoint_mismatch(const std::string& path, const TrainState& st, int world, int batch_size) {
-  if (st.world_size == world && st.batch_size == batch_size) return "";
-  return "checkpoint " + path + " was written by " + std::to_string(st.world_size) + " ranks with --batch-size " +
-         std::to_string(st.batch_size) + "; this run has " + std::to_string(world) + " ranks with --batch-size " +
-         std::to_string(batch_size) + " (resume needs the same)";
+// The refusal of a checkpoint written by another world size, --batch-size or --seed, naming the
+// file and the difference (a checkpoint of another run must not be continued silently).
+std::string checkpoint_mismatch(const std::string& path, const TrainState& st, int world, int batch_size,
+                                long long seed) {
+  if (st.world_size != world || st.batch_size != batch_size)
+    return "checkpoint " + path + " was written by " + std::to_string(st.world_size) + " ranks with --batch-size " +
+           std::to_string(st.batch_size) + "; this run has " + std::to_string(world) + " ranks with --batch-size " +
+           std::to_string(batch_size) + " (resume needs the same)";
+  if (st.seed != seed)
+    return "checkpoint " + path + " was written by a run with --seed " + std::to_string(st.seed) +
+           ", this run has --seed " + std::to_string(seed) + " (resume needs the same)";
+  return "";
 }
 
 // Rank 0 checks --checkpoint-dir and, with --resume, loads the newest valid checkpoint into
@@ -128,7 +135,7 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, std::vector<
       std::vector<std::string> warnings;
       if (opts.resume && load_newest_checkpoint(opts.checkpoint_dir, params->size(), &st, &path, &warnings)) {
         for (const auto& w : warnings) std::fprintf(stderr, "train: warning: %s\n", w.c_str());
-        if (std::string why = checkpoint_mismatch(path, st, comm.size(), opts.batch_size); !why.empty())
+        if (std::string why = checkpoint_mismatch(path, st, comm.size(), opts.batch_size, opts.seed); !why.empty())
           throw std::runtime_error(why);
         h[1] = 1;
         h[2] = st.epoch;
@@ -171,6 +178,29 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, std::vector<
   return r;
 }
 
+// --dump-params FILE for this rank: rank 0 writes FILE; a "%r" in FILE makes every rank write its
+// own. Empty when this rank writes nothing.
+std::string dump_path_of(const std::string& spec, int rank) {
+  std::string dump = spec;
+  const size_t r_at = dump.find("%r");
+  if (r_at != std::string::npos) dump.replace(r_at, 2, std::to_string(rank));
+  return rank == 0 || r_at != std::string::npos ? dump : "";
+}
+
+// Refuses, before training, a --dump-params FILE whose directory is missing or not writable (the
+// file itself is written at the end; a run must not train for hours and then fail to save it).
+void check_dump_path(const std::string& dump) {
+  if (dump.empty()) return;
+  const size_t slash = dump.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : dump.substr(0, slash);
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw std::runtime_error("--dump-params " + dump + ": directory " + dir + " does not exist");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw std::runtime_error("--dump-params " + dump + ": directory " + dir + " is not writable: " +
+                             std::strerror(errno));
+}
+
 }  // namespace
 
 TrainData load_train_data(const Options& opts) {
@@ -193,6 +223,8 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   // Horovod's refusals (Adasum on a non-power-of-two world, Adasum with predivide), on every rank
   // before any collective, at any world size.
   check_training_configuration(opts, size);
+  const std::string dump = dump_path_of(opts.dump_params, rank);
+  check_dump_path(dump);
   const AllreduceAlgorithm algorithm = parse_allreduce_algorithm(opts.allreduce);
   if (std::string why = allreduce_unsupported_reason(algorithm, comm.backend_name(), size); !why.empty())
     throw std::runtime_error(why);
@@ -367,11 +399,8 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     std::fprintf(stderr, "timing: rank=%d startup_s=%.4f train_s=%.4f test_s=%.4f comm_s=%.4f\n", rank,
                  startup_s, train_s, test_s, comm_s);
 
-  // --dump-params FILE: rank 0 writes FILE; a "%r" in FILE makes every rank write its own.
-  std::string dump = opts.dump_params;
-  const size_t r_at = dump.find("%r");
-  if (r_at != std::string::npos) dump.replace(r_at, 2, std::to_string(rank));
-  if (!dump.empty() && (rank == 0 || r_at != std::string::npos)) {
+  // --dump-params FILE (dump_path_of: this rank's file, checked at the start).
+  if (!dump.empty()) {
     std::FILE* f = std::fopen(dump.c_str(), "wb");
     if (!f) throw std::runtime_error(dump + ": cannot write: " + std::strerror(errno));
     size_t w = std::fwrite(net.params.data(), sizeof(float), net.params.size(), f);

@@ -69,7 +69,39 @@ TEST(TrainEndToEnd, MaxStepsAndDumpParams) {
       << "same seed, same steps: bit-identical weights";
   auto bad = testutil::run(testutil::train_bin() + " --max-steps 1 --dump-params /nonexistent/x.bin", 120);
   EXPECT_EQ(bad.status, 1);
-  EXPECT_NE(bad.err.find("/nonexistent/x.bin: cannot write"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("--dump-params /nonexistent/x.bin: directory /nonexistent does not exist"), std::string::npos) << bad.err;
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+// Refusals that must come before training, not after it (issue 11).
+TEST(TrainRefusals, DumpParamsDirectoryIsCheckedBeforeTraining) {
+  require_data();
+  auto r = testutil::run(testutil::train_bin() + " --max-steps 1 --dump-params /nonexistent/x.bin", 120);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("/nonexistent/x.bin"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("Train Epoch"), std::string::npos) << "trained before refusing:\n" << r.out;
+}
+
+TEST(TrainRefusals, EmptyCheckpointDirIsRefused) {
+  auto r = testutil::run(testutil::train_bin() + " --max-steps 1 --checkpoint-dir ''", 120);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("argument --checkpoint-dir: empty directory name"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("Train Epoch"), std::string::npos) << r.out;
+}
+
+TEST(TrainRefusals, ResumeRefusesACheckpointOfAnotherSeed) {
+  require_data();
+  std::string dir = testutil::make_temp_dir("seed");
+  auto first = testutil::run(testutil::train_bin() + " --threads 1 --max-steps 4 --checkpoint-every 2 --checkpoint-dir " + dir, 120);
+  ASSERT_EQ(first.status, 0) << first.err;
+  auto other = testutil::run(testutil::train_bin() + " --threads 1 --max-steps 6 --seed 1 --resume --checkpoint-dir " + dir, 120);
+  EXPECT_EQ(other.status, 1);
+  EXPECT_NE(other.err.find("ckpt-000000000004.bin was written by a run with --seed 42, this run has --seed 1"),
+            std::string::npos) << other.err;
+  EXPECT_EQ(other.out.find("Train Epoch"), std::string::npos) << other.out;
+  auto same = testutil::run(testutil::train_bin() + " --threads 1 --max-steps 6 --resume --checkpoint-dir " + dir, 120);
+  EXPECT_EQ(same.status, 0) << same.err;
+  EXPECT_NE(same.err.find("resuming from"), std::string::npos) << same.err;
   std::system(("rm -rf '" + dir + "'").c_str());
 }
 
