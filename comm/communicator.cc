@@ -17,6 +17,7 @@ std::string launched_by(const RankInfo& info) {
   if (info.source == "launch") return "started by ./launch";
   if (info.source == "ompi") return "started by mpirun";
   if (info.source == "slurm") return "started by srun";
+  if (info.source == "torchrun") return "started by torchrun";
   return "a single process";
 }
 
@@ -103,6 +104,10 @@ std::unique_ptr<Communicator> make_communicator(const CommOptions& opts) {
          " ms, comm " + std::to_string(opts.comm_timeout.count()) + " ms)");
   info.backend = backend;
 
+  if (info.source == "torchrun" && info.size > 1 && backend != "gloo")
+    fail("torchrun set RANK=" + std::to_string(info.rank) + " WORLD_SIZE=" + std::to_string(info.size) +
+         " but --communication " + backend + " cannot join torchrun's job (only Gloo can); refusing to "
+         "train as a separate world-size-1 job");
   if (backend == "single") {
     if (info.size != 1)
       fail("--communication single, but this process was " + launched_by(info) + " as rank " +
@@ -111,6 +116,11 @@ std::unique_ptr<Communicator> make_communicator(const CommOptions& opts) {
   }
   if (backend == "gloo") {
 #if BARESGD_HAVE_GLOO
+    if (info.size > 1 && !info.c10d_store_addr.empty() && opts.rendezvous_dir.empty())
+      fail(describe_rank(info) + ": torchrun set RANK=" + std::to_string(info.rank) + " WORLD_SIZE=" +
+           std::to_string(info.size) + " MASTER_ADDR:MASTER_PORT=" + info.c10d_store_addr +
+           ", but this ./train cannot rendezvous through torchrun's c10d TCPStore yet; refusing to train "
+           "as a separate world-size-1 job (pass --rendezvous-dir DIR, or use ./launch)");
     if (info.size > 1 && info.store_addr.empty() && opts.rendezvous_dir.empty()) {
       std::string why = info.source == "slurm"
                             ? std::string("srun started the ranks without MPI")
@@ -128,6 +138,10 @@ std::unique_ptr<Communicator> make_communicator(const CommOptions& opts) {
            " is set but BARESGD_SECRET is not (the launcher passes both)");
     return make_gloo_communicator(info, opts);
 #else
+    if (info.source == "torchrun" && info.size > 1)
+      fail("torchrun set RANK=" + std::to_string(info.rank) + " WORLD_SIZE=" + std::to_string(info.size) +
+           " but this ./train was built without Gloo, the only backend that can join torchrun's job; "
+           "refusing to train as a separate world-size-1 job");
     fail("this ./train was built without Gloo (libgloo-dev missing); rebuild with libgloo-dev "
          "installed, or run over MPI: --num-proc N --communication mpi (or mpirun -np N ./train)");
 #endif

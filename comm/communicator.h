@@ -13,11 +13,12 @@ struct RankInfo {
   int local_rank = 0, local_size = 1;
   int cross_rank = 0, cross_size = 1;
   std::string backend = "single";  // "single", "gloo" or "mpi"
-  std::string source = "none";     // where it came from: "none", "launch", "ompi", "slurm",
+  std::string source = "none";     // where it came from: "none", "launch", "ompi", "torchrun", "slurm",
                                    // "slurm-batch" (an sbatch script: a single process)
   std::string hostname;            // this rank's host name as the launcher knows it
   std::string host_addr;           // address Gloo binds to (the address the launcher reached us at)
   std::string store_addr;          // launcher's rendezvous store "host:port" (gloo)
+  std::string c10d_store_addr;     // torchrun's c10d TCPStore "MASTER_ADDR:MASTER_PORT", else ""
   std::string secret;              // per-job secret for the store (from the environment only)
   std::string job_id;              // rendezvous key prefix
   std::string notice;              // one line for stderr when the environment was read otherwise

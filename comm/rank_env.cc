@@ -3,6 +3,7 @@
 // Sources, first match wins:
 //   1. our launcher (./launch): BARESGD_RANK / BARESGD_SIZE present;
 //   2. Open MPI's mpirun: OMPI_COMM_WORLD_RANK present;
+//   2b. PyTorch's torchrun: RANK / WORLD_SIZE / LOCAL_RANK present (comm/torchrun_env.cc);
 //   3. Slurm's srun: SLURM_PROCID present and SLURM_STEP_ID (or SLURM_STEPID) an ordinary step
 //      id. An sbatch script also has SLURM_PROCID=0 and the allocation's SLURM_NTASKS, but it is
 //      the job's batch step, not one of srun's tasks: Slurm sets no step id there (slurmstepd
@@ -26,6 +27,7 @@
 
 #include "comm/comm_internal.h"
 #include "comm/communicator.h"
+#include "comm/torchrun_env.h"
 
 namespace {
 
@@ -315,6 +317,9 @@ RankInfo discover_rank_info(const EnvLookup& get) {
     from_launcher(env, &r);
   } else if (env.has("OMPI_COMM_WORLD_RANK")) {
     from_open_mpi(env, &r);
+  } else if (torchrun_env_present(get)) {
+    read_torchrun_env(get, &r);
+    r.backend = backend_pref(env, r.backend);
   } else if (env.has("SLURM_PROCID")) {
     std::string step_var;
     if (slurm_non_task_step(env, &step_var)) from_slurm_batch(env, step_var, &r);

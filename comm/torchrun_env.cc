@@ -1,0 +1,112 @@
+// torchrun_env: RANK / WORLD_SIZE / LOCAL_RANK / LOCAL_WORLD_SIZE / GROUP_RANK / MASTER_ADDR /
+// MASTER_PORT, validated strictly (see torchrun_env.h).
+#include "comm/torchrun_env.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+namespace {
+
+[[noreturn]] void fail(const std::string& msg) { throw std::runtime_error("torchrun environment: " + msg); }
+
+// NAME='value' with control bytes shown as \xNN, so the message stays one line.
+std::string shown(const char* name, const char* v) {
+  std::string s = std::string(name) + "='";
+  static const char hex[] = "0123456789abcdef";
+  for (const char* p = v ? v : ""; *p; ++p) {
+    unsigned char c = static_cast<unsigned char>(*p);
+    if (c < 0x20 || c == 0x7f) {
+      s += "\\x";
+      s += hex[c >> 4];
+      s += hex[c & 15];
+    } else {
+      s += static_cast<char>(c);
+    }
+  }
+  return s + "'";
+}
+
+std::string nv(const char* name, long long v) { return std::string(name) + "=" + std::to_string(v); }
+
+// Strict decimal: digits only (no sign, spaces or '+'), fits in an int.
+int integer(const EnvLookup& get, const char* name) {
+  const char* v = get(name);
+  if (!v) fail(std::string(name) + " is not set");
+  if (*v == '\0') fail(shown(name, v) + " is not an integer");
+  for (const char* q = v; *q; ++q)
+    if (*q < '0' || *q > '9') fail(shown(name, v) + " is not a non-negative integer");
+  errno = 0;
+  char* end = nullptr;
+  long long x = std::strtoll(v, &end, 10);
+  if (errno == ERANGE || *end != '\0' || x > INT_MAX) fail(shown(name, v) + " is out of range for an int");
+  return static_cast<int>(x);
+}
+
+void check_below(const char* name, int v, const char* bound_name, int bound) {
+  if (v >= bound) fail(nv(name, v) + " must be < " + nv(bound_name, bound));
+}
+
+}  // namespace
+
+bool torchrun_env_present(const EnvLookup& get) {
+  return get("RANK") || get("WORLD_SIZE") || get("LOCAL_RANK");
+}
+
+void read_torchrun_env(const EnvLookup& get, RankInfo* r) {
+  r->source = "torchrun";
+  r->backend = "gloo";
+  if (!get("RANK") || !get("WORLD_SIZE"))
+    fail(std::string(get("RANK") ? "RANK is set but WORLD_SIZE is not"
+                     : get("WORLD_SIZE") ? "WORLD_SIZE is set but RANK is not"
+                                         : "LOCAL_RANK is set but RANK and WORLD_SIZE are not"));
+  r->size = integer(get, "WORLD_SIZE");
+  if (r->size < 1) fail(nv("WORLD_SIZE", r->size) + " must be >= 1");
+  r->rank = integer(get, "RANK");
+  check_below("RANK", r->rank, "WORLD_SIZE", r->size);
+  if (get("LOCAL_RANK") || get("LOCAL_WORLD_SIZE")) {
+    if (!get("LOCAL_RANK") || !get("LOCAL_WORLD_SIZE"))
+      fail(std::string(get("LOCAL_RANK") ? "LOCAL_RANK is set but LOCAL_WORLD_SIZE is not"
+                                         : "LOCAL_WORLD_SIZE is set but LOCAL_RANK is not"));
+    r->local_size = integer(get, "LOCAL_WORLD_SIZE");
+    if (r->local_size < 1) fail(nv("LOCAL_WORLD_SIZE", r->local_size) + " must be >= 1");
+    if (r->local_size > r->size)
+      fail(nv("LOCAL_WORLD_SIZE", r->local_size) + " is larger than " + nv("WORLD_SIZE", r->size));
+    r->local_rank = integer(get, "LOCAL_RANK");
+    check_below("LOCAL_RANK", r->local_rank, "LOCAL_WORLD_SIZE", r->local_size);
+    if (r->local_rank > r->rank)
+      fail(nv("LOCAL_RANK", r->local_rank) + " is larger than " + nv("RANK", r->rank));
+  } else {
+    r->local_rank = r->rank;
+    r->local_size = r->size;
+  }
+  // torchrun gives every node the same number of workers: GROUP_RANK is the node's index.
+  const bool even = r->size % r->local_size == 0;
+  r->cross_size = even ? r->size / r->local_size : -1;
+  r->cross_rank = even ? r->rank / r->local_size : -1;
+  if (get("GROUP_RANK")) {
+    int group = integer(get, "GROUP_RANK");
+    if (even && group != r->cross_rank)
+      fail(nv("GROUP_RANK", group) + " does not match " + nv("RANK", r->rank) + " / " +
+           nv("LOCAL_WORLD_SIZE", r->local_size) + " (node " + std::to_string(r->cross_rank) + ")");
+  }
+  if (!even) r->cross_rank = r->cross_size = -1;  // computed after connecting
+  if (get("TORCHELASTIC_RUN_ID") && *get("TORCHELASTIC_RUN_ID") && !get("BARESGD_JOB_ID"))
+    r->job_id = std::string("torchrun-") + get("TORCHELASTIC_RUN_ID");
+  if (r->size == 1 && !get("MASTER_ADDR") && !get("MASTER_PORT")) return;
+  const char* addr = get("MASTER_ADDR");
+  if (!addr || !*addr)
+    fail(std::string(addr ? "MASTER_ADDR is empty" : "MASTER_ADDR is not set") + " (" + nv("WORLD_SIZE", r->size) +
+         ", " + nv("RANK", r->rank) + ")");
+  for (const char* p = addr; *p; ++p)
+    if (static_cast<unsigned char>(*p) <= 0x20 || *p == 0x7f) fail(shown("MASTER_ADDR", addr) + " is not a host name");
+  if (!get("MASTER_PORT"))
+    fail(std::string("MASTER_PORT is not set (") + shown("MASTER_ADDR", addr) + ", " + nv("WORLD_SIZE", r->size) + ")");
+  int port = integer(get, "MASTER_PORT");
+  if (port < 1 || port > 65535) fail(nv("MASTER_PORT", port) + " is not a port (1..65535)");
+  std::string host = addr;
+  if (host.find(':') != std::string::npos && host.front() != '[') host = "[" + host + "]";
+  r->c10d_store_addr = host + ":" + std::to_string(port);
+}
