@@ -202,12 +202,12 @@ TEST_F(LaunchRestarts, CleanExitTimeoutAndSigtermNeverRestart) {
 }
 
 TEST_F(LaunchRestarts, DryRunShowsThePolicy) {
-  Proc job(launch(2, {"--max-restarts", "2", "--dry-run"}, {"./train", "--checkpoint-dir", "/tmp/c"}));
+  Proc job(launch(2, {"--max-restarts", "2", "--dry-run"}, {testutil::train_bin(), "--checkpoint-dir", "/tmp/c"}));
   ASSERT_EQ(job.code(30), 0) << job.err();
   EXPECT_TRUE(contains(job.out(), "\nrestarts: up to 2 after a job failure (--max-restarts), waiting 1 s, doubling, at "
                                   "most 30 s; restarted ranks run with --resume (checkpoints in /tmp/c)\n"))
       << job.out();
-  Proc plain(launch(2, {"--dry-run"}, {"./train"}));
+  Proc plain(launch(2, {"--dry-run"}, {testutil::train_bin()}));
   ASSERT_EQ(plain.code(30), 0) << plain.err();
   EXPECT_FALSE(contains(plain.out(), "restarts:")) << plain.out();
 }
