@@ -314,5 +314,9 @@ MpirunInputs plan_mpirun(const JobPlan& plan, const JobIdentity& id) {
   in.oversubscribed = plan.all_loopback ? plan.opts.np > plan.cores : max_local > plan.cores;
   in.job_id = id.job_id;
   in.secret = id.secret;
+  in.extra_env = plan.opts.mpi_env;
+  in.mpi_args = plan.opts.mpi_args;
+  in.bind_to = plan.opts.bind_to;
+  in.map_by = plan.opts.map_by;
   return in;
 }

@@ -26,6 +26,8 @@ std::vector<std::string> mpirun_environment(const MpirunInputs& in) {
     // on InfiniBand); the user's value wins.
     set_default("OMPI_MCA_pml", "ob1");
   }
+  for (const std::string& x : in.extra_env)
+    if (x.find('=') != std::string::npos) env_set(&env, x.substr(0, x.find('=')), x.substr(x.find('=') + 1));
   env_set(&env, "BARESGD_COMM", "mpi");
   env_set(&env, "BARESGD_JOB_ID", in.job_id);
   env_set(&env, "BARESGD_SECRET", in.secret);
@@ -36,12 +38,19 @@ std::vector<std::string> mpirun_environment(const MpirunInputs& in) {
   return env;
 }
 
-// Open MPI's settings, HOROVOD_* (HOROVOD_TIMELINE) and the user's other BARESGD_* (e.g.
-// BARESGD_TIMING) reach every rank, remote ones too.
+bool shell_identifier(const std::string& n) {
+  if (n.empty() || (n[0] >= '0' && n[0] <= '9')) return false;
+  for (char c : n)
+    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return false;
+  return true;
+}
+
+// As horovodrun: every exported variable reaches every rank, remote ones too, except the deny list
+// (mpirun.h). The four job variables already have their -x.
 bool forwarded_with_x(const std::string& entry) {
   std::string name = entry.substr(0, entry.find('='));
-  if (name.compare(0, 9, "OMPI_MCA_") == 0 || name.compare(0, 8, "HOROVOD_") == 0) return true;
-  return name.compare(0, 8, "BARESGD_") == 0 && !is_launch_rank_env(name);
+  if (name == "BARESGD_COMM" || name == "OPENBLAS_NUM_THREADS") return false;
+  return shell_identifier(name) && !is_host_specific_env(name) && !is_launch_rank_env(name);
 }
 
 std::vector<std::string> mpirun_argv(const MpirunInputs& in, const std::vector<std::string>& env) {
@@ -49,13 +58,14 @@ std::vector<std::string> mpirun_argv(const MpirunInputs& in, const std::vector<s
   if (in.as_root) argv.push_back("--allow-run-as-root");
   std::string hl;
   for (const HostSlots& h : in.hosts) hl += (hl.empty() ? "" : ",") + h.name + ":" + std::to_string(h.slots);
-  argv.insert(argv.end(), {"-np", std::to_string(in.np), "-H", hl, "-bind-to", "none", "-map-by", "slot",
+  argv.insert(argv.end(), {"-np", std::to_string(in.np), "-H", hl, "-bind-to", in.bind_to, "-map-by", in.map_by,
                            "--tag-output", "-x", "BARESGD_COMM=mpi", "-x", "OPENBLAS_NUM_THREADS", "-x",
                            "BARESGD_JOB_ID", "-x", "BARESGD_SECRET"});
   for (const std::string& e : env)
     if (forwarded_with_x(e)) argv.insert(argv.end(), {"-x", e.substr(0, e.find('='))});
   std::string rsh = ssh_user_args(in.ssh);
   if (!rsh.empty()) argv.insert(argv.end(), {"-mca", "plm_rsh_args", rsh});
+  argv.insert(argv.end(), in.mpi_args.begin(), in.mpi_args.end());
   argv.insert(argv.end(), in.command.begin(), in.command.end());
   return argv;
 }

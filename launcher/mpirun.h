@@ -19,6 +19,9 @@ struct MpirunInputs {
   int openblas_threads = 1;            // used unless the user set OPENBLAS_NUM_THREADS
   bool oversubscribed = false;         // some host runs more ranks than this machine has cores
   std::string job_id, secret;
+  std::vector<std::string> extra_env;  // -x VAR[=VALUE], as given
+  std::vector<std::string> mpi_args;   // --mpi-args words, before CMD
+  std::string bind_to = "none", map_by = "slot";
 };
 
 struct MpirunPlan {
@@ -36,7 +39,12 @@ const std::vector<std::pair<std::string, std::string>>& loopback_openmpi_env();
 //        -x BARESGD_COMM=mpi -x OPENBLAS_NUM_THREADS -x BARESGD_JOB_ID -x BARESGD_SECRET
 //        -x OMPI_MCA_... [-mca plm_rsh_args "-F cfg -p P -i key"] CMD ARGS
 // Environment: the launcher's, without inherited BARESGD_* (the per-rank ones come from Open MPI),
-// plus the -x values; every OMPI_MCA_*, HOROVOD_* and other BARESGD_* variable gets its -x. An
+// plus the -x values; as horovodrun does, every exported variable gets its -x except the deny
+// list: host-specific ones (env.h is_host_specific_env: HOSTNAME, PWD, OLDPWD, SHLVL, SSH_*,
+// XDG_*, BASH_FUNC_*, DISPLAY, ...), names that are not shell identifiers, and the per-rank
+// BARESGD_* ones. -x VAR=VALUE sets VAR in mpirun's environment (the value never in argv) and
+// adds -x VAR; -x VAR forwards the caller's VAR. --bind-to / --map-by replace none / slot;
+// --mpi-args words come after the launcher's own arguments, just before CMD. An
 // all-loopback job gets loopback_openmpi_env() (a single host keeps its shared-memory BTL) and
 // the ob1 pml (no UCX start-up inside one machine); --network-interface sets the tcp if_include
 // variables instead of lo. The user's own OMPI_MCA_* values win.

@@ -8,7 +8,18 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "launcher/shell_words.h"
+#include "launcher/shown_text.h"
+
 namespace {
+
+// A shell variable name: a letter or _, then letters, digits and _.
+bool valid_env_name(const std::string& n) {
+  if (n.empty() || (n[0] >= '0' && n[0] <= '9')) return false;
+  for (char c : n)
+    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return false;
+  return true;
+}
 
 int parse_int_flag(const std::string& flag, const std::string& v) {
   if (v.empty()) throw UsageError(flag + " needs a whole number", true);
@@ -61,7 +72,15 @@ const char* launch_help_text() {
          "      --hostfile FILE       lines 'host slots=K'; '#' comments\n"
          "      --gloo                start the ranks ourselves (local fork, ssh + agent) with a\n"
          "                            rendezvous store for Gloo\n"
-         "      --mpi                 start the ranks with Open MPI's mpirun\n"
+         "      --mpi                 start the ranks with Open MPI's mpirun; every exported variable\n"
+         "                            reaches every rank (-x NAME) except host-specific ones (HOSTNAME,\n"
+         "                            PWD, OLDPWD, SHLVL, SSH_*, XDG_*, BASH_FUNC_*, DISPLAY, ...)\n"
+         "  -x VAR[=VALUE]            --mpi: send VAR (with VALUE, or this shell's value) to every\n"
+         "                            rank (repeatable)\n"
+         "      --mpi-args \"ARGS\"     --mpi: extra mpirun arguments, split as a shell would,\n"
+         "                            before CMD (repeatable)\n"
+         "      --bind-to V           --mpi: mpirun -bind-to V (default none)\n"
+         "      --map-by V            --mpi: mpirun -map-by V (default slot)\n"
          "  -p, --ssh-port PORT       ssh port (passed to ssh and mpirun)\n"
          "  -i, --ssh-identity-file F ssh identity file\n"
          "  -F, --ssh-config FILE     ssh config file (default: $BARESGD_SSH_CONFIG if set)\n"
@@ -124,6 +143,7 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
   if (args.empty()) throw UsageError("nothing to launch", true);
   bool saw_gloo = false, saw_mpi = false;
   std::string restart_flag;  // the first of --max-restarts / --reset-limit given
+  std::string mpi_only;      // the first --mpi-only flag given (-x, --mpi-args, --bind-to, --map-by)
   size_t i = 0;
   for (; i < args.size(); ++i) {
     std::string a = args[i];
@@ -211,6 +231,25 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
     } else if (name == "--timeline-filename") {
       o.timeline_file = need_value(name);
       if (o.timeline_file.empty()) throw UsageError("--timeline-filename: empty file name", true);
+    } else if (name == "-x") {
+      std::string v = need_value(name);
+      std::string var = v.substr(0, v.find('='));
+      if (!valid_env_name(var))
+        throw UsageError("-x '" + shown_text(v) + "': '" + shown_text(var) + "' is not a variable name", false);
+      o.mpi_env.push_back(v);
+      mpi_only = mpi_only.empty() ? name : mpi_only;
+    } else if (name == "--mpi-args") {
+      std::string v = need_value(name), why;
+      std::vector<std::string> words;
+      if (!split_shell_words(v, &words, &why)) throw UsageError("--mpi-args: " + why, false);
+      o.mpi_args.insert(o.mpi_args.end(), words.begin(), words.end());
+      mpi_only = mpi_only.empty() ? name : mpi_only;
+    } else if (name == "--bind-to" || name == "--map-by") {
+      std::string v = need_value(name);
+      if (v.empty() || v.find_first_of(" \t\n\r") != std::string::npos || v[0] == '-')
+        throw UsageError(name + " '" + shown_text(v) + "' is not an Open MPI " + name.substr(2) + " value", false);
+      (name == "--bind-to" ? o.bind_to : o.map_by) = v;
+      mpi_only = mpi_only.empty() ? name : mpi_only;
     } else if (name == "--dry-run") {
       no_value(name);
       o.dry_run = true;
@@ -249,6 +288,8 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
   if (o.np_given && o.np <= 0) throw UsageError("-np must be >= 1 (got " + std::to_string(o.np) + ")", false);
   if (!saw_gloo && !saw_mpi) throw UsageError("choose how to start the ranks: --gloo or --mpi", false);
   o.transport = saw_gloo ? Transport::kGloo : Transport::kMpi;
+  if (saw_gloo && !mpi_only.empty())
+    throw UsageError(mpi_only + " is for --mpi (mpirun's option); with --gloo set variables in the environment", false);
   if (!o.hosts.empty() && !o.hostfile.empty())
     throw UsageError("-H and --hostfile are mutually exclusive: pick one", false);
   if (!o.network_interface.empty() && !o.bind_addr.empty())

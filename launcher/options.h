@@ -36,6 +36,12 @@ struct LaunchOptions {
   std::string bind_addr;
   std::string timeline_file;  // --timeline-filename: every rank gets HOROVOD_TIMELINE
   bool dry_run = false;       // --dry-run: print what would start, start nothing
+  // --mpi only (as horovodrun): -x VAR[=VALUE] (repeatable) sends VAR to every rank, with VALUE
+  // or the launcher's value; --mpi-args "..." (split as a shell would) goes to mpirun before CMD;
+  // --bind-to / --map-by replace the default "none" / "slot".
+  std::vector<std::string> mpi_env;   // -x entries, as given
+  std::vector<std::string> mpi_args;  // --mpi-args, split into words (repeatable, appended)
+  std::string bind_to = "none", map_by = "slot";
   // --max-restarts N (Horovod's --reset-limit N): after a job failure, start the whole job again
   // (with --resume) up to N times; 0 = never (today's behaviour). See launcher/restart.h.
   int max_restarts = 0;
