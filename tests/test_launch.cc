@@ -40,6 +40,7 @@
 #include "launcher/job.h"
 #include "launcher/job_plan.h"
 #include "launcher/mpirun.h"
+#include "launcher/shell_words.h"
 #include "launcher/proctree.h"
 #include "launcher/options.h"
 #include "launcher/tagger.h"
@@ -911,8 +912,66 @@ TEST(LaunchMpirun, HorovodVariablesReachRemoteRanks) {
   std::string cmd;
   for (auto& a : p.argv) cmd += a + " ";
   EXPECT_TRUE(contains(cmd, " -x HOROVOD_TIMELINE ")) << cmd;  // mpirun forwards it to orted's ranks
-  EXPECT_FALSE(contains(cmd, "HOROVODX")) << cmd;
+  EXPECT_TRUE(contains(cmd, " -x HOROVODX ")) << cmd;  // as horovodrun: every exported variable
   EXPECT_FALSE(contains(cmd, "/tmp/t.json")) << cmd;  // the value travels in the environment
+}
+
+TEST(LaunchMpirun, ForwardsTheEnvironmentAndTheUsersMpiFlags) {
+  MpirunInputs in;
+  in.np = 2;
+  in.hosts = {{"hpc01", 1}, {"hpc03", 1}};
+  in.command = {"./train"};
+  in.base_env = {"PATH=/usr/bin", "FOO=bar", "PWD=/here", "HOSTNAME=vm", "BARESGD_RANK=3", "SSH_TTY=/dev/pts/1"};
+  in.extra_env = {"BAZ=qux", "FOO"};
+  in.mpi_args = {"--mca", "foo", "a b"};
+  in.bind_to = "core";
+  in.map_by = "node";
+  MpirunPlan p = build_mpirun_plan(in);
+  std::string cmd;
+  for (auto& a : p.argv) cmd += a + " ";
+  EXPECT_TRUE(contains(cmd, " -x FOO ")) << cmd;
+  EXPECT_TRUE(contains(cmd, " -x BAZ ")) << cmd;
+  EXPECT_TRUE(contains(cmd, " -bind-to core -map-by node ")) << cmd;
+  EXPECT_TRUE(contains(cmd, " --mca foo a b ./train ")) << cmd;  // the user's words, just before CMD
+  for (const char* host_specific : {"PWD", "HOSTNAME", "BARESGD_RANK", "SSH_TTY"})
+    EXPECT_FALSE(contains(cmd, std::string(" -x ") + host_specific + " ")) << host_specific << ": " << cmd;
+  EXPECT_FALSE(contains(cmd, "qux")) << cmd;  // values travel in the environment, never in argv
+  std::set<std::string> env(p.env.begin(), p.env.end());
+  EXPECT_TRUE(env.count("BAZ=qux"));
+  EXPECT_TRUE(env.count("FOO=bar"));
+}
+
+TEST(ShellWords, SplitsAsAShellWouldWithoutExpanding) {
+  using V = std::vector<std::string>;
+  auto words = [](const std::string& s) {
+    V w;
+    std::string why;
+    EXPECT_TRUE(split_shell_words(s, &w, &why)) << s << ": " << why;
+    return w;
+  };
+  EXPECT_EQ(words(""), V{});
+  EXPECT_EQ(words("  a\tb\n c "), (V{"a", "b", "c"}));
+  EXPECT_EQ(words("--mca btl 'self,tcp' \"a \\\"b\\\" $X\" c\\ d"), (V{"--mca", "btl", "self,tcp", "a \"b\" $X", "c d"}));
+  EXPECT_EQ(words("''"), V{""});
+  EXPECT_EQ(words("a'b'\"c\"d"), V{"abcd"});
+  for (const char* bad : {"'x", "\"x", "x\\"}) {
+    V w;
+    std::string why;
+    EXPECT_FALSE(split_shell_words(bad, &w, &why)) << bad;
+    EXPECT_FALSE(why.empty()) << bad;
+    EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+  }
+}
+
+TEST(LaunchOptions, MpiOnlyFlagsAndTheirErrors) {
+  auto m = parse({"-np", "2", "--mpi", "-x", "A=1", "-x", "B", "--mpi-args", "--mca x 'y z'", "--bind-to", "core",
+                  "--map-by", "node", "true"});
+  EXPECT_EQ(m.mpi_env, (std::vector<std::string>{"A=1", "B"}));
+  EXPECT_EQ(m.mpi_args, (std::vector<std::string>{"--mca", "x", "y z"}));
+  EXPECT_EQ(m.bind_to, "core");
+  EXPECT_EQ(m.map_by, "node");
+  EXPECT_TRUE(contains(usage_error({"-np", "2", "--mpi", "--mpi-args", "'x", "true"}), "--mpi-args: unclosed '"));
+  EXPECT_TRUE(contains(usage_error({"-np", "2", "--gloo", "-x", "A=1", "true"}), "-x is for --mpi"));
 }
 
 // ============================================================================================
@@ -1309,6 +1368,18 @@ std::vector<std::string> without_shown_variables(const std::vector<std::string>&
   return out;
 }
 
+// Every variable of the test's environment but PATH and HOME, to unset: --mpi forwards each
+// exported variable with its own -x, so a test that spells out mpirun's command line starts the
+// launcher with just these two.
+std::vector<std::string> all_variables_but_path_and_home() {
+  std::vector<std::string> out;
+  for (const std::string& s : child_env({})) {
+    std::string name = s.substr(0, s.find('='));
+    if (name != "PATH" && name != "HOME") out.push_back(name);
+  }
+  return out;
+}
+
 int affinity_cores() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
@@ -1415,13 +1486,13 @@ TEST_F(LaunchDryRun, MpiShowsTheExactMpirunCommand) {
   std::string cfg = dir_ + "/ssh_config", timeline = dir_ + "/timeline.json", flag = dir_ + "/started";
   Launch l({"--dry-run", "-np", "4", "--mpi", "-H", "hpc01:2,hpc03:2", "-F", cfg, "--timeline-filename", timeline,
             "touch", flag},
-           without_shown_variables());
+           all_variables_but_path_and_home());
   ASSERT_EQ(l.code(30), 0) << l.err();
   EXPECT_LT(l.elapsed(), 5.0);
   bool oversubscribed = 4 > affinity_cores();  // all loopback: the 4 ranks share this machine's cores
   std::string mpirun = std::string("mpirun ") + (geteuid() == 0 ? "--allow-run-as-root " : "") +
                        "-np 4 -H hpc01:2,hpc03:2 -bind-to none -map-by slot --tag-output -x BARESGD_COMM=mpi "
-                       "-x OPENBLAS_NUM_THREADS -x BARESGD_JOB_ID -x BARESGD_SECRET -x HOROVOD_TIMELINE "
+                       "-x OPENBLAS_NUM_THREADS -x BARESGD_JOB_ID -x BARESGD_SECRET -x HOME -x PATH -x HOROVOD_TIMELINE "
                        "-x OMPI_MCA_btl_tcp_if_include -x OMPI_MCA_oob_tcp_if_include "
                        "-x OMPI_MCA_if_base_do_not_resolve -x OMPI_MCA_btl -x OMPI_MCA_pml " +
                        (oversubscribed ? "-x OMPI_MCA_mpi_yield_when_idle " : "") + "-mca plm_rsh_args '-F " + cfg +
@@ -1691,6 +1762,17 @@ TEST_F(LaunchRemote, MixedLocalAndRemoteWithHostTags) {
   EXPECT_TRUE(contains(l.out(), "[hpc03:2]<stdout>:127.0.0.13 1/2\n")) << l.out();
   EXPECT_TRUE(std::regex_search(l.err(), std::regex("launch: 2 +hpc03 +1/2 +0/1 +ssh +127\\.0\\.0\\.13"))) << l.err();
   EXPECT_TRUE(contains(l.err(), "--agent")) << l.err();
+}
+
+// Before issue 12, FOO=bar arrived empty on remote --mpi ranks (it arrived with --gloo).
+TEST_F(LaunchRemote, MpiForwardsTheCallersEnvironmentToRemoteRanks) {
+  ::setenv("BARESGD_TEST_FOO", "bar", 1);
+  Launch l({"-np", "2", "--mpi", "-H", "hpc01:1,hpc03:1", "-F", cfg(), "-x", "BARESGD_TEST_BAZ=qux", "sh", "-c",
+            "echo $OMPI_COMM_WORLD_RANK ${BARESGD_TEST_FOO:-empty} ${BARESGD_TEST_BAZ:-empty} ${SSH_CONNECTION#* * }"});
+  ::unsetenv("BARESGD_TEST_FOO");
+  ASSERT_EQ(l.code(120), 0) << l.err();
+  EXPECT_TRUE(std::regex_search(l.out(), std::regex("\\b1 bar qux 127\\.0\\.0\\.13 "))) << l.out();
+  EXPECT_TRUE(std::regex_search(l.out(), std::regex("\\b0 bar qux 127\\.0\\.0\\.11 "))) << l.out();
 }
 
 TEST_F(LaunchRemote, MpiRankTableOverSsh) {
