@@ -43,8 +43,23 @@ daemon_pid() {  # name -> prints the pid of DIR/name.pid when that process is th
   echo "$pid"
 }
 
+# Cancels every job first and waits (10 s at most) until slurmctld lists none, so that each
+# job's slurmstepd ends while slurmd still runs; then the daemons, by pid file.
+cancel_jobs() {
+  local i
+  daemon_pid slurmctld >/dev/null || return 0
+  export SLURM_CONF="$DIR/slurm.conf"
+  timeout 5 scancel --user="$(id -un)" 2>/dev/null || true
+  for i in $(seq 100); do
+    [ -z "$(timeout 5 squeue -h -o %i 2>/dev/null | grep -v '^$' || true)" ] && return 0
+    sleep 0.1
+  done
+  echo "slurm_cluster.sh: jobs still listed after scancel: $(timeout 5 squeue -h -o "%i %T" | tr '\n' ' ')" >&2
+}
+
 stop_cluster() {
   local name pid i
+  cancel_jobs
   for name in "${DAEMONS[@]}"; do
     if pid=$(daemon_pid "$name"); then
       kill -TERM "$pid" 2>/dev/null || true
