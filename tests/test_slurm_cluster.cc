@@ -1,0 +1,132 @@
+// test_slurm_cluster: ./train against a real Slurm — a one-machine cluster (munged, slurmctld,
+// slurmd from Debian's slurm-wlm) that tests/slurm_cluster.sh starts for this suite under a
+// temporary directory and stops through its pid files. Skipped, with the script's reason, only
+// when the daemons cannot start (slurm-wlm or munge not installed).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <string>
+
+#include "tests/test_util.h"
+
+namespace {
+
+using testutil::make_temp_dir;
+using testutil::read_file;
+using testutil::run;
+using testutil::RunResult;
+using testutil::train_bin;
+using testutil::write_file;
+
+std::string src_dir() { return testutil::env_or("BARESGD_SRC", "."); }
+std::string data_dir() { return src_dir() + "/data"; }
+
+class SlurmCluster : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(make_temp_dir("slurm_cluster"));
+    RunResult r = run("bash " + src_dir() + "/tests/slurm_cluster.sh start " + *dir_ + " 2>&1", 90);
+    started_ = r.status == 0;
+    if (!started_) *why_ = r.out;
+  }
+  static void TearDownTestSuite() {
+    run("bash " + src_dir() + "/tests/slurm_cluster.sh stop " + *dir_, 60);
+    delete dir_;
+  }
+  void SetUp() override {
+    if (!started_) GTEST_SKIP() << "Slurm test cluster did not start: " << *why_;
+    if (!testutil::have_mnist(data_dir())) GTEST_SKIP() << "no MNIST in " << data_dir() << " (make data)";
+  }
+  // cmd with the cluster's SLURM_CONF, run in a fresh directory of its own.
+  static RunResult slurm(const std::string& cmd, double timeout_s = 120) {
+    return run("export SLURM_CONF=" + *dir_ + "/slurm.conf; " + cmd, timeout_s);
+  }
+  static std::string* dir_;
+  static bool started_;
+  static std::string* why_;
+};
+std::string* SlurmCluster::dir_ = nullptr;
+bool SlurmCluster::started_ = false;
+std::string* SlurmCluster::why_ = new std::string;
+
+std::string train_cmd() { return train_bin() + " --data-dir " + data_dir(); }
+
+// True when /proc/pid names a live (not zombie) process.
+bool alive(int pid) {
+  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  if (stat.empty()) return false;
+  size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+}
+
+TEST_F(SlurmCluster, SrunPmixTrainsAsOneFourRankJob) {
+  const std::string out = make_temp_dir("slurm_srun");
+  RunResult r = slurm("srun --mpi=pmix -n 4 " + train_cmd() + " --epochs 1 --max-steps 3 --dump-params " + out +
+                      "/params.%r");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("world_size=4 backend=mpi"), std::string::npos) << r.err;
+  const std::string p0 = read_file(out + "/params.0");
+  ASSERT_EQ(p0.size(), 21840u * 4);
+  for (int k = 1; k < 4; ++k) EXPECT_EQ(read_file(out + "/params." + std::to_string(k)), p0) << "rank " << k;
+}
+
+TEST_F(SlurmCluster, SbatchBatchStepIsWorldSizeOneWithNotice) {
+  const std::string d = make_temp_dir("slurm_sbatch");
+  write_file(d + "/job.sh", "#!/bin/sh\n" + train_cmd() + " --epochs 1 --max-steps 1\n");
+  RunResult r = slurm("cd " + d + " && sbatch --wait -n 4 -o " + d + "/out.txt " + d + "/job.sh");
+  ASSERT_EQ(r.status, 0) << r.out << r.err << read_file(d + "/out.txt");
+  const std::string log = read_file(d + "/out.txt");
+  EXPECT_NE(log.find("is from the batch step of Slurm job"), std::string::npos) << log;
+  EXPECT_NE(log.find("world_size=1"), std::string::npos) << log;
+}
+
+TEST_F(SlurmCluster, SbatchScriptRunsSrunAsOneJob) {
+  const std::string d = make_temp_dir("slurm_sbatch_srun");
+  write_file(d + "/job.sh", "#!/bin/sh\nsrun --mpi=pmix " + train_cmd() + " --epochs 1 --max-steps 2 --dump-params " +
+                                d + "/params.%r\n");
+  RunResult r = slurm("cd " + d + " && sbatch --wait -n 2 -o " + d + "/out.txt " + d + "/job.sh");
+  const std::string log = read_file(d + "/out.txt");
+  ASSERT_EQ(r.status, 0) << r.out << r.err << log;
+  EXPECT_NE(log.find("world_size=2"), std::string::npos) << log;
+  EXPECT_EQ(log.find("batch step"), std::string::npos) << log;
+  EXPECT_EQ(read_file(d + "/params.1"), read_file(d + "/params.0"));
+  EXPECT_EQ(read_file(d + "/params.0").size(), 21840u * 4);
+}
+
+TEST_F(SlurmCluster, ScancelStopsEveryTask) {
+  const std::string d = make_temp_dir("slurm_scancel");
+  // Each task records its pid, then trains far longer than the test waits.
+  write_file(d + "/task.sh", "#!/bin/sh\necho $$ > " + d + "/pid.$SLURM_PROCID\nexec " + train_cmd() +
+                                 " --epochs 100\n");
+  write_file(d + "/job.sh", "#!/bin/sh\nsrun --mpi=pmix -n 2 sh " + d + "/task.sh\n");
+  RunResult sub = slurm("sbatch --parsable -n 2 -o " + d + "/out.txt " + d + "/job.sh");
+  ASSERT_EQ(sub.status, 0) << sub.out << sub.err;
+  const std::string job = sub.out.substr(0, sub.out.find_first_of("\n;"));
+  RunResult wait = run("for i in $(seq 600); do [ -s " + d + "/pid.0 ] && [ -s " + d +
+                       "/pid.1 ] && exit 0; sleep 0.1; done; exit 1", 90);
+  ASSERT_EQ(wait.status, 0) << "tasks did not start: " << read_file(d + "/out.txt");
+  const int pid0 = std::stoi(read_file(d + "/pid.0")), pid1 = std::stoi(read_file(d + "/pid.1"));
+  EXPECT_TRUE(alive(pid0) && alive(pid1));
+  RunResult cancel = slurm("scancel " + job);
+  ASSERT_EQ(cancel.status, 0) << cancel.err;
+  RunResult gone = slurm("for i in $(seq 600); do squeue -h -j " + job + " 2>/dev/null | grep -q . || " +
+                         "{ kill -0 " + std::to_string(pid0) + " 2>/dev/null || kill -0 " + std::to_string(pid1) +
+                         " 2>/dev/null || exit 0; }; sleep 0.1; done; exit 1", 90);
+  EXPECT_EQ(gone.status, 0) << "job " << job << " or its tasks still there";
+  EXPECT_FALSE(alive(pid0));
+  EXPECT_FALSE(alive(pid1));
+}
+
+// Today's limit, kept true: srun without PMIx gives Gloo no rendezvous, and every rank says so
+// and exits non-zero (issue 12's MUNGE-authenticated store is not built yet).
+TEST_F(SlurmCluster, SrunGlooWithoutRendezvousFailsOnEveryRank) {
+  RunResult r = slurm("srun -n 2 " + train_cmd() + " --epochs 1 --max-steps 1 2>&1", 120);
+  EXPECT_NE(r.status, 0) << r.out;
+  int said = 0;
+  for (size_t at = r.out.find("Gloo needs a rendezvous"); at != std::string::npos;
+       at = r.out.find("Gloo needs a rendezvous", at + 1))
+    ++said;
+  EXPECT_EQ(said, 2) << r.out;
+}
+
+}  // namespace
