@@ -97,6 +97,9 @@ AuthInfo=socket=$DIR/munge/munge.socket.2
 CredType=cred/munge
 StateSaveLocation=$DIR/state
 SlurmdSpoolDir=$DIR/spool
+# PMIx keeps each step's client directory (spmix_appdir_UID_JOB.STEP) under TmpFS: inside DIR, so
+# a new cluster, whose job ids start again at 1, never meets an old cluster's leftovers in /tmp.
+TmpFS=$DIR/tmp
 SlurmctldPidFile=$DIR/slurmctld.pid
 SlurmdPidFile=$DIR/slurmd.pid
 SlurmctldLogFile=$DIR/slurmctld.log
@@ -156,7 +159,7 @@ start_cluster() {
   stop_cluster
   command -v slurmctld >/dev/null && command -v munged >/dev/null ||
     die "slurmctld or munged not installed (apt-get install slurm-wlm munge)"
-  mkdir -p "$DIR/state" "$DIR/spool"
+  mkdir -p "$DIR/state" "$DIR/spool" "$DIR/tmp"
   port=$(pick_ports)
   echo "$port" > "$DIR/port"
   write_conf "$port"

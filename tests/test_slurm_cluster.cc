@@ -104,7 +104,8 @@ TEST_F(SlurmCluster, ScancelStopsEveryTask) {
   const std::string job = sub.out.substr(0, sub.out.find_first_of("\n;"));
   RunResult wait = run("for i in $(seq 600); do [ -s " + d + "/pid.0 ] && [ -s " + d +
                        "/pid.1 ] && exit 0; sleep 0.1; done; exit 1", 90);
-  ASSERT_EQ(wait.status, 0) << "tasks did not start: " << read_file(d + "/out.txt");
+  ASSERT_EQ(wait.status, 0) << "tasks did not start: " << read_file(d + "/out.txt")
+                            << slurm("squeue -a -o '%i %T %r'; sinfo -N -o '%N %T %E'").out;
   const int pid0 = std::stoi(read_file(d + "/pid.0")), pid1 = std::stoi(read_file(d + "/pid.1"));
   EXPECT_TRUE(alive(pid0) && alive(pid1));
   RunResult cancel = slurm("scancel " + job);
