@@ -13,6 +13,11 @@ namespace {
 
 [[noreturn]] void fail(const std::string& msg) { throw std::runtime_error(msg); }
 
+// The start of every refusal of a torchrun world ./train cannot join: it names torchrun's variables.
+std::string torchrun_world(const RankInfo& info) {
+  return "torchrun set RANK=" + std::to_string(info.rank) + " WORLD_SIZE=" + std::to_string(info.size);
+}
+
 std::string launched_by(const RankInfo& info) {
   if (info.source == "launch") return "started by ./launch";
   if (info.source == "ompi") return "started by mpirun";
@@ -105,8 +110,7 @@ std::unique_ptr<Communicator> make_communicator(const CommOptions& opts) {
   info.backend = backend;
 
   if (info.source == "torchrun" && info.size > 1 && backend != "gloo")
-    fail("torchrun set RANK=" + std::to_string(info.rank) + " WORLD_SIZE=" + std::to_string(info.size) +
-         " but --communication " + backend + " cannot join torchrun's job (only Gloo can); refusing to "
+    fail(torchrun_world(info) + " but --communication " + backend + " cannot join torchrun's job (only Gloo can); refusing to "
          "train as a separate world-size-1 job");
   if (backend == "single") {
     if (info.size != 1)
@@ -117,8 +121,7 @@ std::unique_ptr<Communicator> make_communicator(const CommOptions& opts) {
   if (backend == "gloo") {
 #if BARESGD_HAVE_GLOO
     if (info.size > 1 && !info.c10d_store_addr.empty() && opts.rendezvous_dir.empty())
-      fail(describe_rank(info) + ": torchrun set RANK=" + std::to_string(info.rank) + " WORLD_SIZE=" +
-           std::to_string(info.size) + " MASTER_ADDR:MASTER_PORT=" + info.c10d_store_addr +
+      fail(describe_rank(info) + ": " + torchrun_world(info) + " MASTER_ADDR:MASTER_PORT=" + info.c10d_store_addr +
            ", but this ./train cannot rendezvous through torchrun's c10d TCPStore yet; refusing to train "
            "as a separate world-size-1 job (pass --rendezvous-dir DIR, or use ./launch)");
     if (info.size > 1 && info.store_addr.empty() && opts.rendezvous_dir.empty()) {
@@ -139,8 +142,7 @@ std::unique_ptr<Communicator> make_communicator(const CommOptions& opts) {
     return make_gloo_communicator(info, opts);
 #else
     if (info.source == "torchrun" && info.size > 1)
-      fail("torchrun set RANK=" + std::to_string(info.rank) + " WORLD_SIZE=" + std::to_string(info.size) +
-           " but this ./train was built without Gloo, the only backend that can join torchrun's job; "
+      fail(torchrun_world(info) + " but this ./train was built without Gloo, the only backend that can join torchrun's job; "
            "refusing to train as a separate world-size-1 job");
     fail("this ./train was built without Gloo (libgloo-dev missing); rebuild with libgloo-dev "
          "installed, or run over MPI: --num-proc N --communication mpi (or mpirun -np N ./train)");

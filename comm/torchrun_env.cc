@@ -1,6 +1,7 @@
 // torchrun_env: RANK / WORLD_SIZE / LOCAL_RANK / LOCAL_WORLD_SIZE / GROUP_RANK / MASTER_ADDR /
 // MASTER_PORT, validated strictly (see torchrun_env.h).
 #include "comm/torchrun_env.h"
+#include "src/shown_text.h"
 
 #include <cerrno>
 #include <climits>
@@ -13,21 +14,7 @@ namespace {
 [[noreturn]] void fail(const std::string& msg) { throw std::runtime_error("torchrun environment: " + msg); }
 
 // NAME='value' with control bytes shown as \xNN, so the message stays one line.
-std::string shown(const char* name, const char* v) {
-  std::string s = std::string(name) + "='";
-  static const char hex[] = "0123456789abcdef";
-  for (const char* p = v ? v : ""; *p; ++p) {
-    unsigned char c = static_cast<unsigned char>(*p);
-    if (c < 0x20 || c == 0x7f) {
-      s += "\\x";
-      s += hex[c >> 4];
-      s += hex[c & 15];
-    } else {
-      s += static_cast<char>(c);
-    }
-  }
-  return s + "'";
-}
+std::string shown(const char* name, const char* v) { return std::string(name) + "='" + shown_text(v ? v : "") + "'"; }
 
 std::string nv(const char* name, long long v) { return std::string(name) + "=" + std::to_string(v); }
 

@@ -2,6 +2,7 @@
 #include "launcher/mpirun.h"
 
 #include "launcher/env.h"
+#include "launcher/shell_words.h"
 
 namespace {
 
@@ -26,8 +27,10 @@ std::vector<std::string> mpirun_environment(const MpirunInputs& in) {
     // on InfiniBand); the user's value wins.
     set_default("OMPI_MCA_pml", "ob1");
   }
-  for (const std::string& x : in.extra_env)
-    if (x.find('=') != std::string::npos) env_set(&env, x.substr(0, x.find('=')), x.substr(x.find('=') + 1));
+  for (const std::string& x : in.extra_env) {
+    const size_t eq = x.find('=');
+    if (eq != std::string::npos) env_set(&env, x.substr(0, eq), x.substr(eq + 1));
+  }
   env_set(&env, "BARESGD_COMM", "mpi");
   env_set(&env, "BARESGD_JOB_ID", in.job_id);
   env_set(&env, "BARESGD_SECRET", in.secret);
@@ -38,19 +41,12 @@ std::vector<std::string> mpirun_environment(const MpirunInputs& in) {
   return env;
 }
 
-bool shell_identifier(const std::string& n) {
-  if (n.empty() || (n[0] >= '0' && n[0] <= '9')) return false;
-  for (char c : n)
-    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return false;
-  return true;
-}
-
 // As horovodrun: every exported variable reaches every rank, remote ones too, except the deny list
 // (mpirun.h). The four job variables already have their -x.
 bool forwarded_with_x(const std::string& entry) {
   std::string name = entry.substr(0, entry.find('='));
   if (name == "BARESGD_COMM" || name == "OPENBLAS_NUM_THREADS") return false;
-  return shell_identifier(name) && !is_host_specific_env(name) && !is_launch_rank_env(name);
+  return is_shell_identifier(name) && !is_host_specific_env(name) && !is_launch_rank_env(name);
 }
 
 std::vector<std::string> mpirun_argv(const MpirunInputs& in, const std::vector<std::string>& env) {

@@ -1,6 +1,6 @@
 // netaddr: IPv4 resolution, loopback checks, route source address and interface addresses.
 #include "launcher/netaddr.h"
-#include "launcher/shown_text.h"
+#include "src/shown_text.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

@@ -9,17 +9,9 @@
 #include <cstdlib>
 
 #include "launcher/shell_words.h"
-#include "launcher/shown_text.h"
+#include "src/shown_text.h"
 
 namespace {
-
-// A shell variable name: a letter or _, then letters, digits and _.
-bool valid_env_name(const std::string& n) {
-  if (n.empty() || (n[0] >= '0' && n[0] <= '9')) return false;
-  for (char c : n)
-    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return false;
-  return true;
-}
 
 int parse_int_flag(const std::string& flag, const std::string& v) {
   if (v.empty()) throw UsageError(flag + " needs a whole number", true);
@@ -234,7 +226,7 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
     } else if (name == "-x") {
       std::string v = need_value(name);
       std::string var = v.substr(0, v.find('='));
-      if (!valid_env_name(var))
+      if (!is_shell_identifier(var))
         throw UsageError("-x '" + shown_text(v) + "': '" + shown_text(var) + "' is not a variable name", false);
       o.mpi_env.push_back(v);
       mpi_only = mpi_only.empty() ? name : mpi_only;

@@ -1,6 +1,6 @@
 // restart: restarted commands, backoff and messages for --max-restarts (see restart.h).
 #include "launcher/restart.h"
-#include "launcher/shown_text.h"
+#include "src/shown_text.h"
 
 #include <dirent.h>
 

@@ -52,3 +52,10 @@ bool split_shell_words(const std::string& s, std::vector<std::string>* words, st
   if (in_word) words->push_back(cur);
   return true;
 }
+
+bool is_shell_identifier(const std::string& name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (char c : name)
+    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return false;
+  return true;
+}

@@ -182,11 +182,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--checkpoint-every",
        [&](auto& f, auto& v) { o.checkpoint_every = (int)parse_int(f, v, 1, 1 << 30); }},
       {"--max-steps", [&](auto& f, auto& v) { o.max_steps = parse_int(f, v, 0, kMax); }},
-      {"--dump-params",
-       [&](auto& f, auto& v) {
-         if (v.empty()) throw TrainUsageError{"argument " + f + ": empty file name"};
-         o.dump_params = v;
-       }},
+      {"--dump-params", [&](auto& f, auto& v) { o.dump_params = non_empty(f, v); }},
       {"--threads", [&](auto& f, auto& v) { o.threads = (int)parse_int(f, v, 1, 1024); }},
       {"--metrics", [&](auto& f, auto& v) { o.metrics = non_empty(f, v); }},
       {"--inspect", [&](auto& f, auto& v) { o.inspect_steps = parse_steps(f, v); }},

@@ -29,11 +29,8 @@ case "$DIR" in /*) ;; *) DIR="$(pwd)/$DIR" ;; esac
 DAEMONS=(slurmd slurmctld munged)  # stop order
 START_TIMEOUT=${TEST_SLURM_TIMEOUT:-30}
 
-running() {  # pid -> 0 when it exists and is not a zombie
-  local st
-  st=$(sed -n 's/^[0-9]* (.*) \([A-Za-z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null) || return 1
-  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
-}
+# shellcheck source=tests/proc_state.sh
+source "$(dirname "${BASH_SOURCE[0]}")/proc_state.sh"
 
 daemon_pid() {  # name -> prints the pid of DIR/name.pid when that process is this daemon
   local f="$DIR/$1.pid" pid

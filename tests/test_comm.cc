@@ -28,6 +28,7 @@
 #include "launcher/store_server.h"
 #include "tests/comm_checks.h"
 #include "tests/comm_test_util.h"
+#include "tests/rank_env_checks.h"
 
 using namespace std::chrono_literals;
 
@@ -166,23 +167,9 @@ TEST(HalfConversion, MatchesCompilerFloat16) {
 
 namespace {
 
-using EnvMap = std::map<std::string, std::string>;
-
-RankInfo discover(const EnvMap& env) {
-  return discover_rank_info([&env](const char* name) -> const char* {
-    auto it = env.find(name);
-    return it == env.end() ? nullptr : it->second.c_str();
-  });
-}
-
-std::string discover_error(const EnvMap& env) {
-  try {
-    discover(env);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using rank_env_checks::EnvMap;
+using rank_env_checks::discover;
+using rank_env_checks::discover_error;
 
 EnvMap launcher_env() {
   return {{"BARESGD_RANK", "3"},        {"BARESGD_SIZE", "4"},         {"BARESGD_LOCAL_RANK", "1"},

@@ -26,11 +26,8 @@ CMD=$1
 DIR=$2
 case "$DIR" in /*) ;; *) DIR="$(pwd)/$DIR" ;; esac
 
-running() {  # pid -> 0 when it exists and is not a zombie
-  local st
-  st=$(sed -n 's/^[0-9]* (.*) \([A-Za-z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null) || return 1
-  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
-}
+# shellcheck source=tests/proc_state.sh
+source "$(dirname "${BASH_SOURCE[0]}")/proc_state.sh"
 
 pid_alive() {  # pidfile -> 0 when the sshd it names runs
   local f=$1 pid

@@ -12,28 +12,15 @@
 #include "comm/comm_internal.h"
 #include "comm/communicator.h"
 #include "tests/test_util.h"
+#include "tests/rank_env_checks.h"
 
 using namespace testutil;
 
 namespace {
 
-using EnvMap = std::map<std::string, std::string>;
-
-RankInfo discover(const EnvMap& env) {
-  return discover_rank_info([&env](const char* name) -> const char* {
-    auto it = env.find(name);
-    return it == env.end() ? nullptr : it->second.c_str();
-  });
-}
-
-std::string discover_error(const EnvMap& env) {
-  try {
-    discover(env);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using rank_env_checks::EnvMap;
+using rank_env_checks::discover;
+using rank_env_checks::discover_error;
 
 // What torchrun's agent sets for worker 3 of 2 nodes x 2 workers.
 EnvMap torchrun_env() {

@@ -1,4 +1,4 @@
-// shown_text: how the launcher quotes user-given text in its one-line messages.
+// shown_text: how one-line messages (launcher, rank discovery) quote user-given text.
 #pragma once
 
 #include <string>

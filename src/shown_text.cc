@@ -1,5 +1,5 @@
-// shown_text: how the launcher quotes user-given text in its one-line messages (see shown_text.h).
-#include "launcher/shown_text.h"
+// shown_text: how one-line messages quote user-given text (see shown_text.h).
+#include "src/shown_text.h"
 
 std::string shown_text(const std::string& s) {
   static const char kHex[] = "0123456789abcdef";
