@@ -11,7 +11,7 @@
 //      timeout error ("rank 1 never registered"), and a rank with a different world size or a
 //      duplicate rank number is reported before any socket is opened.
 //   4. connectFullMesh through a PrefixStore "<job>/gloo" (one TCP pair per peer).
-//   5. A barrier, then each rank removes the rendezvous files it wrote.
+//   5. On --rendezvous-dir: a barrier, then each rank removes the rendezvous files it wrote.
 // Collectives use Gloo's option-style algorithms with CommOptions::comm_timeout on every wait:
 //   allreduce = direct exchange while (n-1) * bytes <= 1 MiB (every rank sends its vector to all
 //     others in one round and sums in rank order: one latency instead of the ring's chain of
@@ -126,6 +126,8 @@ class RendezvousStore : public gloo::rendezvous::Store {
   virtual bool has(const std::string& key) = 0;
   // Atomically claims `name` for this process: false if someone already did (a duplicate rank).
   virtual bool claim(const std::string& name) = 0;
+  // True when what this rank wrote outlives the job unless it removes it (files on a directory).
+  virtual bool outlives_the_job() const { return false; }
   // Called once every rank has connected (nobody reads the store again): drop what this rank wrote.
   virtual void forget_own_keys() {}
   const std::string& where() const { return where_; }
@@ -166,6 +168,7 @@ class FileRendezvous : public RendezvousStore {
   }
   bool has(const std::string& key) override { return files_.has(key); }
   bool claim(const std::string& name) override { return files_.claim(name); }
+  bool outlives_the_job() const override { return true; }
   void forget_own_keys() override { files_.remove_own_files(); }
 
  private:
@@ -715,8 +718,10 @@ class GlooCommunicator : public Communicator {
   }
 
   // After connectFullMesh every rank has read what it needs; a barrier makes that true of all of
-  // them, then each removes its own keys (a --rendezvous-dir is left as it was found).
+  // them, then each removes its own keys (a --rendezvous-dir is left as it was found). The
+  // launcher's store goes with the launcher: no barrier for it.
   void leave_store() {
+    if (!store_->outlives_the_job()) return;
     barrier();
     store_->forget_own_keys();
   }
