@@ -2,7 +2,8 @@
 //
 // Start-up, bounded by CommOptions::start_timeout:
 //   1. Open the rendezvous store: files on --rendezvous-dir (comm/rendezvous_files), or the launcher's store
-//      (StoreClient to BARESGD_STORE_ADDR, authenticated with BARESGD_SECRET).
+//      (StoreClient to BARESGD_STORE_ADDR, authenticated with BARESGD_SECRET), or under torchrun
+//      the c10d TCPStore its agent serves at MASTER_ADDR:MASTER_PORT (comm/c10d_store_client).
 //   2. Bind a tcp device to BARESGD_HOST_ADDR (or --network-interface: a name or an address;
 //      127.0.0.1 when every rank is on one host and nothing was given).
 //   3. Hello: every rank claims its rank (O_EXCL marker file, or an atomic add on the launcher's
@@ -64,6 +65,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/c10d_store_client.h"
 #include "comm/comm_internal.h"
 #include "comm/distributed_optimizer.h"
 #include "comm/rendezvous_files.h"
@@ -199,6 +201,26 @@ class ClientRendezvous : public RendezvousStore {
  private:
   StoreClient client_;
   std::map<std::string, std::string> cache_;
+};
+
+// torchrun's c10d TCPStore: ranks meet in the store its agent serves (keys under "<job>/").
+class C10dRendezvous : public RendezvousStore {
+ public:
+  C10dRendezvous(const std::string& addr, ms timeout)
+      : RendezvousStore(timeout, "torchrun's c10d TCPStore at " + addr), client_(addr, timeout) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    client_.set(key, std::string(data.begin(), data.end()));
+  }
+  std::vector<char> get(const std::string& key) override {
+    wait({key});
+    const std::string v = client_.get(key);
+    return std::vector<char>(v.begin(), v.end());
+  }
+  bool has(const std::string& key) override { return client_.check(key); }
+  bool claim(const std::string& name) override { return client_.add(name, 1) == 1; }
+
+ private:
+  C10dStoreClient client_;
 };
 
 // ---- Reductions (c = a + b element-wise); the f16 one sums in float and rounds to half. ----
@@ -543,6 +565,16 @@ class GlooCommunicator : public Communicator {
         store_.reset(new FileRendezvous(dir, t));
       } catch (const std::exception& e) {
         throw std::runtime_error(me() + ": cannot use --rendezvous-dir " + dir + ": " + short_gloo_message(e.what()));
+      }
+      return;
+    }
+    if (!info_.c10d_store_addr.empty()) {
+      try {
+        store_.reset(new C10dRendezvous(info_.c10d_store_addr, t));
+      } catch (const std::exception& e) {
+        throw std::runtime_error(me() + " (torchrun RANK=" + std::to_string(info_.rank) + " WORLD_SIZE=" +
+                                 std::to_string(info_.size) + ", MASTER_ADDR:MASTER_PORT=" + info_.c10d_store_addr +
+                                 "): " + short_gloo_message(e.what()));
       }
       return;
     }
