@@ -183,6 +183,7 @@ FUZZ_SRC_train_options  := src/options.cc src/step_list.cc src/step_range.cc com
 FUZZ_SRC_step_range     := src/step_range.cc
 FUZZ_SRC_launch_options := launcher/options.cc launcher/shell_words.cc launcher/restart.cc launcher/tagger.cc launcher/agent_protocol.cc launcher/netaddr.cc src/shown_text.cc
 FUZZ_SRC_hosts          := launcher/hosts.cc
+FUZZ_SRC_host_discovery := launcher/host_discovery.cc launcher/elastic_hosts.cc launcher/hosts.cc src/shown_text.cc
 FUZZ_SRC_slurm_hostlist := launcher/slurm_hostlist.cc launcher/slurm_allocation.cc launcher/hosts.cc src/shown_text.cc
 FUZZ_SRC_checkpoint     := src/checkpoint.cc src/crc32.cc
 FUZZ_SRC_agent_protocol := launcher/agent_protocol.cc
