@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/elastic_options.h"
 #include "launcher/tagger.h"
 
 // A bad command line (exit status 2). show_usage: unknown or malformed flags, where the usage line
@@ -45,6 +46,8 @@ struct LaunchOptions {
   // --max-restarts N (Horovod's --reset-limit N): after a job failure, start the whole job again
   // (with --resume) up to N times; 0 = never (today's behaviour). See launcher/restart.h.
   int max_restarts = 0;
+  bool restarts_given = false;
+  ElasticOptions elastic;  // --min-np, --max-np, --host-discovery-script, ... (elastic_options.h)
   bool help = false;
   std::vector<std::string> command;  // CMD ARGS...
 };
@@ -54,6 +57,13 @@ struct LaunchOptions {
 // missing (np_given false): inside a Slurm allocation the allocation sets it, else choose_hosts
 // (host_choice.h) refuses the command line.
 LaunchOptions parse_launch_options(const std::vector<std::string>& args);
+
+// Strict flag values, shared with the flag groups parsed elsewhere (elastic_options.h): a whole
+// number in int range; a number of seconds > 0 and <= 1e8. Both throw UsageError naming flag.
+int parse_int_flag(const std::string& flag, const std::string& v);
+double parse_seconds_flag(const std::string& flag, const std::string& v);
+// Seconds as messages show them: "%g" (0.5, 30, 1e+06).
+std::string seconds_text(double s);
 
 // The one-line usage and the full --help text.
 const char* launch_usage_line();
