@@ -244,6 +244,7 @@ write_client_files() {
     echo "OMPI_MCA_btl_tcp_if_include=$TAP"
     echo "OMPI_MCA_oob_tcp_if_include=$TAP"
     echo "OMPI_MCA_if_base_do_not_resolve=1"
+    echo "OMPI_MCA_pml=ob1"
   } > "$DIR/env"
 }
 
