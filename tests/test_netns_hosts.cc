@@ -110,6 +110,39 @@ TEST_F(NetnsHosts, TheLinkIsTheOnlyRoute) {
   }
 }
 
+// Every rank runs on the host it is tagged with: gethostname() inside a host is its sshd's own
+// UTS name, so a rank started anywhere else would say so.
+TEST_F(NetnsHosts, EveryRankRunsOnItsHost) {
+  for (std::string mode : {"--gloo", "--mpi"}) {
+    auto r = run(launch_in_nsA("-np 4 " + mode + " -H nsA:2,nsB:2 --tag-format host /bin/hostname"), 120);
+    ASSERT_EQ(r.status, 0) << mode << ": " << r.err;
+    for (std::string line : {"[nsA:0]<stdout>:nsA\n", "[nsA:1]<stdout>:nsA\n", "[nsB:2]<stdout>:nsB\n",
+                             "[nsB:3]<stdout>:nsB\n"})
+      EXPECT_NE(r.out.find(line), std::string::npos) << mode << ": no " << line << r.out;
+  }
+}
+
+// A missing program and a bad option are one line naming them; nothing is created.
+TEST_F(NetnsHosts, AMissingComponentIsOneLine) {
+  const std::string bin = testutil::make_temp_dir("netns-bin"), d = testutil::make_temp_dir("netns-none");
+  std::string links;
+  for (std::string prog : {"dirname", "sha256sum", "cut", "id", "ip", "vde_switch", "vde_plug2tap", "ssh",
+                           "ssh-keygen", "unshare", "ping", "tr", "head"})
+    links += "ln -s \"$(command -v " + prog + ")\" " + bin + "/ && ";
+  ASSERT_EQ(run(links + "true", 30).status, 0);
+  const std::string before = run("ip netns list", 30).out;
+  auto r = run("PATH=" + bin + " /bin/bash tests/netns_hosts.sh up " + d, 60);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "netns_hosts.sh: wirefilter not found (apt-get install vde2; .ci/install-deps installs it)\n");
+  r = run(kScript + ("up " + d) + " --delay soon", 60);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "netns_hosts.sh: --delay 'soon' is not a number of milliseconds\n");
+  EXPECT_EQ(run("ip netns list", 30).out, before) << "a failed up left a namespace";
+  auto down = run(kScript + ("down " + d), 60);
+  EXPECT_EQ(down.status, 0) << "down of hosts never made: " << down.err;
+  std::system(("rm -rf '" + bin + "' '" + d + "'").c_str());
+}
+
 TEST_F(NetnsHosts, DelayShowsInTheRoundTrip) {
   const std::string slow = testutil::make_temp_dir("netns-slow");
   auto up = run(kScript + ("up " + slow) + " --delay 20 --bandwidth 10M", 120);
