@@ -23,7 +23,10 @@
 # nsB are ssh hosts to it: `netns_hosts.sh exec DIR env $(cat DIR/env) ./launch -H nsA:2,nsB:2 ...`.
 # Its store binds nsA's address; ranks on nsB reach it, and each other, over the link only.
 # DIR/env holds BARESGD_SSH_CONFIG and the Open MPI settings that pin mpirun, orted and the ranks
-# to bsgd0. Every pid is recorded in DIR/*.pid and only those processes are ever stopped.
+# to bsgd0. Every pid is recorded in DIR/*.pid; down signals a pid only while /proc shows it running
+# its program with DIR in its arguments, then stops what is still inside the two namespaces (what
+# their sshds started), then deletes them. down is idempotent; up on a DIR that is up starts afresh,
+# and a failed up undoes itself. Every error is one line and exit 1 (2 for a bad command line).
 set -euo pipefail
 
 SSHD=/usr/sbin/sshd
