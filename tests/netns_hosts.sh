@@ -66,11 +66,11 @@ ours() {  # pidfile program -> 0 when the pid it names runs program with DIR in 
 }
 
 stop_pidfile() {  # pidfile program: TERM, wait up to 5 s, KILL; remove the pid file
-  local f=$1 prog=$2 pid i
+  local f=$1 prog=$2 pid
   if ours "$f" "$prog"; then
     pid=$(tr -cd 0-9 < "$f")
     kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 50); do running "$pid" || break; sleep 0.1; done
+    for _ in $(seq 50); do running "$pid" || break; sleep 0.1; done
     if running "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
   fi
   rm -f "$f"
@@ -161,8 +161,9 @@ start_tap() {  # host: tap bsgd0 inside the host's namespace, plugged into its s
     >"$DIR/tap-$h.log" 2>&1 || die "vde_plug2tap for $h failed: $(head -1 "$DIR/tap-$h.log")"
   wait_pidfile "$DIR/tap-$h.pid" vde_plug2tap "vde_plug2tap for $h" "$DIR/tap-$h.log"
   for _ in $(seq 50); do ip -n "$ns" link show "$TAP" >/dev/null 2>&1 && break; sleep 0.05; done
-  ip -n "$ns" addr add "$(addr_of "$h")/24" dev "$TAP" || die "cannot address $TAP in $ns"
-  ip -n "$ns" link set "$TAP" up || die "cannot set $TAP up in $ns"
+  ip -n "$ns" addr add "$(addr_of "$h")/24" dev "$TAP" 2>"$DIR/ip.err" \
+    || die "cannot give $TAP in $ns the address $(addr_of "$h"): $(head -1 "$DIR/ip.err")"
+  ip -n "$ns" link set "$TAP" up 2>"$DIR/ip.err" || die "cannot set $TAP up in $ns: $(head -1 "$DIR/ip.err")"
 }
 
 start_wirefilter() {  # delay bandwidth
@@ -318,6 +319,6 @@ case "$CMD" in
     ns=$(netns_of "$1") || die "unknown host '$1' (nsA or nsB)"
     case $2 in up|down) ;; *) usage ;; esac
     [ -e "/run/netns/$ns" ] || die "no host $1 in $DIR (run: tests/netns_hosts.sh up $DIR)"
-    ip -n "$ns" link set "$TAP" "$2" ;;
+    ip -n "$ns" link set "$TAP" "$2" 2>"$DIR/ip.err" || die "cannot set $1's $TAP $2: $(head -1 "$DIR/ip.err")" ;;
   *) usage ;;
 esac
