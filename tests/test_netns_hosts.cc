@@ -1,7 +1,8 @@
 // test_netns_hosts: the 4-rank 2-host jobs on test hosts that are separate machines on a network
 // (tests/netns_hosts.sh: one network namespace per host, each with its own sshd, joined by an
 // emulated link): the link exists and is the only route, its delay shows in the round trip, Gloo
-// and Open MPI train over it to the bits of a loopback run, and a host whose link is cut is named
+// and Open MPI train over it to the bits of a loopback run (the TwoHosts suite's jobs, README
+// command included), and a host whose link is cut is named
 // by the others within --comm-timeout while the job exits non-zero and leaves nothing behind.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -211,6 +212,15 @@ TEST_F(NetnsHosts, MpiFourRanksOverTheLinkEqualALoopbackRun) {
                               " --epochs 1 --threads 1 --dump-params " + *dir + "/ns.%r.bin"),
                 900);
   check_equals_loopback("--mpi", ns, *dir);
+}
+
+TEST_F(NetnsHosts, TheReadmeCommandTagsLikeHorovodrun) {
+  // The README's two-host command with the namespace hosts' names, short run.
+  auto r = run(launch_in_nsA("-np 4 --gloo -H nsA:2,nsB:2 " + testutil::train_bin() + " --max-steps 1"), 300);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  for (int k = 0; k < 4; ++k)
+    EXPECT_NE(r.out.find("[" + std::to_string(k) + "]<stdout>:Train Epoch: 1 [0/15000 (0%)]"), std::string::npos)
+        << r.out;
 }
 
 // nsB's tap goes down mid-training: nsA's ranks name nsB's within --comm-timeout, the launcher
