@@ -2,8 +2,8 @@
 // (tests/netns_hosts.sh: one network namespace per host, each with its own sshd, joined by an
 // emulated link): the link exists and is the only route, its delay shows in the round trip, Gloo
 // and Open MPI train over it to the bits of a loopback run (the TwoHosts suite's jobs, README
-// command included), and a host whose link is cut is named
-// by the others within --comm-timeout while the job exits non-zero and leaves nothing behind.
+// command included), and a host whose link is cut is named by the others within --comm-timeout
+// while the job exits non-zero and leaves nothing behind.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
