@@ -21,13 +21,14 @@ bool is_key_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
 }
 
-// The line without a trailing '#' comment (one that starts the line or follows a blank) and
-// trailing blanks; quotes are honoured by parse_scalar, which sees the raw rest.
+// The text without leading and trailing blanks (a CRLF file's '\r' counts as one).
 std::string strip_blanks(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t\r");
+  size_t b = s.find_first_not_of(" \t\r"), e = s.find_last_not_of(" \t\r");
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
+// The line without a trailing '#' comment (one that starts the line or follows a blank) and
+// blanks; quotes are honoured by parse_scalar, which sees the raw rest.
 std::string strip_comment(const std::string& s) {
   for (size_t i = 0; i < s.size(); ++i)
     if (s[i] == '#' && (i == 0 || s[i - 1] == ' ' || s[i - 1] == '\t')) return strip_blanks(s.substr(0, i));
@@ -252,6 +253,8 @@ ConfigFlags config_flags(const std::vector<ConfigEntry>& entries, const std::str
   ConfigFlags out;
   for (const ConfigEntry& e : entries) {
     const KeyRule* r = find_rule(e.key);
+    if (e.key == "logging.hide_timestamp")  // in Horovod's own sample config, but never read
+      fail(file, e.line, "logging.hide_timestamp is not a key horovodrun reads: write logging.with_timestamp: false");
     if (!r) fail(file, e.line, "unknown horovodrun config key '" + shown_text(e.key) + "'");
     if (r->kind == Kind::kSection) {
       if (!e.null) fail(file, e.line, "'" + e.key + "' holds a map of keys, not a value");
