@@ -345,6 +345,14 @@ TEST(HorovodFlags, OutputFilenamePadsTheRankAsHorovodrun) {
     }
     testutil::run("rm -rf '" + dir + "'");
   }
+  // --mpi: the same layout (./launch writes the files from mpirun's re-tagged output).
+  std::string dir = testutil::make_temp_dir("hvd-out");
+  auto m = run_launch({"-np", "2", "--mpi", "--output-filename", dir + "/o", "sh", "-c", "echo out$OMPI_COMM_WORLD_RANK"},
+                      {}, 120);
+  ASSERT_EQ(m.status, 0) << m.err;
+  EXPECT_EQ(read_file(dir + "/o/rank.0/stdout"), "out0\n");
+  EXPECT_EQ(read_file(dir + "/o/rank.1/stdout"), "out1\n");
+  testutil::run("rm -rf '" + dir + "'");
 }
 
 // --gloo-timeout-seconds and --timeline-filename on a real 2-rank ./train job.
@@ -525,6 +533,11 @@ TEST_F(HorovodConfig, BadKeysValuesAndYamlAreOneLineFileLineErrors) {
   EXPECT_EQ(missing, "--config-file " + dir_ + "/none.yaml: No such file or directory");
   std::string d = usage_error({"-np", "2", "--gloo", "--config-file", dir_, "true"});
   EXPECT_EQ(d, "--config-file " + dir_ + ": not a regular file of at most 1 MiB");
+  // A FIFO nobody writes is refused at once, not waited on.
+  const std::string fifo = dir_ + "/fifo.yaml";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(usage_error({"-np", "2", "--gloo", "--config-file", fifo, "true"}),
+            "--config-file " + fifo + ": not a regular file of at most 1 MiB");
 }
 
 TEST_F(HorovodConfig, HorovodsOwnTestConfigIsReadUpToItsFirstRefusedKey) {
