@@ -159,7 +159,7 @@ std::vector<ConfigEntry> parse_config_text(const std::string& text, const std::s
 
 namespace {
 
-enum class Kind { kInt, kFloat, kBool, kString, kLevel, kController, kSection };
+enum class Kind { kInt, kFloat, kFraction, kSeconds, kBool, kString, kLevel, kController, kSection };
 
 // horovodrun's keys: the flag a value (or true) stands for, and for booleans the flag false means.
 struct KeyRule {
@@ -185,7 +185,7 @@ const KeyRule kRules[] = {
     {"autotune.warmup_samples", Kind::kInt, "--autotune-warmup-samples", "", true},
     {"autotune.steps_per_sample", Kind::kInt, "--autotune-steps-per-sample", "", true},
     {"autotune.bayes_opt_max_samples", Kind::kInt, "--autotune-bayes-opt-max-samples", "", true},
-    {"autotune.gaussian_process_noise", Kind::kFloat, "--autotune-gaussian-process-noise", "", true},
+    {"autotune.gaussian_process_noise", Kind::kFraction, "--autotune-gaussian-process-noise", "", true},
     {"timeline", Kind::kSection, "", ""},
     {"timeline.filename", Kind::kString, "--timeline-filename", ""},
     {"timeline.mark_cycles", Kind::kBool, "--timeline-mark-cycles", "--no-timeline-mark-cycles"},
@@ -197,7 +197,7 @@ const KeyRule kRules[] = {
     {"library_options.mpi_threads_disable", Kind::kBool, "--mpi-threads-disable", "--no-mpi-threads-disable"},
     {"library_options.num_nccl_streams", Kind::kInt, "--num-nccl-streams", ""},
     {"library_options.thread_affinity", Kind::kInt, "--thread-affinity", ""},
-    {"library_options.gloo_timeout_seconds", Kind::kInt, "--gloo-timeout-seconds", ""},
+    {"library_options.gloo_timeout_seconds", Kind::kSeconds, "--gloo-timeout-seconds", ""},
     {"logging", Kind::kSection, "", ""},
     {"logging.level", Kind::kLevel, "--log-level", ""},
     {"logging.with_timestamp", Kind::kBool, "--log-with-timestamp", "--log-without-timestamp"},
@@ -281,6 +281,12 @@ ConfigFlags config_flags(const std::vector<ConfigEntry>& entries, const std::str
       fail(file, e.line, shown + " is not a" + std::string(r->kind == Kind::kInt ? " whole" : "") + " number");
     if ((r->kind == Kind::kInt || r->kind == Kind::kFloat) && std::strtod(e.value.c_str(), nullptr) < 0)
       fail(file, e.line, shown + " must be >= 0");
+    if (r->kind == Kind::kFraction && (e.quoted || !real_number(e.value) || std::strtod(e.value.c_str(), nullptr) < 0 ||
+                                       std::strtod(e.value.c_str(), nullptr) > 1))
+      fail(file, e.line, shown + " is not a number in [0, 1]");
+    if (r->kind == Kind::kSeconds && (e.quoted || !whole_number(e.value) || std::strtod(e.value.c_str(), nullptr) < 1 ||
+                                      std::strtod(e.value.c_str(), nullptr) > 1e8))
+      fail(file, e.line, shown + " is not a whole number of seconds from 1 to 100000000");
     if (r->kind == Kind::kLevel && horovod_log_level(e.value).empty())
       fail(file, e.line, shown + " is not one of TRACE, DEBUG, INFO, WARNING, ERROR, FATAL");
     if (r->kind == Kind::kString && e.value.empty()) fail(file, e.line, e.key + " is empty");

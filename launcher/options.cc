@@ -64,12 +64,14 @@ void set_horovod_env(LaunchOptions* o, const std::string& name, const std::strin
   o->horovod_env.emplace_back(name, value);
 }
 
-// A whole number of seconds >= 1, for --gloo-timeout-seconds and HOROVOD_* variables.
+// A whole number of seconds in 1..100000000 (./train's limit too), for --gloo-timeout-seconds
+// and HOROVOD_* variables.
 bool whole_seconds(const std::string& v, int* out) {
   if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos) return false;
   *out = std::atoi(v.c_str());
-  return *out >= 1;
+  return *out >= 1 && *out <= 100000000;
 }
+const char kSecondsRange[] = "' is not a whole number of seconds from 1 to 100000000";
 
 // --binding-args "...": -bind-to/-map-by values replace the defaults, other words go to mpirun.
 void apply_binding_args(const std::string& v, LaunchOptions* o) {
@@ -97,13 +99,12 @@ void read_horovod_env(const EnvLookup& env, const std::vector<std::string>& give
   int n = 0;
   const char* v = env("HOROVOD_START_TIMEOUT");
   if (v && *v && !is_given("--start-timeout")) {
-    if (!whole_seconds(v, &n) || n > 100000000)
-      throw UsageError("HOROVOD_START_TIMEOUT='" + shown_text(v) + "' is not a whole number of seconds >= 1", false);
+    if (!whole_seconds(v, &n)) throw UsageError("HOROVOD_START_TIMEOUT='" + shown_text(v) + kSecondsRange, false);
     o->start_timeout = n;
   }
   v = env("HOROVOD_GLOO_TIMEOUT_SECONDS");
   if (v && *v && !is_given("--gloo-timeout-seconds") && !whole_seconds(v, &n))
-    throw UsageError("HOROVOD_GLOO_TIMEOUT_SECONDS='" + shown_text(v) + "' is not a whole number of seconds >= 1", false);
+    throw UsageError("HOROVOD_GLOO_TIMEOUT_SECONDS='" + shown_text(v) + kSecondsRange, false);
   v = env("HOROVOD_LOG_LEVEL");
   if (v && *v && !is_given("--log-level") && horovod_log_level(v).empty())
     throw UsageError("HOROVOD_LOG_LEVEL='" + shown_text(v) + "' is not one of TRACE, DEBUG, INFO, WARNING, ERROR, FATAL", false);
@@ -399,7 +400,7 @@ LaunchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup&
     } else if (name == "--gloo-timeout-seconds") {
       std::string v = need_value(name);
       int n = 0;
-      if (!whole_seconds(v, &n)) throw UsageError(name + " '" + shown_text(v) + "' is not a whole number of seconds >= 1", false);
+      if (!whole_seconds(v, &n)) throw UsageError(name + " '" + shown_text(v) + kSecondsRange, false);
       set_horovod_env(&o, "HOROVOD_GLOO_TIMEOUT_SECONDS", std::to_string(n));
     } else if (name == "--log-level") {
       std::string v = need_value(name), level = horovod_log_level(v);

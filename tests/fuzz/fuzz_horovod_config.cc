@@ -1,8 +1,9 @@
 // fuzz_horovod_config: libFuzzer target for horovodrun's --config-file reader
 // (launcher/horovod_config.h parse_config_text and config_flags).
 //
-// Input: the bytes are the file's text. The first byte also picks which flags count as given on
-// the command line (bit k: every k-th row of launcher/horovod_flags.h's table, k = 1..8).
+// Input: the bytes are the file's text. It is read with no flag given on the command line, with
+// the flags the first byte picks (bit k-1: every k-th row of launcher/horovod_flags.h's table,
+// k = 1..8) and with every flag given.
 // Contract checked:
 //   - each step returns or throws ConfigError, no other exception, no crash;
 //   - an error is one line "f.yaml:LINE: what" with LINE in 1..(lines of the input) and a
@@ -12,13 +13,17 @@
 //   - config_flags' words are flags of the table that ./launch does not refuse, each followed by
 //     as many values as the row takes; none is a flag counted as given; the controller is "",
 //     "--gloo" or "--mpi";
-//   - with every flag given, no flag words come out (the command line wins over the file).
+//   - with every flag given, no flag words come out (the command line wins over the file);
+//   - the words of an accepted file are accepted by ./launch's flag parser (parse_launch_options,
+//     with -np 1, the file's controller or --gloo, and a CMD): a value the file lets through never
+//     becomes an error without its FILE:LINE.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "launcher/horovod_config.h"
 #include "launcher/horovod_flags.h"
+#include "launcher/options.h"
 #include "tests/fuzz/fuzz_common.h"
 
 namespace {
@@ -80,6 +85,17 @@ void check_flags(const ConfigFlags& c, const std::vector<std::string>& given) {
   }
 }
 
+void check_accepted_by_launch(const ConfigFlags& c) {
+  std::vector<std::string> args = c.args;
+  args.insert(args.end(), {"-np", "1", c.controller.empty() ? "--gloo" : c.controller, "true"});
+  try {
+    parse_launch_options(args, [](const char*) -> const char* { return nullptr; });
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "the file's words were refused: %s\n", e.what());
+    FUZZ_CHECK(!"config_flags' words are accepted by parse_launch_options");
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -94,7 +110,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   check_entries(entries, lines);
   const std::vector<HorovodFlag>& table = horovod_flags();
-  std::vector<std::string> some, all;
+  std::vector<std::string> none, some, all;
   const unsigned pick = size ? data[0] : 0;
   for (size_t r = 0; r < table.size(); ++r) {
     all.push_back(table[r].names[0]);
@@ -104,10 +120,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       }
   }
-  for (const std::vector<std::string>* given : {&some, &all}) {
+  for (const std::vector<std::string>* given : {&none, &some, &all}) {
     try {
       ConfigFlags c = config_flags(entries, kFile, *given);
       check_flags(c, *given);
+      if (given == &none) check_accepted_by_launch(c);
       if (given == &all) FUZZ_CHECK(c.args.empty());
     } catch (const ConfigError& e) {
       check_error(e, lines);
