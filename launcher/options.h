@@ -2,8 +2,10 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "launcher/horovod_flags.h"
 #include "launcher/tagger.h"
 
 // A bad command line (exit status 2). show_usage: unknown or malformed flags, where the usage line
@@ -45,6 +47,12 @@ struct LaunchOptions {
   // --max-restarts N (Horovod's --reset-limit N): after a job failure, start the whole job again
   // (with --resume) up to N times; 0 = never (today's behaviour). See launcher/restart.h.
   int max_restarts = 0;
+  // horovodrun's flags (launcher/horovod_flags.h): --config-file FILE (its keys below the command
+  // line), and the HOROVOD_* variables flags set for every rank (--gloo-timeout-seconds,
+  // --log-level, --log-with[out]-timestamp), over the caller's.
+  std::string config_file;
+  std::vector<std::pair<std::string, std::string>> horovod_env;
+  bool version = false;  // -v, --version, -cb, --check-build: print the version and stop
   bool help = false;
   std::vector<std::string> command;  // CMD ARGS...
 };
@@ -53,7 +61,10 @@ struct LaunchOptions {
 // Both "--flag value" and "--flag=value" work for long flags. Throws UsageError. -np may be
 // missing (np_given false): inside a Slurm allocation the allocation sets it, else choose_hosts
 // (host_choice.h) refuses the command line.
-LaunchOptions parse_launch_options(const std::vector<std::string>& args);
+// `env` supplies HOROVOD_START_TIMEOUT and the other HOROVOD_* variables horovodrun reads (flags
+// and --config-file win; a malformed or refused one is a one-line error naming it).
+LaunchOptions parse_launch_options(const std::vector<std::string>& args, const EnvLookup& env);
+LaunchOptions parse_launch_options(const std::vector<std::string>& args);  // env = getenv
 
 // The one-line usage and the full --help text.
 const char* launch_usage_line();
