@@ -160,7 +160,9 @@ TRANSPORT_LABEL = {"single": "single process", "gloo": "gloo", "mpi": "mpi",
                    "single_coretype_unset": "single, OPENBLAS_CORETYPE unset",
                    "mpi_yield": "mpi, yield_when_idle=1",
                    "single_1thread": "single process, 1 thread",
-                   "gloo_timeline": "gloo, --timeline"}
+                   "gloo_timeline": "gloo, --timeline",
+                   "gloo_netns": "gloo, 1 rank per netns host",
+                   "mpi_netns": "mpi, 1 rank per netns host"}
 
 
 def training_rows(run_dir):
@@ -211,7 +213,7 @@ def training_rows(run_dir):
         if row["transport"] == "gloo_timeline" and p and row.get("train_s"):
             row["timeline_overhead_pct"] = 100.0 * (row["train_s"] / p["train_s"] - 1)
     order = {"single": 0, "single_coretype_unset": 1, "single_1thread": 1, "gloo": 2, "gloo_timeline": 2.5,
-             "mpi": 3, "mpi_yield": 4}
+             "gloo_netns": 2.7, "mpi": 3, "mpi_yield": 4, "mpi_netns": 4.5}
     rows.sort(key=lambda r: (r["world"], r["program"] != "baresgd", order.get(r["transport"], 9)))
     return rows
 

@@ -6,10 +6,11 @@
 #   BENCH_BUILD_ONLY=1 bash bench/run_bench.sh   only build the two bench programs (exit 1 if one
 #                                           does not compile; the suite runs this, tests/test_bench_build.cc)
 # Environment: BENCH_REPS=N, BENCH_QUICK=1, BENCH_WORLDS="1 2 4", BENCH_OUT=dir (default
-# bench/results/run-<date>), BENCH_SKIP="torch kernels comm train" (any subset, for debugging).
+# bench/results/run-<date>), BENCH_SKIP="torch kernels comm train netns" (any subset, for debugging).
 # Writes BENCH_OUT/{machine.txt,train/*.log,kernels*.log,comm/*.log}, then bench/report.py prints the
 # table and writes BENCH_OUT/report.json and bench/results/latest.json (+ latest.txt).
-# Nothing leaves 127.0.0.0/8: Open MPI is pinned to lo (tcp BTL), Gloo/torch.distributed bind lo.
+# Nothing leaves 127.0.0.0/8: Open MPI is pinned to lo (tcp BTL), Gloo/torch.distributed bind lo; the
+# 2-rank netns rows run inside the namespaces of tests/netns_hosts.sh (private addresses, no route out).
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
@@ -40,7 +41,7 @@ if [[ $BUILD_ONLY == 1 ]]; then SKIP=" "; fi
 for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
   [[ $BUILD_ONLY == 1 || -f data/MNIST/raw/$f ]] || die "data/MNIST/raw/$f is missing: run 'make data' first"
 done
-[[ $BUILD_ONLY == 1 ]] || "$PY" -c 'import torch, torchvision' 2>/dev/null ||
+[[ $BUILD_ONLY == 1 ]] || skip torch || "$PY" -c 'import torch, torchvision' 2>/dev/null ||
   die "$PY cannot import torch and torchvision (apt-get install python3-torch python3-torchvision)"
 
 mkdir -p "$OUT/train" "$OUT/comm" "$OUT/tmp"
@@ -93,7 +94,7 @@ core_of() { OPENBLAS_VERBOSE=2 "$@" ./train --help 2>&1 >/dev/null | sed -n 's/^
     echo "openblas_coretype_env=(unset)"
   fi
   echo "openblas_num_threads_env=${OPENBLAS_NUM_THREADS:-(unset)}"
-  echo "torch=$("$PY" -c 'import torch, torchvision; print(torch.__version__, "torchvision", torchvision.__version__)')"
+  echo "torch=$("$PY" -c 'import torch, torchvision; print(torch.__version__, "torchvision", torchvision.__version__)' 2>/dev/null || echo 'not importable')"
   echo "gxx=$(g++ -dumpfullversion)"
   echo "open_mpi=$(mpirun --version 2>/dev/null | sed -n '1s/.*) //p')"
   echo "gloo_package=$(dpkg-query -W -f='${Version}' libgloo0 2>/dev/null || echo unknown)"
@@ -246,6 +247,21 @@ measure() {
   (( pct <= NOISY_PCT )) || note "others used ${pct}% of the machine during $(basename "$log"); keeping the least noisy attempt"
 }
 
+# ---- the namespace test hosts (tests/netns_hosts.sh) for the 2-rank rows over an emulated link ----
+NETNS=""
+if ! skip train && ! skip netns && [[ " $WORLDS " == *" 2 "* ]]; then
+  if bash tests/netns_hosts.sh up "$OUT/tmp/netns" > "$OUT/netns-up.log" 2>&1; then
+    NETNS=$OUT/tmp/netns
+    trap 'bash tests/netns_hosts.sh down "$NETNS" >/dev/null 2>&1 || true' EXIT
+  else
+    note "no namespace hosts, so no rows over the link: $(tail -1 "$OUT/netns-up.log")"
+  fi
+fi
+# "${IN_NETNS[@]}" CMD...: CMD in nsA's namespace (where ./launch runs for -H nsA:1,nsB:1) with DIR/env.
+IN_NETNS=()
+# shellcheck disable=SC2207  # DIR/env is one NAME=VALUE per line, no spaces
+[[ -z $NETNS ]] || IN_NETNS=(bash tests/netns_hosts.sh exec "$NETNS" env $(cat "$NETNS/env"))
+
 # ---- 1. training rows: one epoch of real MNIST, seed hyper-parameters ----
 if ! skip train; then
   for ((rep = 1; rep <= REPS; rep++)); do
@@ -282,6 +298,19 @@ if ! skip train; then
               ./launch -np "$w" --mpi sh -c "$RANK_WRAP" "$TP" ./train --epochs 1
           fi
         fi
+        if [[ $w == 2 && -n $NETNS ]]; then
+          # One rank per host, the hosts separate network namespaces joined by a vde link.
+          if [[ $HAVE_GLOO == 1 ]]; then
+            note "rep $rep/$REPS: baresgd 2 ranks, gloo, one per namespace host"
+            measure run_logged "$OUT/train/baresgd-gloo_netns-w2-r$rep.log" "$TP" "${IN_NETNS[@]}" \
+              ./launch -np 2 --gloo -H nsA:1,nsB:1 sh -c "$RANK_WRAP" "$TP" ./train --epochs 1
+          fi
+          if [[ $HAVE_MPI == 1 ]]; then
+            note "rep $rep/$REPS: baresgd 2 ranks, mpi, one per namespace host"
+            measure run_logged "$OUT/train/baresgd-mpi_netns-w2-r$rep.log" "$TP" "${IN_NETNS[@]}" \
+              ./launch -np 2 --mpi -H nsA:1,nsB:1 sh -c "$RANK_WRAP" "$TP" ./train --epochs 1
+          fi
+        fi
       fi
       if ! skip torch; then
         note "rep $rep/$REPS: pytorch $w rank(s)"
@@ -294,6 +323,12 @@ if ! skip train; then
       fi
     done
   done
+fi
+
+if [[ -n $NETNS ]]; then
+  bash tests/netns_hosts.sh down "$NETNS" >/dev/null 2>&1 || note "tests/netns_hosts.sh down $NETNS failed"
+  rm -rf "$NETNS"
+  trap - EXIT
 fi
 
 # ---- 2. kernel rows: one thread, batch 64, against a 2048^3 sgemm in the same run ----

@@ -27,7 +27,7 @@ bool parse_elastic_flag(const std::string& name, const std::function<std::string
   } else if (name == "--host-discovery-script") {
     o->discovery_script = value();
     if (o->discovery_script.empty()) throw UsageError("--host-discovery-script: empty command", false);
-  } else if (name == "--slots-per-host" || name == "--slots") {
+  } else if (name == "--slots-per-host") {
     o->slots_per_host = parse_count(name, value());
     o->slots_given = true;
   } else if (name == "--elastic-timeout") {

@@ -197,6 +197,7 @@ int read_environment(JobPlan* plan) {
   plan->base_env = current_environment();
   const std::string& flag = plan->opts.timeline_file;
   if (!flag.empty()) env_set(&plan->base_env, "HOROVOD_TIMELINE", flag);
+  for (const auto& kv : plan->opts.horovod_env) env_set(&plan->base_env, kv.first, kv.second);
   std::string timeline;
   env_find(plan->base_env, "HOROVOD_TIMELINE", &timeline);
   std::string why = timeline.empty() ? "" : unwritable_reason(timeline);

@@ -11,6 +11,7 @@
 #include "launcher/agent.h"
 #include "launcher/job.h"
 #include "launcher/job_kill.h"
+#include "launcher/options.h"
 #include "src/version_text.h"
 
 int main(int argc, char** argv) {
@@ -24,5 +25,13 @@ int main(int argc, char** argv) {
   }
   if (argc == 3 && std::strcmp(argv[1], "--kill-job") == 0) return kill_job_main(argv[2]);
   std::vector<std::string> args(argv + 1, argv + argc);
+  try {  // -v/--version/-cb/--check-build anywhere among the flags, as horovodrun's
+    if (parse_launch_options(args).version) {
+      std::fputs(version_text("launch").c_str(), stdout);
+      return 0;
+    }
+  } catch (const UsageError&) {
+    // run_launch parses again and reports it
+  }
   return run_launch(args);
 }

@@ -8,6 +8,13 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "launcher/horovod_config.h"
 #include "launcher/shell_words.h"
 #include "src/shown_text.h"
 
@@ -47,14 +54,95 @@ std::string value_text(const std::vector<std::string>& args, size_t i, bool inli
   return inline_value ? value : args[i];
 }
 
+// Sets NAME for every rank (a later flag replaces an earlier one).
+void set_horovod_env(LaunchOptions* o, const std::string& name, const std::string& value) {
+  for (auto& kv : o->horovod_env)
+    if (kv.first == name) {
+      kv.second = value;
+      return;
+    }
+  o->horovod_env.emplace_back(name, value);
+}
+
+// A whole number of seconds in 1..100000000 (./train's limit too), for --gloo-timeout-seconds
+// and HOROVOD_* variables.
+bool whole_seconds(const std::string& v, int* out) {
+  if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos) return false;
+  *out = std::atoi(v.c_str());
+  return *out >= 1 && *out <= 100000000;
+}
+const char kSecondsRange[] = "' is not a whole number of seconds from 1 to 100000000";
+
+// --binding-args "...": -bind-to/-map-by values replace the defaults, other words go to mpirun.
+void apply_binding_args(const std::string& v, LaunchOptions* o) {
+  std::vector<std::string> words;
+  std::string why;
+  if (!split_shell_words(v, &words, &why)) throw UsageError("--binding-args: " + why, false);
+  for (size_t k = 0; k < words.size(); ++k) {
+    const std::string& w = words[k];
+    bool bind = w == "-bind-to" || w == "--bind-to", map = w == "-map-by" || w == "--map-by";
+    if (!bind && !map) {
+      o->mpi_args.push_back(w);
+      continue;
+    }
+    if (k + 1 >= words.size() || words[k + 1].empty() || words[k + 1][0] == '-')
+      throw UsageError("--binding-args: " + w + " needs a value", false);
+    (bind ? o->bind_to : o->map_by) = words[++k];
+  }
+}
+
+// HOROVOD_* variables horovodrun reads for flags not given on the command line (or in the file).
+void read_horovod_env(const EnvLookup& env, const std::vector<std::string>& given, LaunchOptions* o) {
+  auto is_given = [&](const char* f) { return std::find(given.begin(), given.end(), f) != given.end(); };
+  std::string refused = refused_env_error(env);
+  if (!refused.empty()) throw UsageError(refused, false);
+  int n = 0;
+  const char* v = env("HOROVOD_START_TIMEOUT");
+  if (v && *v && !is_given("--start-timeout")) {
+    if (!whole_seconds(v, &n)) throw UsageError("HOROVOD_START_TIMEOUT='" + shown_text(v) + kSecondsRange, false);
+    o->start_timeout = n;
+  }
+  v = env("HOROVOD_GLOO_TIMEOUT_SECONDS");
+  if (v && *v && !is_given("--gloo-timeout-seconds") && !whole_seconds(v, &n))
+    throw UsageError("HOROVOD_GLOO_TIMEOUT_SECONDS='" + shown_text(v) + kSecondsRange, false);
+  v = env("HOROVOD_LOG_LEVEL");
+  if (v && *v && !is_given("--log-level") && horovod_log_level(v).empty())
+    throw UsageError("HOROVOD_LOG_LEVEL='" + shown_text(v) + "' is not one of TRACE, DEBUG, INFO, WARNING, ERROR, FATAL", false);
+  v = env("HOROVOD_LOG_HIDE_TIME");
+  if (v && *v && !is_given("--log-with-timestamp") && std::strcmp(v, "0") != 0 && std::strcmp(v, "1") != 0)
+    throw UsageError("HOROVOD_LOG_HIDE_TIME='" + shown_text(v) + "' is not 0 or 1", false);
+}
+
+// --config-file's bytes: a regular file (never a pipe or a device that could block), <= 1 MiB.
+std::string read_config_file(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw UsageError("--config-file " + shown_text(path) + ": " + std::strerror(errno), false);
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
+    close(fd);
+    throw UsageError("--config-file " + shown_text(path) + ": not a regular file of at most 1 MiB", false);
+  }
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  ssize_t got = st.st_size ? read(fd, &text[0], text.size()) : 0;
+  close(fd);
+  if (got < 0) throw UsageError("--config-file " + shown_text(path) + ": " + std::strerror(errno), false);
+  text.resize(static_cast<size_t>(got));
+  return text;
+}
+
+// One pass over the words. `given` (when not null) collects the horovodrun flags seen, by the
+// first name of their table row.
+LaunchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup& env, std::vector<std::string>* given);
+
 }  // namespace
 
 const char* launch_usage_line() {
   return "usage: launch -np N (--gloo|--mpi) [-H host:slots,...|--hostfile FILE] [options] CMD [ARGS...]";
 }
 
-const char* launch_help_text() {
-  return "usage: launch -np N (--gloo|--mpi) [-H host:slots,...|--hostfile FILE] [options] CMD [ARGS...]\n"
+namespace {
+const char kHelpText[] =
+         "usage: launch -np N (--gloo|--mpi) [-H host:slots,...|--hostfile FILE] [options] CMD [ARGS...]\n"
          "\n"
          "Starts N ranks of CMD over the hosts' slots (filled in order) and tags their output.\n"
          "\n"
@@ -72,16 +160,27 @@ const char* launch_help_text() {
          "      --mpi-args \"ARGS\"     --mpi: extra mpirun arguments, split as a shell would,\n"
          "                            before CMD (repeatable)\n"
          "      --bind-to V           --mpi: mpirun -bind-to V (default none)\n"
+         "      --binding-args \"ARGS\" --mpi: horovodrun's: -bind-to/-map-by values replace the\n"
+         "                            defaults, other words go to mpirun\n"
          "      --map-by V            --mpi: mpirun -map-by V (default slot)\n"
          "  -p, --ssh-port PORT       ssh port (passed to ssh and mpirun)\n"
          "  -i, --ssh-identity-file F ssh identity file\n"
          "  -F, --ssh-config FILE     ssh config file (default: $BARESGD_SSH_CONFIG if set)\n"
          "      --tag-format FMT      horovod ([0]<stdout>:, default), mpi ([1,0]<stdout>:),\n"
          "                            short ([0]:) or host ([host:0]<stdout>:)\n"
-         "      --output-filename DIR also write DIR/rank.N/stdout and DIR/rank.N/stderr\n"
+         "      --output-filename DIR also write DIR/rank.N/stdout and DIR/rank.N/stderr, N\n"
+         "                            zero-padded to sort (rank.00 .. rank.11 for 12 ranks)\n"
          "      --timestamp           prefix each line with the time\n"
          "      --verbose             print the rank table and the commands run\n"
-         "      --start-timeout SEC   give up when hosts cannot be reached in SEC (default 30)\n"
+         "      --config-file FILE    horovodrun's YAML config (controller, timeline.filename,\n"
+         "                            library_options.gloo_timeout_seconds, logging.level, ...);\n"
+         "                            command-line flags win over the file\n"
+         "      --gloo-timeout-seconds N  every rank gets HOROVOD_GLOO_TIMEOUT_SECONDS=N: ./train's\n"
+         "                            collectives time out after N s (its --comm-timeout default)\n"
+         "      --log-level LEVEL     every rank gets HOROVOD_LOG_LEVEL (TRACE .. FATAL)\n"
+         "      --log-with-timestamp, --log-without-timestamp  HOROVOD_LOG_HIDE_TIME=0 / 1\n"
+         "      --start-timeout SEC   give up when hosts cannot be reached in SEC (default\n"
+         "                            $HOROVOD_START_TIMEOUT, else 30)\n"
          "      --timeout SEC         stop the job after SEC seconds (exit 124)\n"
          "      --heartbeat-timeout SEC  a remote host whose agent is silent for SEC (default 30;\n"
          "                            0.5..100000) is named, the job's processes there are killed\n"
@@ -89,7 +188,7 @@ const char* launch_help_text() {
          "                            hears nothing from the launcher for SEC stops its rank, exits\n"
          "      --heartbeat-interval SEC  heartbeat period both ways (default: SEC/6, at most 5;\n"
          "                            at least 0.05, less than --heartbeat-timeout)\n"
-         "      --network-interface IF  bind the store to IF's address; ranks use it (and mpirun's\n"
+         "      --network-interface(s) IF  bind the store to IF's address; ranks use it (and mpirun's\n"
          "                            btl/oob_tcp_if_include)\n"
          "      --bind-addr ADDR      bind the store to ADDR; local ranks get it as BARESGD_HOST_ADDR\n"
          "                            (an IPv4 address of this machine; 0.0.0.0, broadcast and\n"
@@ -117,7 +216,8 @@ const char* launch_help_text() {
          "                            it fails (default 600; HOROVOD_ELASTIC_TIMEOUT)\n"
          "      --dry-run             print what would be started (below) and start nothing\n"
          "  -h, --help                this text\n"
-         "      --version             the version and the backends built in (first flag only)\n"
+         "  -v, --version             the version and the backends built in (also -cb,\n"
+         "                            --check-build)\n"
          "\n"
          "--dry-run prints on stdout, in aligned columns:\n"
          "  the rank table: rank, host, local rank/size, cross rank/size, how the rank starts (local\n"
@@ -138,11 +238,45 @@ const char* launch_help_text() {
          "Exit status: the first failing rank's (128+signal for a signal; with --max-restarts, that of\n"
          "the last attempt's first failure), 124 on --timeout,\n"
          "128+signal when the launcher itself is stopped by a signal, 2 for a bad command line,\n"
-         "1 for other launch errors.\n";
+         "1 for other launch errors.\n"
+         "\n"
+         "horovodrun's flags that are no-ops here (accepted) or refused, and why (README.md lists all):\n";
+}  // namespace
+
+const char* launch_help_text() {
+  static const std::string text = kHelpText + horovod_flags_help();
+  return text.c_str();
 }
 
 LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
+  return parse_launch_options(args, process_env);
+}
+
+// Flags, then --config-file's keys for the flags not given (their words go first, so the command
+// line's win), then the pass again over both.
+LaunchOptions parse_launch_options(const std::vector<std::string>& args, const EnvLookup& env) {
+  std::vector<std::string> given;
+  LaunchOptions o = parse_flags(args, env, &given);
+  if (o.help || o.version || o.config_file.empty()) return o;
+  ConfigFlags c;
+  try {
+    c = config_flags(parse_config_text(read_config_file(o.config_file), o.config_file), o.config_file, given);
+  } catch (const ConfigError& e) {
+    throw UsageError(e.what(), false);
+  }
+  bool controller_given = std::find(given.begin(), given.end(), "--gloo") != given.end() ||
+                          std::find(given.begin(), given.end(), "--mpi") != given.end();
+  if (!c.controller.empty() && !controller_given) c.args.push_back(c.controller);
+  c.args.insert(c.args.end(), args.begin(), args.end());
+  return parse_flags(c.args, env, nullptr);
+}
+
+namespace {
+
+LaunchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup& env, std::vector<std::string>* given) {
   LaunchOptions o;
+  std::vector<std::string> seen;  // horovodrun flags given, by row (for HOROVOD_* precedence)
+  std::string nic;                // the first --network-interface(s) name
   if (args.empty()) throw UsageError("nothing to launch", true);
   bool saw_gloo = false, saw_mpi = false;
   std::string restart_flag;  // the first of --max-restarts / --reset-limit given
@@ -174,6 +308,10 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
     auto no_value = [&](const std::string& flag) {
       if (has_inline) throw UsageError(flag + " takes no value", true);
     };
+    const HorovodFlag* row = find_horovod_flag(name);
+    if (row) seen.push_back(row->names[0]);
+    if (name == "--log-hide-timestamp" || name == "--no-log-hide-timestamp")  // the same setting
+      seen.insert(seen.end(), {"--log-with-timestamp", "--log-without-timestamp"});
     if (name == "-np" || name == "--num-proc" || name == "-n") {
       o.np = parse_int_flag(name, need_value(name));
       if (o.np > 65536) throw UsageError(name + " " + std::to_string(o.np) + " is more ranks than launch supports (65536)", false);
@@ -181,7 +319,7 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
     } else if (name == "-H" || name == "--hosts") {
       o.hosts = need_value(name);
       if (o.hosts.empty()) throw UsageError(name + ": empty host list", true);
-    } else if (name == "--hostfile") {
+    } else if (name == "--hostfile" || name == "-hostfile") {
       o.hostfile = need_value(name);
       if (o.hostfile.empty()) throw UsageError("--hostfile: empty file name", true);
     } else if (name == "--gloo") {
@@ -208,10 +346,10 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
     } else if (name == "--output-filename") {
       o.output_dir = need_value(name);
       if (o.output_dir.empty()) throw UsageError("--output-filename: empty directory name", true);
-    } else if (name == "--timestamp" || name == "--prefix-output-with-timestamp") {
+    } else if (name == "--timestamp" || name == "--prefix-output-with-timestamp" || name == "-prefix-timestamp") {
       no_value(name);
       o.timestamp = true;
-    } else if (name == "--verbose" || name == "-v") {
+    } else if (name == "--verbose") {
       no_value(name);
       o.verbose = true;
     } else if (name == "--start-timeout") {
@@ -226,9 +364,20 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
       o.heartbeat_interval = parse_seconds_flag(name, need_value(name));
       if (o.heartbeat_interval < 0.05)
         throw UsageError("--heartbeat-interval must be >= 0.05 seconds (got " + value_text(args, i, has_inline, value) + ")", true);
-    } else if (name == "--network-interface") {
-      o.network_interface = need_value(name);
-      if (o.network_interface.empty()) throw UsageError("--network-interface: empty name", true);
+    } else if (name == "--network-interface" || name == "--network-interfaces") {
+      std::string v = need_value(name);
+      for (size_t b = 0; b <= v.size();) {  // horovodrun's comma list; baresgd binds one interface
+        size_t e = std::min(v.find(',', b), v.size());
+        std::string one = v.substr(b, e - b);
+        if (one.empty()) throw UsageError(name + ": empty name", true);
+        if (!nic.empty() && one != nic)
+          throw UsageError(name + " " + shown_text(one) + " after " + shown_text(nic) +
+                               ": ./launch binds its store and ranks to one interface; give one",
+                           false);
+        nic = one;
+        b = e + 1;
+      }
+      o.network_interface = nic;
     } else if (name == "--bind-addr") {
       o.bind_addr = need_value(name);
       if (o.bind_addr.empty()) throw UsageError("--bind-addr: empty address", true);
@@ -254,6 +403,30 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
         throw UsageError(name + " '" + shown_text(v) + "' is not an Open MPI " + name.substr(2) + " value", false);
       (name == "--bind-to" ? o.bind_to : o.map_by) = v;
       mpi_only = mpi_only.empty() ? name : mpi_only;
+    } else if (name == "--binding-args") {
+      apply_binding_args(need_value(name), &o);
+      mpi_only = mpi_only.empty() ? name : mpi_only;
+    } else if (name == "--config-file") {
+      o.config_file = need_value(name);
+      if (o.config_file.empty()) throw UsageError("--config-file: empty file name", true);
+    } else if (name == "--gloo-timeout-seconds") {
+      std::string v = need_value(name);
+      int n = 0;
+      if (!whole_seconds(v, &n)) throw UsageError(name + " '" + shown_text(v) + kSecondsRange, false);
+      set_horovod_env(&o, "HOROVOD_GLOO_TIMEOUT_SECONDS", std::to_string(n));
+    } else if (name == "--log-level") {
+      std::string v = need_value(name), level = horovod_log_level(v);
+      if (level.empty())
+        throw UsageError(name + " '" + shown_text(v) + "' is not one of TRACE, DEBUG, INFO, WARNING, ERROR, FATAL", false);
+      set_horovod_env(&o, "HOROVOD_LOG_LEVEL", level);
+    } else if (name == "--log-with-timestamp" || name == "--no-log-hide-timestamp" ||
+               name == "--log-without-timestamp" || name == "--log-hide-timestamp") {
+      no_value(name);
+      bool hide = name == "--log-without-timestamp" || name == "--log-hide-timestamp";
+      set_horovod_env(&o, "HOROVOD_LOG_HIDE_TIME", hide ? "1" : "0");
+    } else if (name == "--version" || name == "-v" || name == "--check-build" || name == "-cb") {
+      o.version = true;
+      return o;
     } else if (name == "--dry-run") {
       no_value(name);
       o.dry_run = true;
@@ -279,16 +452,23 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
       return o;
     } else if (parse_elastic_flag(name, [&] { return need_value(name); }, &o.elastic)) {
       elastic_timeout_given = elastic_timeout_given || name == "--elastic-timeout";
+    } else if (row && row->status == FlagStatus::kRefused) {
+      throw UsageError(refusal_line(*row, name), false);
+    } else if (row && row->status == FlagStatus::kNoOp) {
+      no_value(name);  // horovodrun's meaning is what baresgd does anyway (horovod_flags.cc says why)
     } else {
       throw UsageError("unknown option '" + a + "'", true);
     }
   }
   o.command.assign(args.begin() + i, args.end());
+  if (given) *given = seen;
+  if (given && !o.config_file.empty()) return o;  // checked after the file's flags are in
+  read_horovod_env(env, seen, &o);
   // Defaults for ssh from the environment (so a site or a test can point every launch at its
   // ssh config without editing each command line); flags win.
   if (o.ssh_config.empty()) {
-    const char* env = std::getenv("BARESGD_SSH_CONFIG");
-    if (env && *env) o.ssh_config = env;
+    const char* cfg = env("BARESGD_SSH_CONFIG");
+    if (cfg && *cfg) o.ssh_config = cfg;
   }
 
   if (saw_gloo && saw_mpi) throw UsageError("--gloo and --mpi are mutually exclusive: pick one", false);
@@ -305,8 +485,10 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
   if (o.heartbeat_interval >= o.heartbeat_timeout)
     throw UsageError("--heartbeat-interval must be shorter than --heartbeat-timeout (" +
                      seconds_text(o.heartbeat_interval) + " >= " + seconds_text(o.heartbeat_timeout) + " s)", false);
-  check_elastic_options(o, &o.elastic, elastic_timeout_given, std::getenv("HOROVOD_ELASTIC_TIMEOUT"));
+  check_elastic_options(o, &o.elastic, elastic_timeout_given, env("HOROVOD_ELASTIC_TIMEOUT"));
   if (o.command.empty()) throw UsageError("missing CMD: what should each rank run?", false);
   if (o.command[0].empty()) throw UsageError("CMD is an empty string", false);
   return o;
 }
+
+}  // namespace

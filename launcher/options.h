@@ -2,9 +2,11 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "launcher/elastic_options.h"
+#include "launcher/horovod_flags.h"
 #include "launcher/tagger.h"
 
 // A bad command line (exit status 2). show_usage: unknown or malformed flags, where the usage line
@@ -48,6 +50,12 @@ struct LaunchOptions {
   int max_restarts = 0;
   bool restarts_given = false;
   ElasticOptions elastic;  // --min-np, --max-np, --host-discovery-script, ... (elastic_options.h)
+  // horovodrun's flags (launcher/horovod_flags.h): --config-file FILE (its keys below the command
+  // line), and the HOROVOD_* variables flags set for every rank (--gloo-timeout-seconds,
+  // --log-level, --log-with[out]-timestamp), over the caller's.
+  std::string config_file;
+  std::vector<std::pair<std::string, std::string>> horovod_env;
+  bool version = false;  // -v, --version, -cb, --check-build: print the version and stop
   bool help = false;
   std::vector<std::string> command;  // CMD ARGS...
 };
@@ -56,7 +64,10 @@ struct LaunchOptions {
 // Both "--flag value" and "--flag=value" work for long flags. Throws UsageError. -np may be
 // missing (np_given false): inside a Slurm allocation the allocation sets it, else choose_hosts
 // (host_choice.h) refuses the command line.
-LaunchOptions parse_launch_options(const std::vector<std::string>& args);
+// `env` supplies HOROVOD_START_TIMEOUT and the other HOROVOD_* variables horovodrun reads (flags
+// and --config-file win; a malformed or refused one is a one-line error naming it).
+LaunchOptions parse_launch_options(const std::vector<std::string>& args, const EnvLookup& env);
+LaunchOptions parse_launch_options(const std::vector<std::string>& args);  // env = getenv
 
 // Strict flag values, shared with the flag groups parsed elsewhere (elastic_options.h): a whole
 // number in int range; a number of seconds > 0 and <= 1e8. Both throw UsageError naming flag.

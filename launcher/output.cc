@@ -44,11 +44,18 @@ OutputSink::~OutputSink() {
       if (f.fd[s] >= 0) close(f.fd[s]);
 }
 
+// horovodrun's rank directory name: the rank zero-padded to the digits of the last rank, so the
+// directories sort (rank.00 .. rank.11 for 12 ranks).
+std::string padded_rank(int rank, int nranks) {
+  std::string r = std::to_string(rank), last = std::to_string(nranks > 1 ? nranks - 1 : 0);
+  return std::string(last.size() > r.size() ? last.size() - r.size() : 0, '0') + r;
+}
+
 void OutputSink::open_files(const std::string& dir, int nranks) {
   make_dirs(dir);
   files_.resize(nranks);
   for (int r = 0; r < nranks; ++r) {
-    std::string rd = dir + "/rank." + std::to_string(r);
+    std::string rd = dir + "/rank." + padded_rank(r, nranks);
     make_dirs(rd);
     const char* names[2] = {"stdout", "stderr"};
     for (int s = 0; s < 2; ++s) {

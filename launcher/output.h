@@ -1,11 +1,14 @@
 // output: where ./launch writes rank lines — tagged to its own stdout/stderr (whole lines only, so
 // ranks never interleave mid-line), optionally with a timestamp, and untagged to
-// DIR/rank.N/{stdout,stderr} with --output-filename.
+// DIR/rank.N/{stdout,stderr} with --output-filename (N zero-padded, as horovodrun's).
 #pragma once
 #include <string>
 #include <vector>
 
 #include "launcher/tagger.h"
+
+// "7" for rank 7 of 8, "07" of 12: the rank padded with zeros to the width of the last rank.
+std::string padded_rank(int rank, int nranks);
 
 class OutputSink {
  public:

@@ -23,6 +23,7 @@
 #include "src/shared_failure.h"
 #include "src/timeline.h"
 #include "src/train.h"
+#include "src/shown_text.h"
 #include "src/version_text.h"
 
 namespace {
@@ -120,6 +121,20 @@ int main(int argc, char** argv) {
   if (opts.help) {
     std::fputs(usage_text().c_str(), stdout);
     return 0;
+  }
+  // horovodrun's --gloo-timeout-seconds (./launch's too) reaches the ranks as
+  // HOROVOD_GLOO_TIMEOUT_SECONDS: the collective timeout unless --comm-timeout is given.
+  if (const char* g = std::getenv("HOROVOD_GLOO_TIMEOUT_SECONDS")) {
+    bool flag = false;
+    for (const auto& a : args) flag = flag || a.rfind("--comm-timeout", 0) == 0;
+    char* end = nullptr;
+    long s = std::strtol(g, &end, 10);
+    if (*g && (*end || s < 1 || s > 100000000)) {
+      std::fprintf(stderr, "train: error: HOROVOD_GLOO_TIMEOUT_SECONDS='%s' is not a whole number of seconds >= 1\n",
+                   shown_text(g).c_str());
+      return 2;
+    }
+    if (*g && !flag) opts.comm_timeout = static_cast<double>(s);
   }
   if (opts.use_mixed_precision) {
     std::fprintf(stderr,

@@ -1,4 +1,4 @@
-# proc_state.sh: sourced by the test-component scripts (test_hosts.sh, slurm_cluster.sh), which
+# proc_state.sh: sourced by the test-component scripts (test_hosts.sh, netns_hosts.sh, slurm_cluster.sh), which
 # stop what they started by pid file and must tell a live process from a gone or zombie one.
 
 running() {  # pid -> 0 when it exists and is not a zombie

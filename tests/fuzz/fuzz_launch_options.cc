@@ -4,7 +4,8 @@
 // Input: the bytes split on NUL into argv[1..]. BARESGD_SSH_CONFIG is cleared so the parse is a
 // function of the input alone.
 // Contract checked: parse_launch_options returns or throws UsageError (with a message) — no
-// other exception — and an accepted command line (without --help) is complete and consistent:
+// other exception — and an accepted command line (without --help, or a version flag, which must
+// be among the words) is complete and consistent:
 //   -np >= 1 when given (else 0: host_choice.h decides), exactly one transport, a non-empty CMD
 //   that is the tail of argv, -H and --hostfile not both, --network-interface and --bind-addr not both, an ssh port in 1..65535 written in
 //   canonical decimal, --start-timeout in (0, 1e8], --timeout 0 (none) or in (0, 1e8], and the
@@ -117,6 +118,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   if (o.help) return 0;
+  if (o.version) {  // -v/--version/-cb/--check-build (horovodrun's): print the version, nothing else
+    bool named = false;
+    for (const std::string& a : args) named = named || a == "-v" || a == "--version" || a == "-cb" || a == "--check-build";
+    FUZZ_CHECK(named);
+    return 0;
+  }
   FUZZ_CHECK(o.np_given ? o.np >= 1 : o.np == 0);  // no -np: the Slurm allocation sets it (host_choice.h)
   FUZZ_CHECK(o.transport == Transport::kGloo || o.transport == Transport::kMpi);
   FUZZ_CHECK(!o.command.empty() && !o.command[0].empty());
