@@ -11,8 +11,8 @@ constexpr FlagStatus kNoOp = FlagStatus::kNoOp;
 constexpr FlagStatus kRef = FlagStatus::kRefused;
 
 const char kAutotune[] = "autotune-only: baresgd has no autotuner (no fusion buffer or cycle time to tune)";
-const char kElastic[] =
-    "elastic-only: ./launch runs a fixed set of ranks (a failed job restarts whole with --max-restarts)";
+const char kCooldown[] =
+    "a blacklisted host stays out for the rest of an elastic job: ./launch has no cooldown that lets it back";
 const char kNoStall[] = "./train has no stall check: a collective that waits longer than its --comm-timeout fails the job";
 
 std::vector<HorovodFlag> make_table() {
@@ -52,12 +52,12 @@ std::vector<HorovodFlag> make_table() {
       {{"--autotune-steps-per-sample"}, 1, kRef, kAutotune, "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", ""},
       {{"--autotune-bayes-opt-max-samples"}, 1, kRef, kAutotune, "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", ""},
       {{"--autotune-gaussian-process-noise"}, 1, kRef, kAutotune, "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", ""},
-      {{"--min-np", "--min-num-proc"}, 1, kRef, kElastic, "", ""},
-      {{"--max-np", "--max-num-proc"}, 1, kRef, kElastic, "", ""},
-      {{"--slots-per-host"}, 1, kRef, kElastic, "", ""},
-      {{"--elastic-timeout"}, 1, kRef, kElastic, "HOROVOD_ELASTIC_TIMEOUT", ""},
+      {{"--min-np", "--min-num-proc"}, 1, kImpl, "elastic: a failed job restarts with --resume on the usable hosts' slots, at least N ranks (--gloo)", "", ""},
+      {{"--max-np", "--max-num-proc"}, 1, kImpl, "elastic: at most N ranks (default: every usable slot)", "", ""},
+      {{"--slots-per-host"}, 1, kImpl, "elastic: slots of a discovered host printed without :slots (default 1)", "", ""},
+      {{"--elastic-timeout"}, 1, kImpl, "elastic: seconds to wait for --min-np usable slots (default 600)", "HOROVOD_ELASTIC_TIMEOUT", ""},
       {{"--reset-limit"}, 1, kImpl, "restarts a failed job up to N times (the same as --max-restarts; horovodrun's elastic reset count)", "", ""},
-      {{"--blacklist-cooldown-range"}, 2, kRef, kElastic, "", ""},
+      {{"--blacklist-cooldown-range"}, 2, kRef, kCooldown, "", ""},
       {{"--timeline-filename"}, 1, kImpl, "every rank gets HOROVOD_TIMELINE=FILE; ./train records its timeline there",
        "HOROVOD_TIMELINE", ""},
       {{"--timeline-mark-cycles"}, 0, kRef, "./train has no fusion cycles to mark", "HOROVOD_TIMELINE_MARK_CYCLES", "0"},
@@ -93,7 +93,7 @@ std::vector<HorovodFlag> make_table() {
       {{"--no-log-hide-timestamp"}, 0, kImpl, "the same as --log-with-timestamp (horovodrun's old name)", "", ""},
       {{"--hosts", "-H"}, 1, kImpl, "host:slots,... (default localhost:N)", "", ""},
       {{"--hostfile", "-hostfile"}, 1, kImpl, "lines 'host slots=K'", "", ""},
-      {{"--host-discovery-script"}, 1, kRef, kElastic, "", ""},
+      {{"--host-discovery-script"}, 1, kImpl, "elastic: run before every start, prints the usable hosts (host or host:slots per line)", "", ""},
       {{"--gloo"}, 0, kImpl, "starts the ranks itself with a Gloo rendezvous store", "", ""},
       {{"--mpi"}, 0, kImpl, "starts the ranks with Open MPI's mpirun", "", ""},
       {{"--jsrun"}, 0, kRef, "LSF's jsrun is not supported: use --mpi (Open MPI's mpirun) or --gloo", "", ""},

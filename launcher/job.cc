@@ -10,6 +10,8 @@
 #include <set>
 
 #include "comm/store_protocol.h"
+#include "launcher/elastic.h"
+#include "launcher/elastic_hosts.h"
 #include "launcher/job_plan.h"
 #include "launcher/job_report.h"
 #include "launcher/output.h"
@@ -73,29 +75,37 @@ int open_output(const JobPlan& plan, OutputSink* sink) {
   return kGoOn;
 }
 
-// Every ssh host answers `ssh host true` within --start-timeout, or nothing starts.
-int reach_remote_hosts(const JobPlan& plan, Clock::time_point start) {
+// The remote hosts of plan that do not answer `ssh host true` before deadline, with why.
+std::vector<std::pair<std::string, std::string>> unreachable_hosts(const JobPlan& plan, Clock::time_point deadline) {
   std::vector<std::string> remote_names;
   for (const HostInfo& h : plan.hosts)
     if (!h.local) remote_names.push_back(h.name);
-  if (!remote_names.empty()) {
-    if (plan.opts.verbose) say_launch("checking " + std::to_string(remote_names.size()) + " host(s) over ssh");
-    auto deadline = start + std::chrono::milliseconds(static_cast<long>(plan.opts.start_timeout * 1000));
-    std::vector<std::string> res =
-        check_ssh_hosts(plan.ssh, remote_names, deadline, [] { return launcher_stop_signal() != 0; });
-    bool bad = false;
-    for (size_t k = 0; k < res.size() && !launcher_stop_signal(); ++k) {
-      if (res[k].empty()) continue;
-      say_launch("cannot reach " + remote_names[k] + " over ssh: " + res[k]);
-      bad = true;
-    }
-    if (bad && !launcher_stop_signal()) return 1;
-  }
-  if (int sig = launcher_stop_signal()) {
-    say_launch("received " + signal_name(sig) + " before the job started");
-    return 128 + sig;
-  }
-  return kGoOn;
+  std::vector<std::pair<std::string, std::string>> bad;
+  if (remote_names.empty()) return bad;
+  if (plan.opts.verbose) say_launch("checking " + std::to_string(remote_names.size()) + " host(s) over ssh");
+  std::vector<std::string> res =
+      check_ssh_hosts(plan.ssh, remote_names, deadline, [] { return launcher_stop_signal() != 0; });
+  for (size_t k = 0; k < res.size() && !launcher_stop_signal(); ++k)
+    if (!res[k].empty()) bad.push_back({remote_names[k], res[k]});
+  return bad;
+}
+
+Clock::time_point start_deadline(const JobPlan& plan) {
+  return Clock::now() + std::chrono::milliseconds(static_cast<long>(plan.opts.start_timeout * 1000));
+}
+
+int stopped_before_start() {
+  const int sig = launcher_stop_signal();
+  say_launch("received " + signal_name(sig) + " before the job started");
+  return 128 + sig;
+}
+
+// Every ssh host answers `ssh host true` within --start-timeout, or nothing starts.
+int reach_remote_hosts(const JobPlan& plan) {
+  auto bad = unreachable_hosts(plan, start_deadline(plan));
+  if (launcher_stop_signal()) return stopped_before_start();
+  for (const auto& [host, why] : bad) say_launch("cannot reach " + host + " over ssh: " + why);
+  return bad.empty() ? kGoOn : 1;
 }
 
 int make_identity(JobIdentity* id) {
@@ -173,11 +183,19 @@ int run_gloo(const JobPlan& plan, const JobIdentity& id, Supervisor* sup) {
   return code;
 }
 
+// How an attempt ended, for the restart decision: failed = a rank failed or a host was lost (and
+// the launcher was not told to stop); cause names it; host is where (host_lost: the host itself,
+// not a rank on it).
+struct AttemptEnd {
+  bool failed = false;
+  std::string cause, host;
+  bool host_lost = false;
+};
+
 // One start of the job: a new identity (job id, secret) and store, the transport's start; the
-// supervisor runs it to its end; then the same teardown as always. *failed: a rank failed or a
-// host was lost (and the launcher was not told to stop), with *cause naming it.
-int run_attempt(const JobPlan& plan, OutputSink* sink, Watchdog* watchdog, bool* failed, std::string* cause) {
-  *failed = false;
+// supervisor runs it to its end; then the same teardown as always.
+int run_attempt(const JobPlan& plan, OutputSink* sink, Watchdog* watchdog, AttemptEnd* end) {
+  *end = AttemptEnd();
   JobIdentity id;
   int code = make_identity(&id);
   if (code != kGoOn) return code;
@@ -195,8 +213,10 @@ int run_attempt(const JobPlan& plan, OutputSink* sink, Watchdog* watchdog, bool*
   stop_local_trees(watchdog);
   for (pid_t w; (w = waitpid(-1, nullptr, WNOHANG)) > 0;)  // what is gone already (run_job waits for the rest)
     if (w == watchdog->pid()) watchdog->forget();
-  *failed = code != 0 && sup.job_failed() && launcher_stop_signal() == 0;
-  *cause = sup.failure_cause();
+  end->failed = code != 0 && sup.job_failed() && launcher_stop_signal() == 0;
+  end->cause = sup.failure_cause();
+  end->host = sup.failure_host();
+  end->host_lost = sup.failure_host_lost();
   return code;
 }
 
@@ -210,6 +230,13 @@ bool backoff_sleep(double seconds) {
   return launcher_stop_signal() == 0;
 }
 
+int stopped_before_restart(OutputSink* sink) {
+  const int sig = launcher_stop_signal();
+  sink->message("launch: received " + signal_name(sig) + " before the restart; not restarting");
+  sink->flush();
+  return 128 + sig;
+}
+
 // --max-restarts: the job runs; after a failure it runs again (the same rank table, its command
 // with --resume) after a backoff, up to max_restarts times. One line per restart, one when they
 // are used up.
@@ -219,10 +246,10 @@ int run_with_restarts(const JobPlan& first, OutputSink* sink, Watchdog* watchdog
   const std::string dir = checkpoint_dir_of(plan.opts.command);
   const bool rank0_here = !plan.layout.empty() && plan.hosts[plan.layout[0].host_index].local;
   for (int restarts = 0;; ++restarts) {
-    bool failed = false;
-    std::string cause;
-    int code = run_attempt(plan, sink, watchdog, &failed, &cause);
-    if (!failed || max == 0) return code;
+    AttemptEnd end;
+    int code = run_attempt(plan, sink, watchdog, &end);
+    const std::string& cause = end.cause;
+    if (!end.failed || max == 0) return code;
     if (restarts == max) {
       sink->message(restarts_exhausted_line(max, cause));
       sink->flush();
@@ -231,13 +258,88 @@ int run_with_restarts(const JobPlan& first, OutputSink* sink, Watchdog* watchdog
     double wait = restart_backoff_s(restarts + 1);
     sink->message(restart_line(restarts + 1, max, wait, cause, resume_point(dir, rank0_here)));
     sink->flush();
-    if (!backoff_sleep(wait)) {
-      int sig = launcher_stop_signal();
-      sink->message("launch: received " + signal_name(sig) + " before the restart; not restarting");
-      sink->flush();
-      return 128 + sig;
-    }
+    if (!backoff_sleep(wait)) return stopped_before_restart(sink);
     plan.opts.command = resume_command(plan.opts.command);
+  }
+}
+
+// Elastic: the usable hosts (discovered once a second, or the -H hosts, blacklisted ones left
+// out) until they give --min-np slots and answer over ssh (an unreachable host is lost:
+// blacklisted); then the plan over them. An exit status when --elastic-timeout passes first.
+int next_elastic_plan(const JobPlan& base, ElasticHosts* hosts, OutputSink* sink, JobPlan* plan) {
+  const ElasticOptions& e = base.opts.elastic;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(e.elastic_timeout_s * 1000));
+  for (bool said_waiting = false;;) {
+    try {
+      hosts->update(discover_hosts(e, base.offered, base.opts.start_timeout));
+    } catch (const std::exception& bad) {
+      sink->message(std::string("launch: ") + bad.what());
+      return 1;
+    }
+    if (hosts->next_np() > 0) {
+      if (replan_on_hosts(base, hosts->next_hosts(), plan) != kGoOn) return 1;
+      auto bad = unreachable_hosts(*plan, start_deadline(*plan));
+      if (launcher_stop_signal()) return stopped_before_start();
+      if (bad.empty()) return kGoOn;
+      for (const auto& [host, why] : bad) sink->message(hosts->record_lost(host, "cannot reach it over ssh: " + why));
+      continue;
+    }
+    if (Clock::now() >= deadline) {
+      sink->message("launch: the job cannot start: " + hosts->describe() + " for --elastic-timeout " +
+                    seconds_text(e.elastic_timeout_s) + " s");
+      return 1;
+    }
+    if (!said_waiting) sink->message("launch: waiting for usable slots: " + hosts->describe());
+    said_waiting = true;
+    sink->flush();
+    if (!backoff_sleep(1.0)) return stopped_before_start();
+  }
+}
+
+// "2 ranks on a:1, b:1"
+std::string world_text(const JobPlan& plan) {
+  std::string hosts;
+  for (const HostSlots& h : plan.used) hosts += (hosts.empty() ? "" : ", ") + h.name + ":" + std::to_string(h.slots);
+  return std::to_string(plan.opts.np) + (plan.opts.np == 1 ? " rank on " : " ranks on ") + hosts;
+}
+
+// --min-np / --host-discovery-script: each start runs on the hosts next_elastic_plan gives; after
+// a failure the failing host is charged (lost: blacklisted at once; ranks failed twice: too) and
+// the job restarts with --resume, at whatever world size the usable slots give. Restarts are
+// unlimited (blacklisting bounds them) unless --max-restarts / --reset-limit is given.
+int run_elastic(const JobPlan& base, OutputSink* sink, Watchdog* watchdog) {
+  const ElasticOptions& e = base.opts.elastic;
+  ElasticHosts hosts({std::max(1, e.min_np), e.max_np, 2});
+  JobPlan next = base;
+  const std::string dir = checkpoint_dir_of(base.opts.command);
+  int last_np = 0;
+  for (int restarts = 0;; ++restarts) {
+    JobPlan plan;
+    int code = next_elastic_plan(next, &hosts, sink, &plan);
+    if (code != kGoOn) return code;
+    if (plan.opts.np != last_np || base.opts.verbose)
+      sink->message("launch: elastic start " + std::to_string(restarts + 1) + ": " + world_text(plan) +
+                    (last_np > 0 && plan.opts.np != last_np ? " (was " + std::to_string(last_np) + ")" : ""));
+    last_np = plan.opts.np;
+    AttemptEnd end;
+    code = run_attempt(plan, sink, watchdog, &end);
+    if (!end.failed) return code;
+    if (!end.host.empty()) {
+      std::string notice = end.host_lost ? hosts.record_lost(end.host, end.cause) : hosts.record_failure(end.host, end.cause);
+      if (!notice.empty()) sink->message(notice);
+    }
+    if (base.opts.restarts_given && restarts == base.opts.max_restarts) {
+      sink->message(restarts_exhausted_line(base.opts.max_restarts, end.cause));
+      sink->flush();
+      return code;
+    }
+    const bool rank0_here = plan.hosts[plan.layout[0].host_index].local;
+    const double wait = restart_backoff_s(std::min(restarts + 1, 6));
+    sink->message("launch: elastic restart " + std::to_string(restarts + 1) + " in " + seconds_text(wait) +
+                  " s after " + end.cause + "; " + resume_point(dir, rank0_here));
+    sink->flush();
+    if (!backoff_sleep(wait)) return stopped_before_restart(sink);
+    next.opts.command = resume_command(next.opts.command);
   }
 }
 
@@ -257,10 +359,39 @@ int run_job(const JobPlan& plan) {
     say_launch(std::string("cannot start the watchdog: ") + e.what());
     return 1;
   }
-  if ((code = reach_remote_hosts(plan, Clock::now())) != kGoOn) return code;
-  code = run_with_restarts(plan, &sink, &watchdog);
+  if (plan.opts.elastic.enabled()) {
+    code = run_elastic(plan, &sink, &watchdog);
+  } else if ((code = reach_remote_hosts(plan)) == kGoOn) {
+    code = run_with_restarts(plan, &sink, &watchdog);
+  }
   watchdog.stop();
   reap_leftovers();
+  return code;
+}
+
+// --dry-run of an elastic job: the plan of its first start (discovery runs once; no ssh check) and
+// the policy.
+int print_elastic_dry_run(const JobPlan& base) {
+  const ElasticOptions& e = base.opts.elastic;
+  ElasticHosts hosts({std::max(1, e.min_np), e.max_np, 2});
+  try {
+    hosts.update(discover_hosts(e, base.offered, base.opts.start_timeout));
+  } catch (const std::exception& bad) {
+    say_launch(bad.what());
+    return 1;
+  }
+  if (hosts.next_np() == 0) {
+    say_launch("the job would wait: " + hosts.describe());
+    return 1;
+  }
+  JobPlan plan;
+  if (replan_on_hosts(base, hosts.next_hosts(), &plan) != kGoOn) return 1;
+  int code = print_dry_run(plan);
+  if (code == 0)
+    write_all(1, "elastic: " + std::to_string(std::max(1, e.min_np)) + " to " +
+                     (e.max_np > 0 ? std::to_string(e.max_np) : std::string("every usable slot")) + " ranks, hosts " +
+                     (e.discovery_script.empty() ? "of -H" : "from --host-discovery-script " + e.discovery_script) +
+                     " at every start; a host is blacklisted after 2 rank failures or when it stops answering\n");
   return code;
 }
 
@@ -270,5 +401,6 @@ int run_launch(const std::vector<std::string>& args) {
   JobPlan plan;
   int code = make_job_plan(args, &plan);
   if (code != kGoOn) return code;
-  return plan.opts.dry_run ? print_dry_run(plan) : run_job(plan);
+  if (plan.opts.dry_run) return plan.opts.elastic.enabled() ? print_elastic_dry_run(plan) : print_dry_run(plan);
+  return run_job(plan);
 }

@@ -50,13 +50,27 @@ int parse_command_line(const std::vector<std::string>& args, LaunchOptions* o) {
 
 // -H, --hostfile, the Slurm allocation or localhost:N (host_choice.h), and the ranks over their
 // slots. In an allocation without -np, -np becomes the allocation's task count.
+// An elastic job with a discovery script learns its hosts at each start (job.cc); one with -H or
+// a hostfile and no -np starts with every slot, at most --max-np.
+int elastic_np(const LaunchOptions& o, const std::vector<HostSlots>& hosts) {
+  int slots = 0;
+  for (const HostSlots& h : hosts) slots += h.slots;
+  return o.elastic.max_np > 0 ? std::min(slots, o.elastic.max_np) : slots;
+}
+
 int lay_out_ranks(JobPlan* plan) {
   LaunchOptions& o = plan->opts;
+  if (!o.elastic.discovery_script.empty()) return kGoOn;
   try {
+    if (o.elastic.enabled() && !o.np_given && (!o.hosts.empty() || !o.hostfile.empty())) {
+      o.np = elastic_np(o, o.hostfile.empty() ? parse_host_list(o.hosts) : read_hostfile(o.hostfile));
+      o.np_given = true;
+    }
     HostChoice choice = choose_hosts(o, env_map(current_environment()));
     std::vector<HostSlots> host_list = choice.source == HostSource::kHostfile ? read_hostfile(o.hostfile) : choice.hosts;
     o.np = choice.np;
     plan->host_source = choice.described();
+    plan->offered = host_list;
     plan->layout = layout_ranks(host_list, o.np);
   } catch (const HostError& e) {
     say_launch(e.what());
@@ -278,6 +292,22 @@ int make_job_plan(const std::vector<std::string>& args, JobPlan* plan) {
     if (code != kGoOn) return code;
   }
   return kGoOn;
+}
+
+int replan_on_hosts(const JobPlan& base, const std::vector<HostSlots>& hosts, JobPlan* plan) {
+  *plan = base;
+  plan->opts.np = 0;
+  for (const HostSlots& h : hosts) plan->opts.np += h.slots;
+  try {
+    plan->layout = layout_ranks(hosts, plan->opts.np);
+  } catch (const HostError& e) {
+    say_launch(e.what());
+    return 1;
+  }
+  plan->used = used_hosts(plan->layout);
+  plan->hosts.clear();
+  plan->all_loopback = true;
+  return resolve_addresses(plan) == kGoOn ? kGoOn : 1;
 }
 
 RankStart plan_gloo_rank(const JobPlan& plan, const RankPlacement& p, const std::string& store_addr,

@@ -26,6 +26,7 @@ struct JobPlan {
   LaunchOptions opts;
   std::vector<RankPlacement> layout;
   std::vector<HostSlots> used;          // the hosts that run ranks, slots = ranks there
+  std::vector<HostSlots> offered;       // every host of -H / the hostfile / the allocation, all slots
   std::vector<HostInfo> hosts;          // the same hosts, indexed by RankPlacement::host_index
   std::string host_source;              // "the Slurm allocation 1234 (hpc[01-02]: 2(x2))" or ""
   std::string cmd_path;                 // CMD found on PATH
@@ -50,6 +51,10 @@ struct JobIdentity {
 // for --help (printed), 1 for other errors (a host that does not resolve, an unwritable
 // timeline directory, ...).
 int make_job_plan(const std::vector<std::string>& args, JobPlan* plan);
+
+// An elastic attempt's plan: base with its ranks laid out over hosts (np = their slots) and the
+// hosts' addresses resolved again. -1 to go on, else 1 (the message said).
+int replan_on_hosts(const JobPlan& base, const std::vector<HostSlots>& hosts, JobPlan* plan);
 
 // One Gloo rank as it will be started: locally (spec runs CMD) or over ssh (spec runs ssh, and
 // the agent it starts on the host receives request).

@@ -18,8 +18,6 @@
 #include "launcher/shell_words.h"
 #include "src/shown_text.h"
 
-namespace {
-
 int parse_int_flag(const std::string& flag, const std::string& v) {
   if (v.empty()) throw UsageError(flag + " needs a whole number", true);
   size_t i = (v[0] == '-' || v[0] == '+') ? 1 : 0;
@@ -48,6 +46,8 @@ std::string seconds_text(double s) {
   snprintf(buf, sizeof buf, "%g", s);
   return buf;
 }
+
+namespace {
 
 // The value just parsed, as the user wrote it.
 std::string value_text(const std::vector<std::string>& args, size_t i, bool inline_value, const std::string& value) {
@@ -203,6 +203,17 @@ const char kHelpText[] =
          "                            30 s); a CMD with --checkpoint-dir gets --resume. A clean exit,\n"
          "                            --timeout and a signal to launch never restart\n"
          "      --reset-limit N       the same (Horovod's name)\n"
+         "      --min-np N            elastic (Horovod's meaning, --gloo): after a failure the job\n"
+         "                            restarts with --resume on the hosts still usable, with as many\n"
+         "                            ranks as their slots give (at least N, at most --max-np). A host\n"
+         "                            whose ranks failed twice, or that stopped answering, is\n"
+         "                            blacklisted. Restarts are unlimited unless --max-restarts says\n"
+         "      --max-np N            at most N ranks in an elastic job (default: every usable slot)\n"
+         "      --host-discovery-script CMD  elastic: CMD (run by /bin/sh) prints the usable hosts,\n"
+         "                            one \"host\" or \"host:slots\" per line; run before every start\n"
+         "      --slots-per-host N    slots of a discovered host printed without \":slots\" (default 1)\n"
+         "      --elastic-timeout S   how long an elastic job waits for --min-np usable slots before\n"
+         "                            it fails (default 600; HOROVOD_ELASTIC_TIMEOUT)\n"
          "      --dry-run             print what would be started (below) and start nothing\n"
          "  -h, --help                this text\n"
          "  -v, --version             the version and the backends built in (also -cb,\n"
@@ -270,6 +281,7 @@ LaunchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup&
   bool saw_gloo = false, saw_mpi = false;
   std::string restart_flag;  // the first of --max-restarts / --reset-limit given
   std::string mpi_only;      // the first --mpi-only flag given (-x, --mpi-args, --bind-to, --map-by)
+  bool elastic_timeout_given = false;
   size_t i = 0;
   for (; i < args.size(); ++i) {
     std::string a = args[i];
@@ -434,9 +446,12 @@ LaunchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup&
                          false);
       restart_flag = name;
       o.max_restarts = n;
+      o.restarts_given = true;
     } else if (name == "-h" || name == "--help") {
       o.help = true;
       return o;
+    } else if (parse_elastic_flag(name, [&] { return need_value(name); }, &o.elastic)) {
+      elastic_timeout_given = elastic_timeout_given || name == "--elastic-timeout";
     } else if (row && row->status == FlagStatus::kRefused) {
       throw UsageError(refusal_line(*row, name), false);
     } else if (row && row->status == FlagStatus::kNoOp) {
@@ -470,6 +485,7 @@ LaunchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup&
   if (o.heartbeat_interval >= o.heartbeat_timeout)
     throw UsageError("--heartbeat-interval must be shorter than --heartbeat-timeout (" +
                      seconds_text(o.heartbeat_interval) + " >= " + seconds_text(o.heartbeat_timeout) + " s)", false);
+  check_elastic_options(o, &o.elastic, elastic_timeout_given, env("HOROVOD_ELASTIC_TIMEOUT"));
   if (o.command.empty()) throw UsageError("missing CMD: what should each rank run?", false);
   if (o.command[0].empty()) throw UsageError("CMD is an empty string", false);
   return o;

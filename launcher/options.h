@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "launcher/elastic_options.h"
 #include "launcher/horovod_flags.h"
 #include "launcher/tagger.h"
 
@@ -47,6 +48,8 @@ struct LaunchOptions {
   // --max-restarts N (Horovod's --reset-limit N): after a job failure, start the whole job again
   // (with --resume) up to N times; 0 = never (today's behaviour). See launcher/restart.h.
   int max_restarts = 0;
+  bool restarts_given = false;
+  ElasticOptions elastic;  // --min-np, --max-np, --host-discovery-script, ... (elastic_options.h)
   // horovodrun's flags (launcher/horovod_flags.h): --config-file FILE (its keys below the command
   // line), and the HOROVOD_* variables flags set for every rank (--gloo-timeout-seconds,
   // --log-level, --log-with[out]-timestamp), over the caller's.
@@ -65,6 +68,13 @@ struct LaunchOptions {
 // and --config-file win; a malformed or refused one is a one-line error naming it).
 LaunchOptions parse_launch_options(const std::vector<std::string>& args, const EnvLookup& env);
 LaunchOptions parse_launch_options(const std::vector<std::string>& args);  // env = getenv
+
+// Strict flag values, shared with the flag groups parsed elsewhere (elastic_options.h): a whole
+// number in int range; a number of seconds > 0 and <= 1e8. Both throw UsageError naming flag.
+int parse_int_flag(const std::string& flag, const std::string& v);
+double parse_seconds_flag(const std::string& flag, const std::string& v);
+// Seconds as messages show them: "%g" (0.5, 30, 1e+06).
+std::string seconds_text(double s);
 
 // The one-line usage and the full --help text.
 const char* launch_usage_line();

@@ -1,5 +1,6 @@
 // restart: restarted commands, backoff and messages for --max-restarts (see restart.h).
 #include "launcher/restart.h"
+#include "launcher/options.h"
 #include "src/shown_text.h"
 
 #include <dirent.h>
@@ -9,12 +10,6 @@
 namespace {
 
 const char kDirFlag[] = "--checkpoint-dir";
-
-std::string seconds_text(double s) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "%g", s);
-  return buf;
-}
 
 std::string restarts_text(int n) { return std::to_string(n) + (n == 1 ? " restart" : " restarts"); }
 

@@ -1,5 +1,6 @@
 // supervisor: the launcher's poll loop over rank output, process exits, signals and deadlines.
 #include "launcher/supervisor.h"
+#include "launcher/options.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -41,12 +42,6 @@ void drain_signal_pipe() {
   unsigned char buf[256];
   while (g_sig_pipe[0] >= 0 && read(g_sig_pipe[0], buf, sizeof buf) > 0) {
   }
-}
-
-std::string seconds_text(double s) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "%g", s);
-  return buf;
 }
 
 // Death by SIGPIPE: a rank that wrote to the socket of a peer that died first (Gloo) — the peer's
@@ -282,7 +277,11 @@ void Supervisor::on_rank_status(Child* c, int wait_status, bool from_agent) {
         WTERMSIG(wait_status) != SIGTERM && !is_echo_death(wait_status) && Clock::now() - first_failure_at_ < std::chrono::milliseconds(500)) {
       first_failure_exited_ = false;
       failure_code_ = wait_status_code(wait_status);
-      if (job_failed_) failure_cause_ = describe_child(c) + " " + describe_wait_status(wait_status);
+      if (job_failed_) {
+        failure_cause_ = describe_child(c) + " " + describe_wait_status(wait_status);
+        failure_host_ = c->host;
+        failure_host_lost_ = false;
+      }
       sink_->message("launch: " + describe_child(c) + " " + describe_wait_status(wait_status) +
                      " at the same time; that is the first failure");
     }
@@ -304,6 +303,9 @@ void Supervisor::on_rank_status(Child* c, int wait_status, bool from_agent) {
   }
   int code = failure_code_;
   failure_cause_ = describe_child(c) + " " + what;
+  failure_host_ = c->host;
+  // ssh ended without the agent's status: the host (or the link to it) went away, not the rank.
+  failure_host_lost_ = c->kind == Kind::kRemote && !from_agent;
   sink_->message("launch: " + describe_child(c) + " " + what + "; stopping the job");
   begin_stop(SIGTERM, code);
   failure_code_ = code;
@@ -430,6 +432,8 @@ void Supervisor::lose_host(Child* c, double silent_s) {
     first_failure_exited_ = false;
     first_failure_at_ = Clock::now();
     job_failed_ = true;
+    failure_host_ = c->host;
+    failure_host_lost_ = true;
     failure_cause_ = c->host + " (rank " + std::to_string(c->rank) + agent + ") sent no heartbeat for " +
                      seconds_text(silent_s) + " s";
     begin_stop(SIGTERM, 255);

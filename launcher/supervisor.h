@@ -61,6 +61,10 @@ class Supervisor {
   bool job_failed() const { return job_failed_; }
   // That failure, e.g. "rank 2 (localhost, pid 1234) was killed by signal 9 (SIGKILL)".
   const std::string& failure_cause() const { return failure_cause_; }
+  // The host of that failure ("" for mpirun's), and whether the host itself was lost (silent
+  // agent, ssh gone without the agent's status) rather than a rank on it failing.
+  const std::string& failure_host() const { return failure_host_; }
+  bool failure_host_lost() const { return failure_host_lost_; }
 
  private:
   struct Child;
@@ -103,6 +107,8 @@ class Supervisor {
   int failure_code_ = -1;   // from the first failing rank
   bool job_failed_ = false;
   std::string failure_cause_;
+  std::string failure_host_;
+  bool failure_host_lost_ = false;
   bool first_failure_exited_ = false;  // it exited with a status or died of SIGPIPE (a signal death soon after may replace it)
   std::chrono::steady_clock::time_point first_failure_at_;
   int seen_stop_count_ = 0;  // signals handled so far

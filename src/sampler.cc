@@ -1,6 +1,8 @@
 // sampler: DistributedSampler permutation/padding/striding and MNIST batch assembly.
 #include "src/sampler.h"
 
+#include <algorithm>
+
 #include "kernels/torch_generator.h"
 
 // g = torch.Generator(); g.manual_seed(seed + epoch); torch.randperm(n, generator=g).
@@ -21,7 +23,7 @@ DistributedSampler::DistributedSampler(size_t dataset_size, int num_replicas, in
   set_epoch(0);
 }
 
-void DistributedSampler::set_epoch(uint64_t epoch) {
+void DistributedSampler::set_epoch(uint64_t epoch, size_t first_sample) {
   std::vector<uint32_t> all;
   if (shuffle_) {
     all = sampler_permutation(n_, seed_ + epoch);
@@ -29,10 +31,14 @@ void DistributedSampler::set_epoch(uint64_t epoch) {
     all.resize(n_);
     for (size_t i = 0; i < n_; ++i) all[i] = uint32_t(i);
   }
-  size_t total = num_samples_ * size_t(replicas_);
+  const size_t first = std::min(first_sample, n_);
+  const size_t W = size_t(replicas_);
+  num_samples_ = (n_ - first + W - 1) / W;
+  const size_t total = first + num_samples_ * W;
+  padding_ = total - n_;
   for (size_t k = 0; all.size() < total; ++k) all.push_back(all[k % n_]);  // pad with the head
   indices_.resize(num_samples_);
-  for (size_t i = 0; i < num_samples_; ++i) indices_[i] = all[size_t(rank_) + i * size_t(replicas_)];
+  for (size_t i = 0; i < num_samples_; ++i) indices_[i] = all[first + size_t(rank_) + i * W];
 }
 
 void gather_batch(float* x, int32_t* y, const MnistSplit& split, const uint32_t* idx, int count) {

@@ -11,12 +11,20 @@
 class DistributedSampler {
  public:
   DistributedSampler(size_t dataset_size, int num_replicas, int rank, bool shuffle, uint64_t seed);
-  void set_epoch(uint64_t epoch);           // re-draws the permutation (seed + epoch)
-  size_t size() const { return num_samples_; }  // ceil(N / W): len(sampler)
+  // Re-draws the permutation (seed + epoch). first_sample > 0 continues an epoch that other ranks
+  // (possibly another world size) began: positions first_sample.. of the epoch's permutation are
+  // dealt out as a fresh epoch's would be (rank r takes first_sample + r, + r + W, ...), padded
+  // with the permutation's head to a multiple of W. With first_sample = k*W (k steps of this
+  // world) it equals the full epoch's indices from k on, so a same-size resume is unchanged.
+  void set_epoch(uint64_t epoch, size_t first_sample = 0);
+  size_t size() const { return num_samples_; }  // ceil((N - first_sample) / W): len(sampler)
+  // How many of this epoch's indices (over all ranks) are padding, seen a second time: 0 when
+  // N - first_sample divides by W.
+  size_t padding() const { return padding_; }
   const std::vector<uint32_t>& indices() const { return indices_; }
 
  private:
-  size_t n_, num_samples_;
+  size_t n_, num_samples_, padding_ = 0;
   int replicas_, rank_;
   bool shuffle_;
   uint64_t seed_;

@@ -50,6 +50,60 @@ TEST(Sampler, PaddingRepeatsHead) {
   EXPECT_EQ(tiny.indices()[0], 0u);  // slot 4 -> 0,1,0,1,0
 }
 
+// An epoch continued at position first = k steps x W ranks x batch on the same world size is the
+// rest of the uninterrupted epoch, rank by rank (a same-size resume changes nothing).
+TEST(Sampler, ContinuedEpochOnTheSameWorldIsTheRestOfTheEpoch) {
+  const size_t n = 1003, batch = 10;
+  for (int W : {1, 2, 4}) {
+    for (int r = 0; r < W; ++r) {
+      DistributedSampler whole(n, W, r, true, 0), rest(n, W, r, true, 0);
+      whole.set_epoch(2);
+      rest.set_epoch(2, 3 * batch * size_t(W));
+      ASSERT_EQ(rest.size(), whole.size() - 3 * batch);
+      EXPECT_TRUE(std::equal(rest.indices().begin(), rest.indices().end(), whole.indices().begin() + 3 * batch));
+      EXPECT_EQ(rest.padding(), whole.padding());
+    }
+  }
+}
+
+// 4 ranks took 3 batches of 10 (positions 0..119 of the epoch); the epoch goes on with 2, 3 or 5
+// ranks: every sample of the epoch is seen exactly once when the rest divides by the new world,
+// and only padding() samples twice when it does not.
+TEST(Sampler, EpochContinuedOnAnotherWorldSeesEverySampleOnce) {
+  const size_t n = 1200, done = 3 * 10 * 4;
+  for (int W : {2, 3, 5, 7}) {
+    std::vector<int> seen(n, 0);
+    for (int r = 0; r < 4; ++r) {
+      DistributedSampler before(n, 4, r, true, 0);
+      before.set_epoch(5);
+      for (size_t i = 0; i < 30; ++i) ++seen[before.indices()[i]];
+    }
+    size_t padding = 0;
+    for (int r = 0; r < W; ++r) {
+      DistributedSampler after(n, W, r, true, 0);
+      after.set_epoch(5, done);
+      padding = after.padding();
+      for (uint32_t idx : after.indices()) ++seen[idx];
+    }
+    EXPECT_EQ(padding, (W - (n - done) % W) % W) << W;
+    size_t twice = 0;
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_GE(seen[i], 1) << "sample " << i << " skipped with " << W << " ranks";
+      ASSERT_LE(seen[i], 2);
+      twice += seen[i] == 2;
+    }
+    EXPECT_EQ(twice, padding) << W;
+  }
+}
+
+TEST(Sampler, EpochContinuedPastItsEndIsEmpty) {
+  DistributedSampler s(100, 2, 1, true, 0);
+  s.set_epoch(1, 100);
+  EXPECT_EQ(s.size(), 0u);
+  s.set_epoch(1, 500);
+  EXPECT_EQ(s.size(), 0u);
+}
+
 TEST(Sampler, EpochReshuffles) {
   DistributedSampler s(100, 1, 0, true, 0);
   s.set_epoch(1);

@@ -1,0 +1,272 @@
+// test_launch_elastic: ./launch's elastic mode (--min-np, --max-np, --host-discovery-script,
+// --slots-per-host, --elastic-timeout; Horovod's names and meanings) end to end with shell ranks
+// (the trainer's side of a world-size change is tested in test_train*), and its flags:
+//   - a discovery script decides the hosts and slots of each start, --max-np caps them, a bad
+//     line or a failing script is one line and starts nothing, fewer than --min-np slots wait
+//     for --elastic-timeout and then fail naming the slots;
+//   - after a failure the job restarts with the slots discovery reports then (here: more);
+//   - over the sshd test hosts: a host whose ranks fail twice is blacklisted and the job finishes
+//     on the other; a host that does not answer over ssh is blacklisted at the start.
+//
+// Env: BARESGD_LAUNCH (as the rest of the suite).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <iostream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "launcher/options.h"
+#include "tests/fault_harness.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using namespace faultharness;
+
+std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+class LaunchElastic : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    marker_ = unique_marker();
+    dir_ = "/tmp/baresgd-" + marker_;
+    ASSERT_EQ(::mkdir(dir_.c_str(), 0755), 0) << dir_;
+    launch_ = abs_path(testutil::launch_bin());
+  }
+  void TearDown() override {
+    kill_procs_with(marker_);
+    std::system(("rm -rf '" + dir_ + "'").c_str());
+    EXPECT_GE(wait_no_procs(marker_, 5), 0) << "processes survived teardown";
+  }
+  // ./launch --gloo FLAGS... /bin/sh -c SCRIPT MARKER
+  std::vector<std::string> launch(const std::vector<std::string>& flags, const std::string& script) {
+    return cat(cat({launch_, "--gloo"}, flags), {"/bin/sh", "-c", script, marker_});
+  }
+  // A discovery script that prints the file dir_/hosts (written by the test or by a rank).
+  std::string discovery() { return "cat " + dir_ + "/hosts"; }
+  void offer(const std::string& hosts) { write_file(dir_ + "/hosts", hosts); }
+  std::string marker_, dir_, launch_;
+};
+
+TEST_F(LaunchElastic, DiscoveryDecidesTheWorldAndMaxNpCapsIt) {
+  offer("localhost:2\n");
+  const std::string rank = "echo rank=$BARESGD_RANK size=$BARESGD_SIZE";
+  Proc two(launch({"--host-discovery-script", discovery()}, rank));
+  ASSERT_EQ(two.code(60), 0) << two.err();
+  EXPECT_TRUE(contains(two.err(), "launch: elastic start 1: 2 ranks on localhost:2\n")) << two.err();
+  EXPECT_TRUE(contains(two.out(), "rank=1 size=2")) << two.out();
+  Proc one(launch({"--host-discovery-script", discovery(), "--max-np", "1"}, rank));
+  ASSERT_EQ(one.code(60), 0) << one.err();
+  EXPECT_TRUE(contains(one.err(), "launch: elastic start 1: 1 rank on localhost:1\n")) << one.err();
+  EXPECT_TRUE(contains(one.out(), "rank=0 size=1")) << one.out();
+  EXPECT_FALSE(contains(one.out(), "rank=1")) << one.out();
+}
+
+TEST_F(LaunchElastic, DryRunShowsTheFirstStartAndThePolicy) {
+  offer("localhost:2\n");
+  Proc dry(launch({"--host-discovery-script", discovery(), "--min-np", "1", "--max-np", "1", "--dry-run"}, "echo x"));
+  ASSERT_EQ(dry.code(60), 0) << dry.err();
+  EXPECT_TRUE(contains(dry.out(), "dry run: 1 rank on 1 host with --gloo; nothing was started\n")) << dry.out();
+  EXPECT_TRUE(contains(dry.out(), "elastic: 1 to 1 ranks, hosts from --host-discovery-script " + discovery() +
+                                      " at every start; a host is blacklisted after 2 rank failures or when it stops "
+                                      "answering\n"))
+      << dry.out();
+  EXPECT_FALSE(contains(dry.out(), "\nx\n"));
+}
+
+TEST_F(LaunchElastic, HostsWithoutSlotsGetSlotsPerHost) {
+  offer("localhost\n");
+  Proc job(launch({"--host-discovery-script", discovery(), "--slots-per-host", "2"}, "echo size=$BARESGD_SIZE"));
+  ASSERT_EQ(job.code(60), 0) << job.err();
+  EXPECT_TRUE(contains(job.err(), "launch: elastic start 1: 2 ranks on localhost:2\n")) << job.err();
+}
+
+TEST_F(LaunchElastic, BadDiscoveryIsOneLineAndStartsNothing) {
+  const std::string rank = "echo started";
+  offer("localhost:2\nlocalhost:x\n");
+  Proc bad_line(launch({"--host-discovery-script", discovery()}, rank));
+  EXPECT_EQ(bad_line.code(60), 1);
+  EXPECT_EQ(bad_line.err(), "launch: --host-discovery-script " + discovery() +
+                                ": line 2: localhost:x: bad slot count 'x' for host 'localhost' (need a whole number "
+                                ">= 1)\n");
+  Proc failing(launch({"--host-discovery-script", "echo no inventory >&2; exit 3"}, rank));
+  EXPECT_EQ(failing.code(60), 1);
+  EXPECT_EQ(failing.err(), "launch: --host-discovery-script echo no inventory >&2; exit 3 exited with status 3: no "
+                           "inventory\n");
+  Proc hanging(launch({"--host-discovery-script", "sleep 30", "--start-timeout", "1"}, rank));
+  EXPECT_EQ(hanging.code(60), 1);
+  EXPECT_EQ(hanging.err(), "launch: --host-discovery-script sleep 30: timed out after 1.00 s\n");
+  for (Proc* p : {&bad_line, &failing, &hanging}) EXPECT_FALSE(contains(p->out(), "started")) << p->out();
+}
+
+TEST_F(LaunchElastic, TooFewSlotsWaitThenFailNamingThem) {
+  offer("");
+  Proc job(launch({"--host-discovery-script", discovery(), "--min-np", "2", "--elastic-timeout", "1.5"}, "echo started"));
+  EXPECT_EQ(job.code(60), 1);
+  EXPECT_EQ(job.err(),
+            "launch: waiting for usable slots: 0 usable slots (none), --min-np 2\n"
+            "launch: the job cannot start: 0 usable slots (none), --min-np 2 for --elastic-timeout 1.5 s\n");
+  offer("localhost:1\n");
+  Proc small(launch({"--host-discovery-script", discovery(), "--min-np", "2", "--elastic-timeout", "1"}, "echo started"));
+  EXPECT_EQ(small.code(60), 1);
+  EXPECT_TRUE(contains(small.err(), "launch: the job cannot start: 1 usable slots (localhost:1), --min-np 2 for "
+                                    "--elastic-timeout 1 s\n"))
+      << small.err();
+  EXPECT_FALSE(contains(small.out(), "started"));
+}
+
+// One slot at first; its rank offers a second slot and fails; the restart runs on two.
+TEST_F(LaunchElastic, ARestartRunsOnTheSlotsDiscoveredThen) {
+  offer("localhost:1\n");
+  const std::string rank = "if [ \"$BARESGD_SIZE\" = 1 ]; then echo localhost:2 > " + dir_ +
+                           "/hosts; exit 1; fi; echo rank=$BARESGD_RANK size=$BARESGD_SIZE";
+  Proc job(launch({"--host-discovery-script", discovery()}, rank));
+  ASSERT_EQ(job.code(60), 0) << job.err();
+  const std::string err = job.err();
+  EXPECT_TRUE(contains(err, "launch: elastic start 1: 1 rank on localhost:1\n")) << err;
+  EXPECT_TRUE(std::regex_search(err, std::regex("launch: elastic restart 1 in 1 s after rank 0 \\(localhost, pid "
+                                                "\\d+\\) exited with status 1; starting from scratch \\(no "
+                                                "--checkpoint-dir\\)\n")))
+      << err;
+  EXPECT_TRUE(contains(err, "launch: elastic start 2: 2 ranks on localhost:2 (was 1)\n")) << err;
+  EXPECT_TRUE(contains(job.out(), "rank=1 size=2")) << job.out();
+}
+
+TEST_F(LaunchElastic, MaxRestartsBoundsAnElasticJob) {
+  offer("localhost:1\n");
+  Proc job(launch({"--host-discovery-script", discovery(), "--max-restarts", "1"}, "exit 7"));
+  EXPECT_EQ(job.code(60), 7);
+  const std::string err = job.err();
+  EXPECT_EQ(count_of(err, "launch: elastic restart "), 1) << err;
+  EXPECT_TRUE(contains(err, "1 restart used (--max-restarts 1), the job fails")) << err;
+}
+
+// ---- over ssh: the test hosts of tests/test_hosts.sh (hpc01, hpc03; hpc02 never answers) ------
+
+class LaunchElasticRemote : public LaunchElastic {
+ protected:
+  static std::string hosts_dir_;
+  static bool up_;
+  static void SetUpTestSuite() {
+    char tmpl[] = "/tmp/baresgd-test-hosts-XXXXXX";
+    if (!mkdtemp(tmpl)) return;
+    hosts_dir_ = tmpl;
+    std::string cmd = "timeout 60 bash tests/test_hosts.sh start " + hosts_dir_ + " >" + hosts_dir_ + "/start.log 2>&1";
+    up_ = std::system(cmd.c_str()) == 0;
+    if (!up_) std::cerr << read_file(hosts_dir_ + "/start.log");
+  }
+  static void TearDownTestSuite() {
+    if (hosts_dir_.empty()) return;
+    std::string cmd = "timeout 60 bash tests/test_hosts.sh stop " + hosts_dir_ + " >/dev/null 2>&1; rm -rf " + hosts_dir_;
+    if (std::system(cmd.c_str()) != 0) std::cerr << "test_hosts.sh stop failed\n";
+  }
+  void SetUp() override {
+    ASSERT_TRUE(up_) << "test hosts did not start (tests/test_hosts.sh start)";
+    LaunchElastic::SetUp();
+  }
+  std::vector<std::string> on(const std::string& hosts, std::vector<std::string> flags) {
+    return cat({"-H", hosts, "-F", hosts_dir_ + "/ssh_config"}, flags);
+  }
+};
+std::string LaunchElasticRemote::hosts_dir_;
+bool LaunchElasticRemote::up_ = false;
+
+// hpc03's ranks always fail; hpc01's wait (the stop kills them) unless the world is 2.
+TEST_F(LaunchElasticRemote, AHostWhoseRanksFailTwiceIsBlacklistedAndTheJobFinishesOnTheOther) {
+  const std::string rank =
+      "if [ \"$BARESGD_SIZE\" = 2 ]; then echo done on $BARESGD_HOSTNAME rank $BARESGD_RANK; exit 0; fi; "
+      "if [ \"$BARESGD_HOSTNAME\" = hpc03 ]; then exit 1; fi; sleep 60";
+  Proc job(launch(on("hpc01:2,hpc03:2", {"--min-np", "2"}), rank));
+  ASSERT_EQ(job.code(120), 0) << job.err();
+  const std::string err = job.err();
+  EXPECT_TRUE(contains(err, "launch: elastic start 1: 4 ranks on hpc01:2, hpc03:2\n")) << err;
+  EXPECT_EQ(count_of(err, "launch: elastic restart "), 2) << err;
+  EXPECT_TRUE(std::regex_search(err, std::regex("launch: host hpc03 blacklisted \\(its ranks failed 2 times, last: "
+                                                "rank [23] \\(hpc03, pid \\d+\\) exited with status 1\\); it gets no "
+                                                "ranks for the rest of the job\n")))
+      << err;
+  EXPECT_TRUE(contains(err, "launch: elastic start 3: 2 ranks on hpc01:2 (was 4)\n")) << err;
+  EXPECT_TRUE(contains(job.out(), "done on hpc01 rank 1")) << job.out();
+}
+
+TEST_F(LaunchElasticRemote, AHostThatDoesNotAnswerIsBlacklistedAtTheStart) {
+  Proc job(launch(on("hpc01:2,hpc02:2", {"--min-np", "2", "--start-timeout", "20"}), "echo size=$BARESGD_SIZE"));
+  ASSERT_EQ(job.code(120), 0) << job.err();
+  const std::string err = job.err();
+  EXPECT_TRUE(std::regex_search(err, std::regex("launch: host hpc02 blacklisted \\(cannot reach it over ssh: [^\n]+\\); "
+                                                "it gets no ranks for the rest of the job\n")))
+      << err;
+  EXPECT_TRUE(contains(err, "launch: elastic start 1: 2 ranks on hpc01:2\n")) << err;
+  EXPECT_TRUE(contains(job.out(), "size=2")) << job.out();
+}
+
+TEST_F(LaunchElasticRemote, BelowMinNpAfterABlacklistTheJobFailsNamingTheSlots) {
+  Proc job(launch(on("hpc01:2,hpc02:2", {"--min-np", "3", "--start-timeout", "20", "--elastic-timeout", "1"}),
+                  "echo started"));
+  EXPECT_EQ(job.code(120), 1);
+  const std::string err = job.err();
+  EXPECT_TRUE(contains(err, "launch: the job cannot start: 2 usable slots (hpc01:2; blacklisted: hpc02), --min-np 3 "
+                            "for --elastic-timeout 1 s\n"))
+      << err;
+  EXPECT_FALSE(contains(job.out(), "started"));
+}
+
+// ---- the flags -----------------------------------------------------------------------------------
+
+std::string usage_error(const std::vector<std::string>& a) {
+  try {
+    parse_launch_options(a);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(LaunchElasticOptions, HorovodsNamesParse) {
+  LaunchOptions o = parse_launch_options({"--gloo", "--min-num-proc", "2", "--max-num-proc=4",
+                                          "--host-discovery-script", "./d.sh", "--slots-per-host", "3",
+                                          "--elastic-timeout", "5", "./train"});
+  EXPECT_EQ(o.elastic.min_np, 2);
+  EXPECT_EQ(o.elastic.max_np, 4);
+  EXPECT_EQ(o.elastic.discovery_script, "./d.sh");
+  EXPECT_EQ(o.elastic.slots_per_host, 3);
+  EXPECT_EQ(o.elastic.elastic_timeout_s, 5);
+  EXPECT_TRUE(o.elastic.enabled());
+  EXPECT_FALSE(parse_launch_options({"-np", "2", "--gloo", "./train"}).elastic.enabled());
+}
+
+TEST(LaunchElasticOptions, BadCombinationsAreOneLineErrorsNamingTheFlags) {
+  EXPECT_EQ(usage_error({"--gloo", "--min-np", "0", "x"}), "--min-np must be 1..65536 (got 0)");
+  EXPECT_EQ(usage_error({"--gloo", "--max-np", "two", "x"}), "--max-np 'two' is not a whole number");
+  EXPECT_EQ(usage_error({"--gloo", "--min-np", "3", "-np", "2", "x"}), "--min-np 3 is more than -np 2");
+  EXPECT_EQ(usage_error({"--gloo", "--min-np", "3", "--max-np", "2", "x"}), "--min-np 3 is more than --max-np 2");
+  EXPECT_EQ(usage_error({"--gloo", "--min-np", "1", "--max-np", "2", "-np", "3", "x"}), "-np 3 is more than --max-np 2");
+  EXPECT_EQ(usage_error({"--gloo", "-np", "2", "--max-np", "2", "x"}),
+            "--max-np needs --min-np or --host-discovery-script (elastic mode)");
+  EXPECT_EQ(usage_error({"--mpi", "--min-np", "2", "x"}),
+            "--min-np needs --gloo: elastic jobs restart their ranks with a new world size, which mpirun's fixed MPI "
+            "world cannot");
+  EXPECT_EQ(usage_error({"--gloo", "--host-discovery-script", "d", "--hostfile", "f", "x"}),
+            "--host-discovery-script and --hostfile both say where ranks go: pick one");
+  EXPECT_EQ(usage_error({"--gloo", "--host-discovery-script", "", "x"}), "--host-discovery-script: empty command");
+  EXPECT_EQ(usage_error({"--gloo", "-np", "2", "--slots-per-host", "2", "x"}),
+            "--slots-per-host is for hosts a --host-discovery-script prints; with -H give host:slots");
+  EXPECT_EQ(usage_error({"--gloo", "--min-np", "1", "--elastic-timeout", "0", "x"}),
+            "--elastic-timeout must be > 0 seconds (got 0)");
+}
+
+TEST(LaunchElasticOptions, HorovodElasticTimeoutIsReadAndTheFlagWins) {
+  ::setenv("HOROVOD_ELASTIC_TIMEOUT", "7", 1);
+  EXPECT_EQ(parse_launch_options({"--gloo", "--min-np", "1", "x"}).elastic.elastic_timeout_s, 7);
+  EXPECT_EQ(parse_launch_options({"--gloo", "--min-np", "1", "--elastic-timeout", "3", "x"}).elastic.elastic_timeout_s, 3);
+  ::setenv("HOROVOD_ELASTIC_TIMEOUT", "soon", 1);
+  EXPECT_EQ(usage_error({"--gloo", "--min-np", "1", "x"}), "HOROVOD_ELASTIC_TIMEOUT 'soon' is not a number of seconds");
+  ::unsetenv("HOROVOD_ELASTIC_TIMEOUT");
+}
+
+}  // namespace
