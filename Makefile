@@ -6,7 +6,7 @@
 #   make fixtures regenerate tests/fixtures/*.bin with Debian's python3-torch
 #   make install PREFIX=/usr/local DESTDIR=   baresgd-train, -launch, -report (stripped) + man pages
 #   make uninstall PREFIX=/usr/local DESTDIR= removes exactly what install wrote (its manifest)
-# Options: SANITIZE=1 (ASan+UBSan build in build-san/), NO_MPI=1, NO_GLOO=1.
+# Options: SANITIZE=1 (ASan+UBSan build in build-san/), NO_MPI=1, NO_GLOO=1, NO_MUNGE=1.
 
 CXX      ?= g++
 PREFIX   ?= /usr/local
@@ -30,6 +30,12 @@ HAVE_MPI  := $(if $(NO_MPI),,$(shell command -v mpicxx 2>/dev/null))
 ifneq ($(HAVE_GLOO),)
 CXXFLAGS += -DBARESGD_HAVE_GLOO=1
 LDLIBS   += -lgloo
+endif
+# MUNGE lets srun's tasks authenticate to rank 0's rendezvous store (comm/store_munge.cc).
+HAVE_MUNGE := $(if $(NO_MUNGE),,$(wildcard /usr/include/munge.h))
+ifneq ($(HAVE_MUNGE),)
+CXXFLAGS += -DBARESGD_HAVE_MUNGE=1
+LDLIBS   += -lmunge
 endif
 ifneq ($(HAVE_MPI),)
 MPI_CFLAGS := $(shell mpicxx --showme:compile)
