@@ -192,6 +192,7 @@ FUZZ_SRC_hosts          := launcher/hosts.cc
 FUZZ_SRC_slurm_hostlist := launcher/slurm_hostlist.cc launcher/slurm_allocation.cc launcher/hosts.cc src/shown_text.cc
 FUZZ_SRC_checkpoint     := src/checkpoint.cc src/crc32.cc
 FUZZ_SRC_agent_protocol := launcher/agent_protocol.cc
+FUZZ_SRC_c10d_wire      := comm/c10d_wire.cc
 FUZZ_SRC_tagger         := launcher/tagger.cc
 FUZZ_SRC_step_list      := src/step_list.cc
 FUZZ_SRC_perturb_spec   := src/perturb_spec.cc src/step_list.cc

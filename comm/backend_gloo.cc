@@ -1,8 +1,9 @@
 // backend_gloo: the Communicator over Gloo's TCP transport (the only file that includes Gloo).
 //
 // Start-up, bounded by CommOptions::start_timeout:
-//   1. Open the rendezvous store: a Gloo FileStore on --rendezvous-dir, or the launcher's store
-//      (StoreClient to BARESGD_STORE_ADDR, authenticated with BARESGD_SECRET).
+//   1. Open the rendezvous store: files on --rendezvous-dir (comm/rendezvous_files), or the launcher's store
+//      (StoreClient to BARESGD_STORE_ADDR, authenticated with BARESGD_SECRET), or under torchrun
+//      the c10d TCPStore its agent serves at MASTER_ADDR:MASTER_PORT (comm/c10d_store_client).
 //   2. Bind a tcp device to BARESGD_HOST_ADDR (or --network-interface: a name or an address;
 //      127.0.0.1 when every rank is on one host and nothing was given).
 //   3. Hello: every rank claims its rank (O_EXCL marker file, or an atomic add on the launcher's
@@ -11,6 +12,7 @@
 //      timeout error ("rank 1 never registered"), and a rank with a different world size or a
 //      duplicate rank number is reported before any socket is opened.
 //   4. connectFullMesh through a PrefixStore "<job>/gloo" (one TCP pair per peer).
+//   5. On --rendezvous-dir: a barrier, then each rank removes the rendezvous files it wrote.
 // Collectives use Gloo's option-style algorithms with CommOptions::comm_timeout on every wait:
 //   allreduce = direct exchange while (n-1) * bytes <= 1 MiB (every rank sends its vector to all
 //     others in one round and sums in rank order: one latency instead of the ring's chain of
@@ -41,7 +43,6 @@
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/attr.h>
@@ -64,8 +65,10 @@
 #include <thread>
 #include <vector>
 
+#include "comm/c10d_store_client.h"
 #include "comm/comm_internal.h"
 #include "comm/distributed_optimizer.h"
+#include "comm/rendezvous_files.h"
 #include "comm/store_client.h"
 
 namespace {
@@ -125,6 +128,10 @@ class RendezvousStore : public gloo::rendezvous::Store {
   virtual bool has(const std::string& key) = 0;
   // Atomically claims `name` for this process: false if someone already did (a duplicate rank).
   virtual bool claim(const std::string& name) = 0;
+  // True when what this rank wrote outlives the job unless it removes it (files on a directory).
+  virtual bool outlives_the_job() const { return false; }
+  // Called once every rank has connected (nobody reads the store again): drop what this rank wrote.
+  virtual void forget_own_keys() {}
   const std::string& where() const { return where_; }
 
   void wait(const std::vector<std::string>& keys) override { wait(keys, default_timeout_); }
@@ -153,34 +160,21 @@ class RendezvousStore : public gloo::rendezvous::Store {
 
 class FileRendezvous : public RendezvousStore {
  public:
-  FileRendezvous(const std::string& dir, ms timeout)
-      : RendezvousStore(timeout, "rendezvous dir " + dir), dir_(dir), files_(dir) {}
+  FileRendezvous(const std::string& dir, ms timeout) : RendezvousStore(timeout, "rendezvous dir " + dir), files_(dir) {}
   void set(const std::string& key, const std::vector<char>& data) override { files_.set(key, data); }
   std::vector<char> get(const std::string& key) override {
     wait({key});
-    return files_.get(key);
+    std::vector<char> value;
+    if (!files_.get(key, &value)) throw gloo::IoException("key '" + key + "' vanished from " + where());
+    return value;
   }
-  bool has(const std::string& key) override { return files_.exists(key); }
-  // O_EXCL creation of a marker file: race-free, unlike FileStore::set on an existing key.
-  bool claim(const std::string& name) override {
-    std::string file = dir_ + "/claim-";
-    for (char c : name) file += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '_';
-    int fd = ::open(file.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      ::close(fd);
-      return true;
-    }
-    if (errno == EEXIST) return false;
-    throw std::runtime_error("cannot create " + file + ": " + std::strerror(errno));
-  }
+  bool has(const std::string& key) override { return files_.has(key); }
+  bool claim(const std::string& name) override { return files_.claim(name); }
+  bool outlives_the_job() const override { return true; }
+  void forget_own_keys() override { files_.remove_own_files(); }
 
  private:
-  std::string dir_;
-  struct Files : gloo::rendezvous::FileStore {
-    using FileStore::FileStore;
-    bool exists(const std::string& key) { return check({key}); }
-  };
-  Files files_;
+  RendezvousFiles files_;
 };
 
 class ClientRendezvous : public RendezvousStore {
@@ -207,6 +201,26 @@ class ClientRendezvous : public RendezvousStore {
  private:
   StoreClient client_;
   std::map<std::string, std::string> cache_;
+};
+
+// torchrun's c10d TCPStore: ranks meet in the store its agent serves (keys under "<job>/").
+class C10dRendezvous : public RendezvousStore {
+ public:
+  C10dRendezvous(const std::string& addr, ms timeout)
+      : RendezvousStore(timeout, "torchrun's c10d TCPStore at " + addr), client_(addr, timeout) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    client_.set(key, std::string(data.begin(), data.end()));
+  }
+  std::vector<char> get(const std::string& key) override {
+    wait({key});
+    const std::string v = client_.get(key);
+    return std::vector<char>(v.begin(), v.end());
+  }
+  bool has(const std::string& key) override { return client_.check(key); }
+  bool claim(const std::string& name) override { return client_.add(name, 1) == 1; }
+
+ private:
+  C10dStoreClient client_;
 };
 
 // ---- Reductions (c = a + b element-wise); the f16 one sums in float and rounds to half. ----
@@ -248,6 +262,7 @@ class GlooCommunicator : public Communicator {
     open_device();
     hello();
     connect();
+    leave_store();
     if (info_.cross_rank < 0) {
       std::vector<int> local(info_.size);
       allgather(local.data(), &info_.local_rank, sizeof(int));
@@ -553,6 +568,16 @@ class GlooCommunicator : public Communicator {
       }
       return;
     }
+    if (!info_.c10d_store_addr.empty()) {
+      try {
+        store_.reset(new C10dRendezvous(info_.c10d_store_addr, t));
+      } catch (const std::exception& e) {
+        throw std::runtime_error(me() + " (torchrun RANK=" + std::to_string(info_.rank) + " WORLD_SIZE=" +
+                                 std::to_string(info_.size) + ", MASTER_ADDR:MASTER_PORT=" + info_.c10d_store_addr +
+                                 "): " + short_gloo_message(e.what()));
+      }
+      return;
+    }
     try {
       auto* client = new ClientRendezvous(info_.store_addr, info_.secret, t);
       store_.reset(client);
@@ -722,6 +747,15 @@ class GlooCommunicator : public Communicator {
                                " peer(s) within " + seconds(opts_.start_timeout) + " (bound to " + bind_desc_ +
                                "): " + what);
     }
+  }
+
+  // After connectFullMesh every rank has read what it needs; a barrier makes that true of all of
+  // them, then each removes its own keys (a --rendezvous-dir is left as it was found). The
+  // launcher's store goes with the launcher: no barrier for it.
+  void leave_store() {
+    if (!store_->outlives_the_job()) return;
+    barrier();
+    store_->forget_own_keys();
   }
 
   RankInfo info_;

@@ -120,11 +120,7 @@ std::unique_ptr<Communicator> make_communicator(const CommOptions& opts) {
   }
   if (backend == "gloo") {
 #if BARESGD_HAVE_GLOO
-    if (info.size > 1 && !info.c10d_store_addr.empty() && opts.rendezvous_dir.empty())
-      fail(describe_rank(info) + ": " + torchrun_world(info) + " MASTER_ADDR:MASTER_PORT=" + info.c10d_store_addr +
-           ", but this ./train cannot rendezvous through torchrun's c10d TCPStore yet; refusing to train "
-           "as a separate world-size-1 job (pass --rendezvous-dir DIR, or use ./launch)");
-    if (info.size > 1 && info.store_addr.empty() && opts.rendezvous_dir.empty()) {
+    if (info.size > 1 && info.store_addr.empty() && info.c10d_store_addr.empty() && opts.rendezvous_dir.empty()) {
       std::string why = info.source == "slurm"
                             ? std::string("srun started the ranks without MPI")
 #if BARESGD_HAVE_MPI

@@ -80,8 +80,13 @@ void read_torchrun_env(const EnvLookup& get, RankInfo* r) {
            nv("LOCAL_WORLD_SIZE", r->local_size) + " (node " + std::to_string(r->cross_rank) + ")");
   }
   if (!even) r->cross_rank = r->cross_size = -1;  // computed after connecting
-  if (get("TORCHELASTIC_RUN_ID") && *get("TORCHELASTIC_RUN_ID") && !get("BARESGD_JOB_ID"))
+  // The keys in torchrun's store are this run's and this restart's: a restarted worker group
+  // (TORCHELASTIC_RESTART_COUNT) never meets the registrations of the group it replaces.
+  if (get("TORCHELASTIC_RUN_ID") && *get("TORCHELASTIC_RUN_ID") && !get("BARESGD_JOB_ID")) {
     r->job_id = std::string("torchrun-") + get("TORCHELASTIC_RUN_ID");
+    if (get("TORCHELASTIC_RESTART_COUNT") && *get("TORCHELASTIC_RESTART_COUNT"))
+      r->job_id += "." + std::to_string(integer(get, "TORCHELASTIC_RESTART_COUNT"));
+  }
   if (r->size == 1 && !get("MASTER_ADDR") && !get("MASTER_PORT")) return;
   const char* addr = get("MASTER_ADDR");
   if (!addr || !*addr)

@@ -180,6 +180,22 @@ void prepare_checkpoint_dir(const std::string& dir) {
     throw std::runtime_error(err(dir, "checkpoint directory is not writable"));
 }
 
+std::vector<std::string> remove_stale_temp_files(const std::string& dir) {
+  std::vector<std::string> removed;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return removed;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    long long step;
+    if (name.size() > 5 && name[0] == '.' && name.substr(name.size() - 4) == ".tmp" &&
+        parse_step(name.substr(1, name.size() - 5), &step))
+      removed.push_back(dir + "/" + name);
+  }
+  ::closedir(d);
+  for (const auto& p : removed) ::unlink(p.c_str());
+  return removed;
+}
+
 std::string save_checkpoint(const std::string& dir, const TrainState& s, int keep) {
   char name[64];
   std::snprintf(name, sizeof name, "ckpt-%012lld.bin", (long long)s.step);

@@ -45,5 +45,8 @@ std::string save_checkpoint(const std::string& dir, const TrainState& s, int kee
 bool load_newest_checkpoint(const std::string& dir, size_t expect_params, TrainState* out,
                             std::string* path, std::vector<std::string>* warnings);
 
+// Removes dir/.ckpt-*.bin.tmp files a killed writer left behind; returns their paths.
+std::vector<std::string> remove_stale_temp_files(const std::string& dir);
+
 // Creates dir (and parents) if needed and checks it is a writable directory; throws naming it.
 void prepare_checkpoint_dir(const std::string& dir);

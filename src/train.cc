@@ -131,6 +131,8 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, std::vector<
   if (comm.rank() == 0) {
     try {
       prepare_checkpoint_dir(opts.checkpoint_dir);
+      for (const auto& t : remove_stale_temp_files(opts.checkpoint_dir))
+        std::fprintf(stderr, "train: removed %s, a checkpoint an earlier writer did not finish\n", t.c_str());
       std::string path;
       std::vector<std::string> warnings;
       if (opts.resume && load_newest_checkpoint(opts.checkpoint_dir, params->size(), &st, &path, &warnings)) {

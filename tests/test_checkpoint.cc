@@ -5,6 +5,8 @@
 
 #include <zlib.h>
 
+#include <unistd.h>
+
 #include <cstring>
 
 #include "src/checkpoint.h"
@@ -222,6 +224,20 @@ TEST(Checkpoint, UnwritableDirectoryIsAClearError) {
   }
   prepare_checkpoint_dir(dir + "/a/b");  // creates parents
   EXPECT_NO_THROW(save_checkpoint(dir + "/a/b", sample_state(1)));
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+TEST(Checkpoint, StaleTempFilesOfAKilledWriterAreRemoved) {
+  std::string dir = testutil::make_temp_dir("ckpt");
+  save_checkpoint(dir, sample_state(5));
+  testutil::write_file(dir + "/.ckpt-000000000010.bin.tmp", "half");
+  testutil::write_file(dir + "/.other.tmp", "not ours");
+  auto removed = remove_stale_temp_files(dir);
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0], dir + "/.ckpt-000000000010.bin.tmp");
+  EXPECT_FALSE((::access((dir + "/.ckpt-000000000010.bin.tmp").c_str(), F_OK) == 0));
+  EXPECT_TRUE((::access((dir + "/.other.tmp").c_str(), F_OK) == 0));
+  EXPECT_TRUE((::access((dir + "/ckpt-000000000005.bin").c_str(), F_OK) == 0));
   std::system(("rm -rf '" + dir + "'").c_str());
 }
 

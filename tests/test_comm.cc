@@ -24,6 +24,7 @@
 #include "comm/comm_internal.h"
 #include "comm/communicator.h"
 #include "comm/distributed_optimizer.h"
+#include "comm/rendezvous_files.h"
 #include "comm/store_protocol.h"
 #include "launcher/store_server.h"
 #include "tests/comm_checks.h"
@@ -845,16 +846,43 @@ TEST(GlooProcesses, ClosedFormsWithRendezvousDir) {
   }
 }
 
+// The files in a directory (names only, "." and ".." left out).
+static std::vector<std::string> files_in(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d))
+      if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") names.push_back(e->d_name);
+    ::closedir(d);
+  }
+  return names;
+}
+
+TEST(GlooProcesses, RendezvousDirIsEmptyAfterTheJob) {
+  for (int w : {2, 4}) {
+    commtest::TempDir dir("clean");
+    auto run = commtest::run_processes(gloo_world(w, {"--rendezvous-dir", dir.path(), "--script", "info"}), 60);
+    for (const auto& p : run.procs) ASSERT_EQ(p.status, 0) << run.describe();
+    const std::vector<std::string> left = files_in(dir.path());
+    std::string names;
+    for (const auto& n : left) names += " " + n;
+    EXPECT_TRUE(left.empty()) << w << " ranks left " << left.size() << " file(s) in the rendezvous dir:" << names;
+    // The same directory and job id serve the next job.
+    auto again = commtest::run_processes(gloo_world(w, {"--rendezvous-dir", dir.path(), "--script", "info"}), 60);
+    for (const auto& p : again.procs) EXPECT_EQ(p.status, 0) << again.describe();
+  }
+}
+
 TEST(GlooProcesses, StaleRendezvousDirIsReported) {
   commtest::TempDir dir("stale");
   auto specs = gloo_world(2, {"--rendezvous-dir", dir.path(), "--script", "info", "--start-timeout-ms", "2000"});
-  auto first = commtest::run_processes(specs, 60);
-  for (const auto& p : first.procs) EXPECT_EQ(p.status, 0) << first.describe();
+  // A job that never completed its rendezvous (rank 1 never came) leaves rank 0's registration.
+  auto lone = commtest::run_processes({specs[0]}, 60);
+  ASSERT_NE(lone.procs[0].status, 0) << lone.describe();
+  EXPECT_FALSE(files_in(dir.path()).empty()) << lone.describe();
   auto again = commtest::run_processes(specs, 60);  // same directory, same job id
-  for (const auto& p : again.procs) {
-    EXPECT_EQ(p.status, 2) << again.describe();
-    EXPECT_TRUE(has(p.err, "is already registered in rendezvous dir " + dir.path())) << again.describe();
-  }
+  EXPECT_EQ(again.procs[0].status, 2) << again.describe();
+  EXPECT_TRUE(has(again.procs[0].err, "is already registered in rendezvous dir " + dir.path())) << again.describe();
+  EXPECT_NE(again.procs[1].status, 0) << again.describe();
 }
 
 TEST(GlooProcesses, ClosedFormsThroughLauncherStore) {
@@ -1000,4 +1028,31 @@ TEST(MpiProcesses, ClosedFormsUnderMpirun) {
           << run.describe();
   }
 #endif
+}
+
+TEST(RendezvousFiles, KeysMapToDistinctPlainFileNames) {
+  EXPECT_EQ(rendezvous_file_name("job-1/gloo/0"), "job-1%2Fgloo%2F0");
+  EXPECT_EQ(rendezvous_file_name("a_b"), "a%5Fb");
+  EXPECT_EQ(rendezvous_file_name("%"), "%25");
+  EXPECT_EQ(rendezvous_file_name(std::string("\0\xff", 2)), "%00%FF");
+  // Keys the old '_' replacement merged ("a/b", "a_b", "a b") stay apart.
+  EXPECT_NE(rendezvous_file_name("a/b"), rendezvous_file_name("a_b"));
+  EXPECT_NE(rendezvous_file_name("a/b"), rendezvous_file_name("a b"));
+}
+
+TEST(RendezvousFiles, RemovesOnlyWhatItWrote) {
+  commtest::TempDir dir("files");
+  RendezvousFiles mine(dir.path()), theirs(dir.path());
+  mine.set("k/1", {'x', 'y'});
+  EXPECT_TRUE(mine.claim("c/1"));
+  EXPECT_FALSE(theirs.claim("c/1"));
+  theirs.set("k/2", {'z'});
+  std::vector<char> v;
+  ASSERT_TRUE(theirs.get("k/1", &v));
+  EXPECT_EQ(std::string(v.begin(), v.end()), "xy");
+  mine.remove_own_files();
+  EXPECT_FALSE(theirs.has("k/1"));
+  EXPECT_TRUE(theirs.has("k/2"));
+  EXPECT_TRUE(theirs.claim("c/1"));  // the marker went with its owner
+  EXPECT_FALSE(mine.get("nothing", &v));
 }

@@ -1,9 +1,9 @@
 // test_torchrun: ./train under PyTorch's torchrun (issue 12).
 //   TorchrunEnv    RANK / WORLD_SIZE / LOCAL_RANK / LOCAL_WORLD_SIZE / GROUP_RANK / MASTER_ADDR /
 //                  MASTER_PORT read strictly (comm/torchrun_env.cc), and their one-line errors
-//   TorchrunTrain  ./train with torchrun's variables and world size > 1 never trains as a duplicate
-//                  rank 0: it stops with an error naming the variables (no c10d rendezvous yet),
-//                  also under Debian's real torchrun
+//   TorchrunTrain  ./train with torchrun's variables and world size > 1 meets the other ranks in
+//                  torchrun's c10d TCPStore, or stops with one line naming the variables and the
+//                  store; never a duplicate rank 0. Under Debian's real torchrun: one 2-rank job
 #include <gtest/gtest.h>
 
 #include <map>
@@ -119,12 +119,13 @@ bool is_one_line(const std::string& s) {
 
 }  // namespace
 
-// Before issue 12, each of these trained alone as rank 0 of 1 and wrote the checkpoint.
+// Before issue 12, each of these trained alone as rank 0 of 1 and wrote the checkpoint. Gloo (the
+// default) now meets the other ranks in torchrun's store, here a closed port: named, one line.
 TEST(TorchrunTrain, WorldSizeTwoNeverTrainsAsDuplicateRankZero) {
   if (!have_mnist()) GTEST_SKIP() << "needs data/MNIST (make data)";
   const std::string dir = make_temp_dir("torchrun-refuse");
   for (const char* comm : {"", "BARESGD_COMM=gloo", "BARESGD_COMM=single", "BARESGD_COMM=mpi"}) {
-    RunResult r = train_as_torchrun_rank(0, comm, "--checkpoint-dir " + dir + "/ckpt");
+    RunResult r = train_as_torchrun_rank(0, comm, "--start-timeout 2 --checkpoint-dir " + dir + "/ckpt");
     EXPECT_NE(r.status, 0) << comm << ": " << r.err;
     EXPECT_EQ(r.out.find("Train Epoch"), std::string::npos) << comm << ": " << r.out;
     EXPECT_TRUE(is_one_line(r.err)) << comm << ": " << r.err;
@@ -135,6 +136,10 @@ TEST(TorchrunTrain, WorldSizeTwoNeverTrainsAsDuplicateRankZero) {
     }
     EXPECT_NE(r.err.find("WORLD_SIZE=2"), std::string::npos) << comm << ": " << r.err;
     EXPECT_NE(r.err.find("RANK=0"), std::string::npos) << comm << ": " << r.err;
+    if (std::string(comm) != "BARESGD_COMM=mpi")
+      EXPECT_NE(r.err.find("MASTER_ADDR:MASTER_PORT=127.0.0.1:1): torchrun's c10d TCPStore at 127.0.0.1:1 not "
+                           "reachable within 2000 ms"),
+                std::string::npos) << comm << ": " << r.err;
   }
   EXPECT_EQ(run("ls " + dir + "/ckpt 2>/dev/null | grep -c ckpt").out, "0\n");
   run("rm -rf " + dir);
@@ -147,26 +152,29 @@ TEST(TorchrunTrain, InconsistentVariablesStopTrain) {
   EXPECT_NE(r.err.find("RANK=2 must be < WORLD_SIZE=2"), std::string::npos) << r.err;
 }
 
-// Debian's real torchrun (python3-torch, a test-only dependency) starting 2 workers of ./train.
-TEST(TorchrunTrain, RealTorchrunTwoWorkersDoNotTrainAsDuplicates) {
+// Debian's real torchrun (python3-torch, a test-only dependency) starting 2 workers of ./train:
+// one 2-rank job through torchrun's c10d TCPStore, ending where ./launch -np 2 --gloo ends.
+TEST(TorchrunTrain, RealTorchrunTwoWorkersTrainAsOneJob) {
   if (run("command -v torchrun").status != 0) GTEST_SKIP() << "torchrun not installed (python3-torch)";
   if (!have_mnist()) GTEST_SKIP() << "needs data/MNIST (make data)";
   const std::string dir = make_temp_dir("torchrun-real");
   RunResult port = run("python3 -c 'import socket;s=socket.socket();s.bind((\"127.0.0.1\",0));print(s.getsockname()[1])'");
   ASSERT_EQ(port.status, 0) << port.err;
   port.out.pop_back();
+  const std::string flags = " --epochs 1 --max-steps 40 --checkpoint-dir " + dir + "/ckpt --dump-params ";
   // This Python's torchrun crashes in its log handling unless given -r 1 -t 1 --log_dir.
   RunResult r = run("env -u BARESGD_RANK -u BARESGD_SIZE torchrun --no_python --nproc_per_node 2 -r 1 -t 1 --log_dir " +
-                        dir + "/logs --master_addr 127.0.0.1 --master_port " + port.out + " " + train_bin() +
-                        " --max-steps 1 --epochs 1 --checkpoint-dir " + dir + "/ckpt",
-                    120);
+                        dir + "/logs --master_addr 127.0.0.1 --master_port " + port.out + " " + train_bin() + flags +
+                        dir + "/torchrun-%r.bin",
+                    180);
   EXPECT_FALSE(r.timed_out);
-  EXPECT_NE(r.status, 0) << r.out << r.err;
-  EXPECT_EQ(r.out.find("Train Epoch"), std::string::npos) << r.out;
-  // torchrun passes the workers' stderr through (and may also keep it under --log_dir).
-  std::string logs = r.err + run("cat " + dir + "/logs/*/attempt_0/*/stderr.log 2>/dev/null").out;
-  EXPECT_NE(logs.find("torchrun set RANK=0 WORLD_SIZE=2"), std::string::npos) << logs << r.err;
-  EXPECT_NE(logs.find("torchrun set RANK=1 WORLD_SIZE=2"), std::string::npos) << logs << r.err;
-  EXPECT_EQ(run("ls " + dir + "/ckpt 2>/dev/null | grep -c ckpt").out, "0\n");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("world_size=2 backend=gloo"), std::string::npos) << r.err;
+  const std::string rank0 = read_file(dir + "/torchrun-0.bin"), rank1 = read_file(dir + "/torchrun-1.bin");
+  ASSERT_EQ(rank0.size(), 21840u * 4);
+  EXPECT_TRUE(rank0 == rank1) << "the two torchrun workers ended with different parameters";
+  RunResult l = run(launch_bin() + " -np 2 --gloo " + train_bin() + flags + dir + "/launch-%r.bin", 180);
+  ASSERT_EQ(l.status, 0) << l.out << l.err;
+  EXPECT_TRUE(rank0 == read_file(dir + "/launch-0.bin")) << "torchrun's job and ./launch's differ";
   run("rm -rf " + dir);
 }

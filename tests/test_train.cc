@@ -1,6 +1,7 @@
 // test_train: ./train end to end on real MNIST (data/, fetched by `make data`): the example's
 // log lines byte for byte, test accuracy after 1 and 10 epochs, the test-only flags.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <regex>
 #include <sstream>
@@ -102,6 +103,17 @@ TEST(TrainRefusals, ResumeRefusesACheckpointOfAnotherSeed) {
   auto same = testutil::run(testutil::train_bin() + " --threads 1 --max-steps 6 --resume --checkpoint-dir " + dir, 120);
   EXPECT_EQ(same.status, 0) << same.err;
   EXPECT_NE(same.err.find("resuming from"), std::string::npos) << same.err;
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+TEST(TrainRefusals, StartRemovesStaleCheckpointTempFilesWithALine) {
+  require_data();
+  std::string dir = testutil::make_temp_dir("stale");
+  testutil::write_file(dir + "/.ckpt-000000000002.bin.tmp", "killed writer");
+  auto r = testutil::run(testutil::train_bin() + " --threads 1 --max-steps 1 --checkpoint-dir " + dir, 120);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("train: removed " + dir + "/.ckpt-000000000002.bin.tmp"), std::string::npos) << r.err;
+  EXPECT_NE(::access((dir + "/.ckpt-000000000002.bin.tmp").c_str(), F_OK), 0);
   std::system(("rm -rf '" + dir + "'").c_str());
 }
 

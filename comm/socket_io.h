@@ -1,0 +1,39 @@
+// socket_io: blocking-free TCP client I/O with deadlines, shared by the rendezvous store clients
+// (comm/store_client, comm/c10d_store_client). Sockets are non-blocking and every wait is a
+// poll() bounded by a deadline, so no call can hang past it.
+#pragma once
+#include <netdb.h>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace socket_io {
+
+using Clock = std::chrono::steady_clock;
+
+enum class Io { kOk, kTimeout, kClosed, kError };
+
+struct IoResult {
+  Io status;
+  int err;  // errno for kError
+};
+
+// Milliseconds left until deadline, rounded up, >= 0, capped to fit poll()'s int.
+int ms_left(Clock::time_point deadline);
+// Waits for events on fd; false on timeout.
+bool wait_for(int fd, short events, Clock::time_point deadline);
+IoResult send_all(int fd, const char* p, size_t n, Clock::time_point deadline);
+// Appends exactly n bytes to out (growing it as data arrives, never by n up front).
+IoResult recv_exact(int fd, std::string* out, size_t n, Clock::time_point deadline);
+std::string io_text(IoResult r);
+// Opens a connected, non-blocking, TCP_NODELAY socket to one address; -1 and *why on failure.
+int connect_once(const addrinfo* ai, Clock::time_point deadline, std::string* why);
+
+using AddrList = std::unique_ptr<addrinfo, decltype(&freeaddrinfo)>;
+// Resolves "host:port" ("[v6]:port" too) for a TCP connect. Throws std::runtime_error
+// "<what>: address is not host:port" or "<what>: cannot resolve host: ...".
+AddrList resolve_host_port(const std::string& addr, const std::string& what);
+
+}  // namespace socket_io
