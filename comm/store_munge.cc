@@ -7,6 +7,7 @@
 #include <munge.h>
 
 #include <cstdlib>
+#include <string>
 
 namespace {
 
@@ -43,8 +44,12 @@ std::string socket_name(const std::string& socket) {
 
 bool munge_available() { return true; }
 
-std::string munge_encode_payload(const std::string& payload, const std::string& socket) {
+std::string munge_encode_payload(const std::string& payload, const std::string& socket, int ttl_s) {
   munge_ctx_t ctx = context_for(socket);
+  if (ttl_s > 0 && munge_ctx_set(ctx, MUNGE_OPT_TTL, ttl_s) != EMUNGE_SUCCESS) {
+    munge_ctx_destroy(ctx);
+    throw std::runtime_error("MUNGE: cannot set a credential time-to-live of " + std::to_string(ttl_s) + " s");
+  }
   char* cred = nullptr;
   munge_err_t e = munge_encode(&cred, ctx, payload.data(), static_cast<int>(payload.size()));
   std::string why = e == EMUNGE_SUCCESS ? "" : munge_ctx_strerror(ctx);
@@ -83,7 +88,7 @@ DecodedCredential munge_decode_credential(const std::string& cred, const std::st
 
 bool munge_available() { return false; }
 
-std::string munge_encode_payload(const std::string&, const std::string&) {
+std::string munge_encode_payload(const std::string&, const std::string&, int) {
   throw std::runtime_error("MUNGE: this build has no libmunge (install libmunge-dev and rebuild)");
 }
 

@@ -7,8 +7,9 @@
 #include "comm/store_munge_check.h"
 
 bool munge_available();
-// A credential carrying payload, from munged at socket (empty: the default socket).
-// Throws std::runtime_error naming the socket when munged cannot be reached.
-std::string munge_encode_payload(const std::string& payload, const std::string& socket);
+// A credential carrying payload, from munged at socket (empty: the default socket), valid for
+// ttl_s seconds (0: munged's default). Throws std::runtime_error naming the socket when munged
+// cannot be reached.
+std::string munge_encode_payload(const std::string& payload, const std::string& socket, int ttl_s = 0);
 // Decodes cred; never throws on a bad credential (that is the status), only if unavailable.
 DecodedCredential munge_decode_credential(const std::string& cred, const std::string& socket);

@@ -9,6 +9,15 @@ std::string munge_step_payload(const std::string& job_id, const std::string& ste
   return "baresgd-store job=" + job_id + " step=" + step_id;
 }
 
+std::string munge_client_payload(const std::string& step_payload, const std::string& server_nonce,
+                                 const std::string& client_nonce) {
+  return step_payload + " client-hello server-nonce=" + server_nonce + " client-nonce=" + client_nonce;
+}
+
+std::string munge_server_payload(const std::string& step_payload, const std::string& client_nonce) {
+  return step_payload + " server-reply client-nonce=" + client_nonce;
+}
+
 namespace {
 
 const char* status_reason(MungeStatus s) {

@@ -28,6 +28,13 @@ struct DecodedCredential {
 
 // The payload that names one job step: "baresgd-store job=<job> step=<step>".
 std::string munge_step_payload(const std::string& job_id, const std::string& step_id);
+// What each side's credential carries on one connection, binding it to both nonces (64 hex
+// characters each) so that neither can be replayed into another connection or reflected back:
+// the client's "<step payload> client-hello server-nonce=<sn> client-nonce=<cn>", the server's
+// "<step payload> server-reply client-nonce=<cn>".
+std::string munge_client_payload(const std::string& step_payload, const std::string& server_nonce,
+                                 const std::string& client_nonce);
+std::string munge_server_payload(const std::string& step_payload, const std::string& client_nonce);
 // "" if cred admits the peer, else one line naming what is wrong. peer names the other side
 // (e.g. "client 127.0.0.1:5312" or "store server node1:47012").
 std::string check_munge_credential(const DecodedCredential& cred, uid_t expected_uid,
