@@ -190,6 +190,7 @@ FUZZ_SRC_step_range     := src/step_range.cc
 FUZZ_SRC_launch_options := launcher/options.cc launcher/shell_words.cc launcher/restart.cc launcher/tagger.cc launcher/agent_protocol.cc launcher/netaddr.cc src/shown_text.cc
 FUZZ_SRC_hosts          := launcher/hosts.cc
 FUZZ_SRC_slurm_hostlist := comm/slurm_hostlist.cc launcher/slurm_allocation.cc launcher/hosts.cc src/shown_text.cc
+FUZZ_SRC_slurm_store_plan := comm/slurm_store_plan.cc comm/slurm_hostlist.cc comm/store_munge_check.cc src/shown_text.cc
 FUZZ_SRC_checkpoint     := src/checkpoint.cc src/crc32.cc
 FUZZ_SRC_agent_protocol := launcher/agent_protocol.cc
 FUZZ_SRC_c10d_wire      := comm/c10d_wire.cc
