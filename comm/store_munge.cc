@@ -56,7 +56,8 @@ std::string munge_encode_payload(const std::string& payload, const std::string& 
   munge_ctx_destroy(ctx);
   if (e != EMUNGE_SUCCESS) {
     throw std::runtime_error("MUNGE: cannot make a credential with munged at socket " +
-                             socket_name(socket) + ": " + why);
+                             socket_name(socket) + ": " + why +
+                             (socket.empty() ? " (BARESGD_MUNGE_SOCKET names munged's socket when it is elsewhere)" : ""));
   }
   std::string out(cred);
   std::free(cred);
