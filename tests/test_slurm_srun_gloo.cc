@@ -4,12 +4,23 @@
 // (comm/slurm_store.h). One 4-rank job bit-equal to ./launch; a credential of another uid (a
 // task really running as nobody) and an expired one refused with one line, every task
 // non-zero; a silent listener in rank 0's place named within the timeout; a silent listener on
-// the step's first port passed over. Each task's exit code, pid and stderr are kept per task.
+// the step's first port passed over; in-process, a rogue listener that answers the handshake with
+// a reflected or misdirected credential refused by the client. Each task's exit code, pid and
+// stderr are kept per task.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 
+#include "comm/munge_store_client.h"
+#include "comm/store_munge.h"
+#include "comm/store_protocol.h"
 #include "tests/slurm_cluster_fixture.h"
 #include "tests/test_util.h"
 
@@ -166,6 +177,107 @@ TEST_F(SlurmSrunGloo, SilentListenerOnTheFirstPortIsPassedOver) {
   EXPECT_EQ(read_file(d + "/p.0").size(), 21840u * 4);
   EXPECT_TRUE(read_file(d + "/p.0") == read_file(d + "/p.1"));
   run("kill $(cat " + d + "/listener.pid) 2>/dev/null; rm -rf " + d);
+}
+
+// A rogue "store" on 127.0.0.1 that greets like ours and answers every client's credential with
+// reply(client frame) instead of a credential of its own for this connection.
+class RogueStore {
+ public:
+  explicit RogueStore(std::string (*reply)(const std::string& client_frame, const std::string& socket),
+                      std::string socket)
+      : reply_(reply), socket_(std::move(socket)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sa;
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+    ::listen(fd_, 8);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
+    port_ = ntohs(sa.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~RogueStore() {
+    stop_ = true;
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+  }
+  int port() const { return port_; }
+  int answered() const { return answered_; }
+
+ private:
+  static bool read_frame(int fd, std::string* body) {
+    char head[4];
+    if (::recv(fd, head, 4, MSG_WAITALL) != 4) return false;
+    body->resize(get_u32be(head));
+    return body->empty() || ::recv(fd, &(*body)[0], body->size(), MSG_WAITALL) == static_cast<ssize_t>(body->size());
+  }
+  void serve() {
+    while (!stop_) {
+      int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      const std::string greeting = encode_frame(std::string(kStoreMungeGreeting) + std::string(64, 'a'));
+      std::string hello;
+      if (::send(c, greeting.data(), greeting.size(), MSG_NOSIGNAL) > 0 && read_frame(c, &hello)) {
+        const std::string answer = encode_frame("OK " + reply_(hello, socket_));
+        ::send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
+        ++answered_;
+        char b;
+        ::recv(c, &b, 1, 0);  // until the client closes
+      }
+      ::close(c);
+    }
+  }
+  std::string (*reply_)(const std::string&, const std::string&);
+  std::string socket_;
+  int fd_ = -1, port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> answered_{0};
+  std::thread thread_;
+};
+
+std::string client_error(const RogueStore& rogue, const std::string& step) {
+  MungeStoreTarget t{"localhost", "127.0.0.1", {rogue.port()}, step,
+                     SlurmClusterFixture::dir() + "/munge/munge.socket.2"};
+  std::string where;
+  try {
+    ::close(munge_store_connect(t, std::chrono::milliseconds(3000), &where));
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(admitted by the rogue store at " + where + ")";
+}
+
+// The client's own credential sent back (munged decodes it for the first time, so it is no
+// replay): refused because its payload is a client's hello, not a server's reply.
+TEST_F(SlurmSrunGloo, RogueStoreReflectingTheClientsCredentialIsRefused) {
+  RogueStore rogue([](const std::string& hello, const std::string&) { return hello.substr(64); },
+                   dir() + "/munge/munge.socket.2");
+  const std::string msg = client_error(rogue, munge_step_payload("5", "0"));
+  EXPECT_GE(rogue.answered(), 1);
+  EXPECT_NE(msg.find("did not complete the MUNGE handshake within 3000 ms on any port of this job step: localhost:" +
+                     std::to_string(rogue.port()) + " (MUNGE credential from store server localhost:" +
+                     std::to_string(rogue.port())),
+            std::string::npos) << msg;
+  EXPECT_NE(msg.find(" client-hello server-nonce=" + std::string(64, 'a')), std::string::npos) << msg;
+  EXPECT_NE(msg.find(", not this job step (baresgd-store job=5 step=0 server-reply client-nonce="), std::string::npos)
+      << msg;
+}
+
+// A genuine credential of this uid, but for another connection (another client nonce): relayed.
+TEST_F(SlurmSrunGloo, RogueStoreAnsweringWithAnotherConnectionsCredentialIsRefused) {
+  RogueStore rogue(
+      [](const std::string&, const std::string& socket) {
+        return munge_encode_payload(munge_server_payload(munge_step_payload("5", "0"), std::string(64, 'b')), socket);
+      },
+      dir() + "/munge/munge.socket.2");
+  const std::string msg = client_error(rogue, munge_step_payload("5", "0"));
+  EXPECT_GE(rogue.answered(), 1);
+  EXPECT_NE(msg.find("is for baresgd-store job=5 step=0 server-reply client-nonce=" + std::string(64, 'b') +
+                     ", not this job step"),
+            std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
 }
 
 }  // namespace
