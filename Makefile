@@ -6,7 +6,7 @@
 #   make fixtures regenerate tests/fixtures/*.bin with Debian's python3-torch
 #   make install PREFIX=/usr/local DESTDIR=   baresgd-train, -launch, -report (stripped) + man pages
 #   make uninstall PREFIX=/usr/local DESTDIR= removes exactly what install wrote (its manifest)
-# Options: SANITIZE=1 (ASan+UBSan build in build-san/), NO_MPI=1, NO_GLOO=1.
+# Options: SANITIZE=1 (ASan+UBSan build in build-san/), NO_MPI=1, NO_GLOO=1, NO_MUNGE=1.
 
 CXX      ?= g++
 PREFIX   ?= /usr/local
@@ -30,6 +30,12 @@ HAVE_MPI  := $(if $(NO_MPI),,$(shell command -v mpicxx 2>/dev/null))
 ifneq ($(HAVE_GLOO),)
 CXXFLAGS += -DBARESGD_HAVE_GLOO=1
 LDLIBS   += -lgloo
+endif
+# MUNGE lets srun's tasks authenticate to rank 0's rendezvous store (comm/store_munge.cc).
+HAVE_MUNGE := $(if $(NO_MUNGE),,$(wildcard /usr/include/munge.h))
+ifneq ($(HAVE_MUNGE),)
+CXXFLAGS += -DBARESGD_HAVE_MUNGE=1
+LDLIBS   += -lmunge
 endif
 ifneq ($(HAVE_MPI),)
 MPI_CFLAGS := $(shell mpicxx --showme:compile)
@@ -185,7 +191,8 @@ FUZZ_SRC_launch_options := launcher/options.cc launcher/elastic_options.cc launc
 FUZZ_SRC_horovod_config := $(FUZZ_SRC_launch_options)
 FUZZ_SRC_hosts          := launcher/hosts.cc
 FUZZ_SRC_host_discovery := launcher/host_discovery.cc launcher/elastic_hosts.cc launcher/hosts.cc src/shown_text.cc
-FUZZ_SRC_slurm_hostlist := launcher/slurm_hostlist.cc launcher/slurm_allocation.cc launcher/hosts.cc src/shown_text.cc
+FUZZ_SRC_slurm_hostlist := comm/slurm_hostlist.cc launcher/slurm_allocation.cc launcher/hosts.cc src/shown_text.cc
+FUZZ_SRC_slurm_store_plan := comm/slurm_store_plan.cc comm/slurm_hostlist.cc comm/store_munge_check.cc src/shown_text.cc
 FUZZ_SRC_checkpoint     := src/checkpoint.cc src/crc32.cc
 FUZZ_SRC_agent_protocol := launcher/agent_protocol.cc
 FUZZ_SRC_c10d_wire      := comm/c10d_wire.cc

@@ -3,7 +3,8 @@
 // Start-up, bounded by CommOptions::start_timeout:
 //   1. Open the rendezvous store: files on --rendezvous-dir (comm/rendezvous_files), or the launcher's store
 //      (StoreClient to BARESGD_STORE_ADDR, authenticated with BARESGD_SECRET), or under torchrun
-//      the c10d TCPStore its agent serves at MASTER_ADDR:MASTER_PORT (comm/c10d_store_client).
+//      the c10d TCPStore its agent serves at MASTER_ADDR:MASTER_PORT (comm/c10d_store_client), or
+//      under plain srun the store rank 0 serves, admitted by MUNGE (comm/slurm_store).
 //   2. Bind a tcp device to BARESGD_HOST_ADDR (or --network-interface: a name or an address;
 //      127.0.0.1 when every rank is on one host and nothing was given).
 //   3. Hello: every rank claims its rank (O_EXCL marker file, or an atomic add on the launcher's
@@ -12,7 +13,8 @@
 //      timeout error ("rank 1 never registered"), and a rank with a different world size or a
 //      duplicate rank number is reported before any socket is opened.
 //   4. connectFullMesh through a PrefixStore "<job>/gloo" (one TCP pair per peer).
-//   5. On --rendezvous-dir: a barrier, then each rank removes the rendezvous files it wrote.
+//   5. On --rendezvous-dir: a barrier, then each rank removes the rendezvous files it wrote; under
+//      srun a barrier, then every rank closes its connection and rank 0 stops its store.
 // Collectives use Gloo's option-style algorithms with CommOptions::comm_timeout on every wait:
 //   allreduce = direct exchange while (n-1) * bytes <= 1 MiB (every rank sends its vector to all
 //     others in one round and sums in rank order: one latency instead of the ring's chain of
@@ -69,6 +71,7 @@
 #include "comm/comm_internal.h"
 #include "comm/distributed_optimizer.h"
 #include "comm/rendezvous_files.h"
+#include "comm/slurm_store.h"
 #include "comm/store_client.h"
 
 namespace {
@@ -128,9 +131,11 @@ class RendezvousStore : public gloo::rendezvous::Store {
   virtual bool has(const std::string& key) = 0;
   // Atomically claims `name` for this process: false if someone already did (a duplicate rank).
   virtual bool claim(const std::string& name) = 0;
-  // True when what this rank wrote outlives the job unless it removes it (files on a directory).
-  virtual bool outlives_the_job() const { return false; }
-  // Called once every rank has connected (nobody reads the store again): drop what this rank wrote.
+  // True when every rank must leave the store after a barrier: what this rank wrote outlives the
+  // job unless it removes it (files on a directory), or a rank serves it and must not stop early.
+  virtual bool leave_after_barrier() const { return false; }
+  // Called once every rank has connected (nobody reads the store again): drop what this rank wrote
+  // (or, under srun, close the connection; rank 0 stops its store).
   virtual void forget_own_keys() {}
   const std::string& where() const { return where_; }
 
@@ -170,17 +175,29 @@ class FileRendezvous : public RendezvousStore {
   }
   bool has(const std::string& key) override { return files_.has(key); }
   bool claim(const std::string& name) override { return files_.claim(name); }
-  bool outlives_the_job() const override { return true; }
+  bool leave_after_barrier() const override { return true; }
   void forget_own_keys() override { files_.remove_own_files(); }
 
  private:
   RendezvousFiles files_;
 };
 
+// A client of our store protocol: the launcher's store, or under srun rank 0's MUNGE store
+// (comm/slurm_store.h), whose server rank 0 runs here until every rank has connected.
 class ClientRendezvous : public RendezvousStore {
  public:
   ClientRendezvous(const std::string& addr, const std::string& secret, ms timeout)
-      : RendezvousStore(timeout, "the launcher's store at " + addr), client_(addr, secret, timeout) {}
+      : RendezvousStore(timeout, "the launcher's store at " + addr), own_(new StoreClient(addr, secret, timeout)),
+        client_(*own_) {}
+  ClientRendezvous(SlurmStore slurm, ms timeout)
+      : RendezvousStore(timeout, slurm.where), server_(std::move(slurm.server)), own_(std::move(slurm.client)),
+        client_(*own_), served_by_a_rank_(true) {}
+  // Rank 0's store dies with this job's start-up: every rank leaves it after a barrier.
+  bool leave_after_barrier() const override { return served_by_a_rank_; }
+  void forget_own_keys() override {
+    own_.reset();
+    if (server_) server_->stop();
+  }
   void set(const std::string& key, const std::vector<char>& data) override {
     client_.set(key, std::string(data.begin(), data.end()));
   }
@@ -199,7 +216,10 @@ class ClientRendezvous : public RendezvousStore {
   bool claim(const std::string& name) override { return client_.add(name, 1) == 1; }
 
  private:
-  StoreClient client_;
+  std::unique_ptr<MungeStoreServer> server_;  // declared first: destroyed after the client
+  std::unique_ptr<StoreClient> own_;
+  StoreClient& client_;
+  bool served_by_a_rank_ = false;
   std::map<std::string, std::string> cache_;
 };
 
@@ -578,6 +598,15 @@ class GlooCommunicator : public Communicator {
       }
       return;
     }
+    if (uses_slurm_store(info_)) {
+      try {
+        store_.reset(new ClientRendezvous(open_slurm_store(info_, t), t));
+      } catch (const std::exception& e) {
+        throw std::runtime_error(me() + " (srun, Slurm job " + info_.slurm_job + " step " + info_.slurm_step +
+                                 "): Gloo rendezvous: " + short_gloo_message(e.what()));
+      }
+      return;
+    }
     try {
       auto* client = new ClientRendezvous(info_.store_addr, info_.secret, t);
       store_.reset(client);
@@ -750,10 +779,10 @@ class GlooCommunicator : public Communicator {
   }
 
   // After connectFullMesh every rank has read what it needs; a barrier makes that true of all of
-  // them, then each removes its own keys (a --rendezvous-dir is left as it was found). The
-  // launcher's store goes with the launcher: no barrier for it.
+  // them, then each removes its own keys (a --rendezvous-dir is left as it was found) and under
+  // srun rank 0 stops its store. The launcher's store goes with the launcher: no barrier for it.
   void leave_store() {
-    if (!store_->outlives_the_job()) return;
+    if (!store_->leave_after_barrier()) return;
     barrier();
     store_->forget_own_keys();
   }

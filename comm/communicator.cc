@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "comm/comm_internal.h"
+#include "comm/slurm_store.h"
 
 namespace {
 
@@ -120,7 +121,8 @@ std::unique_ptr<Communicator> make_communicator(const CommOptions& opts) {
   }
   if (backend == "gloo") {
 #if BARESGD_HAVE_GLOO
-    if (info.size > 1 && info.store_addr.empty() && info.c10d_store_addr.empty() && opts.rendezvous_dir.empty()) {
+    if (info.size > 1 && info.store_addr.empty() && info.c10d_store_addr.empty() && opts.rendezvous_dir.empty() &&
+        !uses_slurm_store(info)) {
       std::string why = info.source == "slurm"
                             ? std::string("srun started the ranks without MPI")
 #if BARESGD_HAVE_MPI

@@ -21,6 +21,10 @@ struct RankInfo {
   std::string c10d_store_addr;     // torchrun's c10d TCPStore "MASTER_ADDR:MASTER_PORT", else ""
   std::string secret;              // per-job secret for the store (from the environment only)
   std::string job_id;              // rendezvous key prefix
+  // srun's job step, for the Gloo rendezvous rank 0 serves under srun (comm/slurm_store.h);
+  // "" outside srun: SLURM_JOB_ID, SLURM_STEP_ID, SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE.
+  std::string slurm_job, slurm_step, slurm_nodelist, slurm_tasks_per_node;
+  std::string munge_socket;        // BARESGD_MUNGE_SOCKET: munged's socket ("" = libmunge's default)
   std::string notice;              // one line for stderr when the environment was read otherwise
                                    // than it seems (an sbatch script's SLURM_PROCID), else ""
 };

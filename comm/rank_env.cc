@@ -12,7 +12,8 @@
 //      number. Such a step runs as a single process, with a notice saying so;
 //   4. otherwise a single process.
 // Per-job variables read with every source: BARESGD_COMM (backend preference: gloo|mpi|single),
-// BARESGD_HOSTNAME, BARESGD_HOST_ADDR, BARESGD_STORE_ADDR, BARESGD_SECRET, BARESGD_JOB_ID.
+// BARESGD_HOSTNAME, BARESGD_HOST_ADDR, BARESGD_STORE_ADDR, BARESGD_SECRET, BARESGD_JOB_ID,
+// BARESGD_MUNGE_SOCKET (munged's socket for the Gloo rendezvous under srun, comm/slurm_store.h).
 // Every integer must parse completely; inconsistent values throw std::runtime_error naming the
 // variable and its value.
 #include <unistd.h>
@@ -297,6 +298,10 @@ void from_slurm(const Env& env, RankInfo* r) {
   if (!env.has("BARESGD_JOB_ID"))
     r->job_id = "slurm-" + env.str("SLURM_JOB_ID", "0") + "." +
                 env.str("SLURM_STEP_ID", env.str("SLURM_STEPID", "0"));
+  r->slurm_job = env.str("SLURM_JOB_ID", env.str("SLURM_JOBID"));
+  r->slurm_step = env.str("SLURM_STEP_ID", env.str("SLURM_STEPID"));
+  r->slurm_nodelist = env.str("SLURM_STEP_NODELIST", env.str("SLURM_JOB_NODELIST", env.str("SLURM_NODELIST")));
+  r->slurm_tasks_per_node = env.str(tpn_var);
   if (!env.has("BARESGD_HOSTNAME") && env.has("SLURMD_NODENAME")) r->hostname = env.str("SLURMD_NODENAME");
 }
 
@@ -310,6 +315,7 @@ RankInfo discover_rank_info(const EnvLookup& get) {
   r.store_addr = env.str("BARESGD_STORE_ADDR");
   if (env.has("BARESGD_STORE_ADDR")) check_store_addr(r.store_addr);
   r.secret = env.str("BARESGD_SECRET");
+  r.munge_socket = env.str("BARESGD_MUNGE_SOCKET");
   r.job_id = env.str("BARESGD_JOB_ID", "baresgd");
   if (r.job_id.empty()) fail("BARESGD_JOB_ID is set but empty");
 

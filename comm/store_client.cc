@@ -67,6 +67,9 @@ StoreClient::StoreClient(const std::string& addr, const std::string& secret,
   }
 }
 
+StoreClient::StoreClient(int authenticated_fd, const std::string& addr, std::chrono::milliseconds timeout)
+    : fd_(authenticated_fd), addr_(addr), io_timeout_(std::max(timeout, kMinIoTimeout)) {}
+
 StoreClient::~StoreClient() { close_socket(); }
 
 void StoreClient::close_socket() {

@@ -12,6 +12,9 @@ class StoreClient {
   // Connects to addr ("host:port"), retrying until timeout; authenticates with secret.
   // Throws std::runtime_error naming the address and the reason (refused, timeout, denied).
   StoreClient(const std::string& addr, const std::string& secret, std::chrono::milliseconds timeout);
+  // Takes over fd, a connected non-blocking socket already through its handshake (the MUNGE
+  // store's, comm/munge_store_client.h); addr names the store in errors.
+  StoreClient(int authenticated_fd, const std::string& addr, std::chrono::milliseconds timeout);
   ~StoreClient();
   StoreClient(const StoreClient&) = delete;
   StoreClient& operator=(const StoreClient&) = delete;

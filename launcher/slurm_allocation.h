@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "launcher/hosts.h"
-#include "launcher/slurm_hostlist.h"
+#include "comm/slurm_hostlist.h"
 
 using EnvMap = std::map<std::string, std::string>;
 

@@ -118,16 +118,4 @@ TEST_F(SlurmCluster, ScancelStopsEveryTask) {
   EXPECT_FALSE(alive(pid1));
 }
 
-// Today's limit, kept true: srun without PMIx gives Gloo no rendezvous, and every rank says so
-// and exits non-zero (issue 12's MUNGE-authenticated store is not built yet).
-TEST_F(SlurmCluster, SrunGlooWithoutRendezvousFailsOnEveryRank) {
-  RunResult r = slurm("srun -n 2 " + train_cmd() + " --epochs 1 --max-steps 1 2>&1", 120);
-  EXPECT_NE(r.status, 0) << r.out;
-  int said = 0;
-  for (size_t at = r.out.find("Gloo needs a rendezvous"); at != std::string::npos;
-       at = r.out.find("Gloo needs a rendezvous", at + 1))
-    ++said;
-  EXPECT_EQ(said, 2) << r.out;
-}
-
 }  // namespace

@@ -1,4 +1,4 @@
-// test_slurm_hostlist: Slurm's compressed lists (launcher/slurm_hostlist.h) — host ranges,
+// test_slurm_hostlist: Slurm's compressed lists (comm/slurm_hostlist.h) — host ranges,
 // padding, several bracket groups, tasks-per-node forms and every refused input with its exact
 // message — the allocation read from a fake environment (launcher/slurm_allocation.h) and
 // ./launch's choice of hosts and -np from flags and environment (launcher/host_choice.h).
@@ -10,7 +10,7 @@
 #include "launcher/host_choice.h"
 #include "launcher/options.h"
 #include "launcher/slurm_allocation.h"
-#include "launcher/slurm_hostlist.h"
+#include "comm/slurm_hostlist.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // fuzz_slurm_hostlist: libFuzzer target for Slurm's compressed lists and the allocation read
-// from them (launcher/slurm_hostlist.h: expand_slurm_hostlist, expand_slurm_tasks_per_node;
+// from them (comm/slurm_hostlist.h: expand_slurm_hostlist, expand_slurm_tasks_per_node;
 // launcher/slurm_allocation.h: read_slurm_allocation).
 //
 // Input: byte 0 picks what is fuzzed (0: a host list, 1: a tasks-per-node list, else the whole
@@ -21,7 +21,7 @@
 
 #include "launcher/hosts.h"
 #include "launcher/slurm_allocation.h"
-#include "launcher/slurm_hostlist.h"
+#include "comm/slurm_hostlist.h"
 #include "tests/fuzz/fuzz_common.h"
 
 namespace {

@@ -1,5 +1,5 @@
 // slurm_hostlist: expanding SLURM_JOB_NODELIST and SLURM_TASKS_PER_NODE (see slurm_hostlist.h).
-#include "launcher/slurm_hostlist.h"
+#include "comm/slurm_hostlist.h"
 #include "src/shown_text.h"
 
 #include <algorithm>
