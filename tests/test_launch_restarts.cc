@@ -19,6 +19,7 @@
 #include <csignal>
 #include <iostream>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -130,6 +131,11 @@ TEST_F(LaunchRestarts, TwoKillNinesResumeBitIdenticalToAnUninterruptedRun) {
   EXPECT_TRUE(contains(err, "after rank 0 (localhost, pid " + std::to_string(second[0]) + ") was killed by signal 9"))
       << err;
   EXPECT_EQ(count_of(err, "train: resuming from " + ckpt + "/ckpt-"), 2) << err;  // both restarts really resumed
+  // Both restarts continued the first attempt's run (issue 11): one run id, its newest three files.
+  std::set<std::string> runs;
+  for (const auto& kv : checkpoints_in(ckpt)) runs.insert(kv.second.substr(ckpt.size() + 6, 16));
+  EXPECT_EQ(runs.size(), 1u) << "the restarts wrote checkpoints of more than one run";
+  EXPECT_EQ(checkpoints_in(ckpt).size(), 3u);
   EXPECT_TRUE(contains(job.out(), "Train Epoch: 2 ")) << job.out();
   EXPECT_EQ(count_of(job.out(), "[0]<stdout>:Train Epoch: 1 [0/"), 1) << "a restart began again at batch 0:\n" << job.out();
   std::cerr << "[ sample ] restart lines:\n";
