@@ -185,6 +185,7 @@ FUZZ_SRC_launch_options := launcher/options.cc launcher/shell_words.cc launcher/
 FUZZ_SRC_hosts          := launcher/hosts.cc
 FUZZ_SRC_slurm_hostlist := launcher/slurm_hostlist.cc launcher/slurm_allocation.cc launcher/hosts.cc src/shown_text.cc
 FUZZ_SRC_checkpoint     := src/checkpoint.cc src/crc32.cc src/checkpoint_names.cc src/run_config.cc src/shown_text.cc comm/allreduce_names.cc
+FUZZ_SRC_run_config     := src/run_config.cc src/shown_text.cc comm/allreduce_names.cc
 FUZZ_SRC_agent_protocol := launcher/agent_protocol.cc
 FUZZ_SRC_c10d_wire      := comm/c10d_wire.cc
 FUZZ_SRC_tagger         := launcher/tagger.cc
