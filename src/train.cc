@@ -21,6 +21,7 @@
 #include "src/adasum_step.h"
 #include "src/checkpoint.h"
 #include "src/config_check.h"
+#include "src/memory_budget.h"
 #include "src/mnist.h"
 #include "src/net.h"
 #include "src/run_config.h"
@@ -259,6 +260,18 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, const RunCon
   return r;
 }
 
+// Refuses, before anything is allocated, batch buffers this rank's memory cannot hold (their
+// bytes, and the input and label buffers, against memory_budget()).
+void check_batch_memory(const Options& opts, int max_batch, int threads) {
+  const uint64_t need = Net::buffer_bytes(max_batch, threads) + uint64_t(max_batch) * (784 * sizeof(float) + sizeof(int32_t));
+  const MemoryBudget have = memory_budget();
+  if (need > have.bytes)
+    throw std::runtime_error("--batch-size " + std::to_string(opts.batch_size) + " needs " + bytes_text(need) +
+                             " of batch buffers on this rank (" + std::to_string(max_batch) + " samples, " +
+                             std::to_string(threads) + (threads == 1 ? " compute thread" : " compute threads") + "), more than the " + bytes_text(have.bytes) +
+                             " it can have (" + have.what + ")");
+}
+
 // --dump-params FILE for this rank: rank 0 writes FILE; a "%r" in FILE makes every rank write its
 // own. Empty when this rank writes nothing.
 std::string dump_path_of(const std::string& spec, int rank) {
@@ -316,7 +329,11 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   // would otherwise spin in sched_yield against ours).
   const int threads = std::max(1, openblas_get_num_threads());
   openblas_set_num_threads(1);
-  Net net(std::max(opts.batch_size, eval_chunk), threads);
+  // Batch buffers hold no more samples than this rank's shard of the data set can fill.
+  const int train_shard = int((int64_t(train.count) + size - 1) / size), test_shard = int((int64_t(test.count) + size - 1) / size);
+  const int max_batch = std::max(std::min(opts.batch_size, train_shard), std::min(eval_chunk, test_shard));
+  check_batch_memory(opts, max_batch, threads);
+  Net net(max_batch, threads);
   TorchStreams torch_rng;  // torch.manual_seed(args.seed) on every rank, then model = Net()
   torch_rng.seed(uint64_t(opts.seed));
   torch_rng.init_net(&net);
