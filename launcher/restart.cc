@@ -1,9 +1,11 @@
 // restart: restarted commands, backoff and messages for --max-restarts (see restart.h).
 #include "launcher/restart.h"
 #include "launcher/options.h"
+#include "src/checkpoint_names.h"
 #include "src/shown_text.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 
@@ -41,23 +43,27 @@ double restart_backoff_s(int k) {
 }
 
 bool checkpoint_step_of_name(const std::string& name, long long* step) {
-  if (name.size() < 10 || name.compare(0, 5, "ckpt-") != 0 || name.compare(name.size() - 4, 4, ".bin") != 0)
-    return false;
-  std::string num = name.substr(5, name.size() - 9);
-  if (num.empty() || num.size() > 18 || num.find_first_not_of("0123456789") != std::string::npos) return false;
-  *step = std::stoll(num);
-  return true;
+  std::string run;
+  return parse_checkpoint_name(name, &run, step);
 }
 
 std::string resume_point(const std::string& dir, bool readable_here) {
   if (dir.empty()) return "starting from scratch (no --checkpoint-dir)";
   DIR* d = readable_here ? opendir(dir.c_str()) : nullptr;
   if (!d) return "resuming from the newest checkpoint in " + shown_text(dir);
+  // The job's own newest file: the one written last (other runs may share dir), then the highest step.
   long long newest = -1;
+  struct timespec newest_time = {0, 0};
   std::string name;
   while (dirent* e = readdir(d)) {
     long long step;
-    if (checkpoint_step_of_name(e->d_name, &step) && step > newest) newest = step, name = e->d_name;
+    struct stat st;
+    if (!checkpoint_step_of_name(e->d_name, &step) || ::stat((dir + "/" + e->d_name).c_str(), &st) != 0) continue;
+    const struct timespec t = st.st_mtim;
+    const bool later = t.tv_sec != newest_time.tv_sec ? t.tv_sec > newest_time.tv_sec
+                       : t.tv_nsec != newest_time.tv_nsec ? t.tv_nsec > newest_time.tv_nsec
+                                                          : step > newest;
+    if (newest < 0 || later) newest = step, newest_time = t, name = e->d_name;
   }
   closedir(d);
   if (newest < 0) return "starting from the beginning (no checkpoint yet in " + shown_text(dir) + ")";

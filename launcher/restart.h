@@ -15,12 +15,14 @@ std::vector<std::string> resume_command(const std::vector<std::string>& command)
 // Seconds to wait before restart number k (1-based): 1, 2, 4, ... at most 30.
 double restart_backoff_s(int k);
 
-// "ckpt-<digits>.bin" -> its step; false for any other name (as src/checkpoint.cc names them).
+// "ckpt-<run id>-<digits>.bin" (or an older baresgd's "ckpt-<digits>.bin") -> its step; false for
+// any other name (src/checkpoint_names.h).
 bool checkpoint_step_of_name(const std::string& name, long long* step);
 
 // Where the restarted job starts: "resuming from step S (DIR/ckpt-....bin)" when readable_here (the
-// dir is on this host, where rank 0 runs) and it holds a checkpoint (by name: the trainer skips a
-// corrupt one and takes the one before); "starting from the beginning (no checkpoint yet in DIR)"
+// dir is on this host, where rank 0 runs) and it holds a checkpoint (by name: the file written
+// last, of the highest step when several share a time; the trainer skips a corrupt one and takes
+// the one before, and continues only a checkpoint of its own configuration); "starting from the beginning (no checkpoint yet in DIR)"
 // when it holds none; "resuming from the newest checkpoint in DIR" when it cannot be read here;
 // "starting from scratch (no --checkpoint-dir)" when dir is "".
 std::string resume_point(const std::string& dir, bool readable_here);

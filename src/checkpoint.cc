@@ -1,9 +1,11 @@
 // checkpoint: encode/decode/verify checkpoint files and save/load them atomically.
 #include "src/checkpoint.h"
+#include "src/checkpoint_names.h"
 #include "src/crc32.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,10 +17,12 @@
 namespace {
 
 constexpr char kMagic[8] = {'B', 'S', 'G', 'D', 'C', 'K', 'P', 'T'};
-constexpr uint32_t kVersion = 3;  // 2: + torch generator state; 3: + momentum buffer count
+// 2: + torch generator state; 3: + momentum buffer count; 4: + configuration block
+constexpr uint32_t kVersion = 4;
 // magic, version, world, batch, seed, epoch, batch index, step, started, nparams
 constexpr size_t kHeaderBytesV2 = 8 + 4 + 4 + 4 + 8 + 4 + 8 + 8 + 4 + 8;
-constexpr size_t kHeaderBytes = kHeaderBytesV2 + 4;  // version 3: + momentum buffers
+constexpr size_t kHeaderBytesV3 = kHeaderBytesV2 + 4;  // + momentum buffers
+constexpr size_t kHeaderBytesV4 = kHeaderBytesV3 + 4;  // + configuration block bytes (the block follows)
 constexpr size_t kGeneratorBytes = (TorchGenerator::kWords + 1) * 4;  // words, index
 
 template <class T>
@@ -48,32 +52,72 @@ void write_all(int fd, const std::string& bytes, const std::string& path) {
   }
 }
 
-bool parse_step(const std::string& name, long long* step) {
-  if (name.size() < 10 || name.rfind("ckpt-", 0) != 0 || name.substr(name.size() - 4) != ".bin")
-    return false;
-  std::string num = name.substr(5, name.size() - 9);
-  if (num.empty() || num.size() > 18 || num.find_first_not_of("0123456789") != std::string::npos)
-    return false;  // not one of ours (we write 12 digits); never an out-of-range stoll
-  *step = std::stoll(num);
-  return true;
-}
+struct Listed {
+  long long step;
+  std::string run_id;  // empty: an older baresgd's ckpt-<step>.bin
+  std::string path;
+};
 
-std::vector<std::pair<long long, std::string>> list_checkpoints(const std::string& dir) {
-  std::vector<std::pair<long long, std::string>> found;
+// Checkpoint files in dir, newest (highest step) first.
+std::vector<Listed> list_checkpoints(const std::string& dir) {
+  std::vector<Listed> found;
   DIR* d = ::opendir(dir.c_str());
   if (!d) return found;
   while (dirent* e = ::readdir(d)) {
-    long long step;
-    if (parse_step(e->d_name, &step)) found.emplace_back(step, dir + "/" + e->d_name);
+    Listed l;
+    if (parse_checkpoint_name(e->d_name, &l.run_id, &l.step)) {
+      l.path = dir + "/" + e->d_name;
+      found.push_back(std::move(l));
+    }
   }
   ::closedir(d);
-  std::sort(found.rbegin(), found.rend());  // newest first
+  std::sort(found.begin(), found.end(), [](const Listed& a, const Listed& b) {
+    return a.step != b.step ? a.step > b.step : a.path > b.path;
+  });
   return found;
+}
+
+// The file's bytes, or false with a warning naming it.
+bool read_checkpoint_file(const std::string& p, std::string* bytes, std::vector<std::string>* warnings) {
+  int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    warnings->push_back(err(p, "cannot open checkpoint"));
+    return false;
+  }
+  char buf[1 << 16];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) bytes->append(buf, size_t(n));
+  ::close(fd);
+  return true;
+}
+
+bool decode_file(const std::string& p, size_t expect_params, TrainState* out, std::vector<std::string>* warnings) {
+  std::string bytes;
+  if (!read_checkpoint_file(p, &bytes, warnings)) return false;
+  try {
+    *out = decode_checkpoint(bytes, expect_params);
+    return true;
+  } catch (const std::exception& e) {
+    warnings->push_back(p + ": " + e.what() + "; skipping it");
+    return false;
+  }
 }
 
 }  // namespace
 
+RunConfig run_config_of(const TrainState& s) {
+  RunConfig c;
+  c.run_id = s.run_id;
+  c.world_size = s.world_size;
+  c.batch_size = s.batch_size;
+  c.seed = s.seed;
+  c.settings = s.settings;
+  return c;
+}
+
 std::string encode_checkpoint(const TrainState& s) {
+  if (!is_run_id(s.run_id))
+    throw std::invalid_argument("encode_checkpoint: run id '" + s.run_id + "' is not 16 lowercase hex digits");
   if (s.momentum_buffers < 1 || s.momentum.size() != size_t(s.momentum_buffers) * s.params.size())
     throw std::invalid_argument("encode_checkpoint: " + std::to_string(s.momentum.size()) +
                                 " momentum floats are not " + std::to_string(s.momentum_buffers) +
@@ -90,6 +134,9 @@ std::string encode_checkpoint(const TrainState& s) {
   put<int32_t>(out, s.momentum_started ? 1 : 0);
   put<uint64_t>(out, s.params.size());
   put<uint32_t>(out, uint32_t(s.momentum_buffers));
+  const std::string config = format_run_config(run_config_of(s));
+  put<uint32_t>(out, uint32_t(config.size()));
+  out += config;
   out.append(reinterpret_cast<const char*>(s.params.data()), s.params.size() * sizeof(float));
   out.append(reinterpret_cast<const char*>(s.momentum.data()), s.momentum.size() * sizeof(float));
   out.append(reinterpret_cast<const char*>(s.generator.state), sizeof s.generator.state);
@@ -107,11 +154,11 @@ TrainState decode_checkpoint(const std::string& in, size_t expect_params) {
   if (version == 1)
     throw std::runtime_error("version 1 checkpoint (written before baresgd drew torch's random streams; "
                              "it holds no generator state and cannot be resumed bit for bit)");
-  if (version != 2 && version != kVersion)
-    throw std::runtime_error("unsupported version " + std::to_string(version) + " (expected 2 or " +
+  if (version < 2 || version > kVersion)
+    throw std::runtime_error("unsupported version " + std::to_string(version) + " (expected 2 to " +
                              std::to_string(kVersion) + ")");
-  const size_t header = version == 2 ? kHeaderBytesV2 : kHeaderBytes;
-  if (in.size() < header + 4) throw std::runtime_error("truncated (" + std::to_string(in.size()) + " bytes)");
+  const size_t fixed = version == 2 ? kHeaderBytesV2 : version == 3 ? kHeaderBytesV3 : kHeaderBytesV4;
+  if (in.size() < fixed + 4) throw std::runtime_error("truncated (" + std::to_string(in.size()) + " bytes)");
   TrainState s;
   s.world_size = get<int32_t>(in, &at);
   s.batch_size = get<int32_t>(in, &at);
@@ -122,6 +169,14 @@ TrainState decode_checkpoint(const std::string& in, size_t expect_params) {
   s.momentum_started = get<int32_t>(in, &at) != 0;
   uint64_t n = get<uint64_t>(in, &at);
   const uint32_t buffers = version == 2 ? 1 : get<uint32_t>(in, &at);
+  const uint32_t config_bytes = version >= 4 ? get<uint32_t>(in, &at) : 0;
+  if (config_bytes > kMaxRunConfigBytes)
+    throw std::runtime_error("config block of " + std::to_string(config_bytes) + " bytes (at most " +
+                             std::to_string(kMaxRunConfigBytes) + ")");
+  const size_t header = fixed + config_bytes;  // the block is part of the header here
+  if (in.size() < header + 4) throw std::runtime_error("truncated (" + std::to_string(in.size()) + " bytes)");
+  const std::string config_text = in.substr(at, config_bytes);
+  at += config_bytes;
   if (n != expect_params)
     throw std::runtime_error("holds " + std::to_string(n) + " parameters, the model has " +
                              std::to_string(expect_params));
@@ -146,6 +201,18 @@ TrainState decode_checkpoint(const std::string& in, size_t expect_params) {
     throw std::runtime_error("holds " + std::to_string(buffers) + " momentum buffers for a " +
                              std::to_string(s.world_size) + "-rank run (expected 1 or " +
                              std::to_string(s.world_size) + ")");
+  s.version = int(version);
+  if (version >= 4) {
+    const RunConfig c = parse_run_config(config_text);
+    if (c.world_size != s.world_size || c.batch_size != s.batch_size || c.seed != s.seed)
+      throw std::runtime_error("config block (world size " + std::to_string(c.world_size) + ", batch size " +
+                               std::to_string(c.batch_size) + ", seed " + std::to_string(c.seed) +
+                               ") disagrees with the header (" + std::to_string(s.world_size) + ", " +
+                               std::to_string(s.batch_size) + ", " + std::to_string(s.seed) + ")");
+    s.run_id = c.run_id;
+    s.has_settings = true;
+    s.settings = c.settings;
+  }
   s.momentum_buffers = int(buffers);
   s.params.resize(n);
   s.momentum.resize(size_t(buffers) * n);
@@ -181,75 +248,82 @@ void prepare_checkpoint_dir(const std::string& dir) {
 }
 
 std::vector<std::string> remove_stale_temp_files(const std::string& dir) {
-  std::vector<std::string> removed;
+  std::vector<std::string> stale;
   DIR* d = ::opendir(dir.c_str());
-  if (!d) return removed;
-  while (dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    long long step;
-    if (name.size() > 5 && name[0] == '.' && name.substr(name.size() - 4) == ".tmp" &&
-        parse_step(name.substr(1, name.size() - 5), &step))
-      removed.push_back(dir + "/" + name);
-  }
+  if (!d) return stale;
+  while (dirent* e = ::readdir(d))
+    if (is_checkpoint_temp_name(e->d_name)) stale.push_back(dir + "/" + e->d_name);
   ::closedir(d);
-  for (const auto& p : removed) ::unlink(p.c_str());
+  std::vector<std::string> removed;
+  for (const auto& p : stale) {
+    const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // renamed by its writer meanwhile
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::unlink(p.c_str()) == 0) removed.push_back(p);
+    ::close(fd);  // a writer holding the lock is alive: its file is not stale
+  }
   return removed;
 }
 
 std::string save_checkpoint(const std::string& dir, const TrainState& s, int keep) {
-  char name[64];
-  std::snprintf(name, sizeof name, "ckpt-%012lld.bin", (long long)s.step);
+  const std::string name = checkpoint_file_name(s.run_id, (long long)s.step);
   const std::string path = dir + "/" + name;
   const std::string tmp = dir + "/." + name + ".tmp";
   const std::string bytes = encode_checkpoint(s);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error(err(tmp, "cannot create checkpoint"));
+  // Locked until renamed, so another run's remove_stale_temp_files leaves it alone.
   try {
+    if (::flock(fd, LOCK_EX) != 0) throw std::runtime_error(err(tmp, "cannot lock checkpoint"));
     write_all(fd, bytes, tmp);
     if (::fsync(fd) != 0) throw std::runtime_error(err(tmp, "fsync failed"));
+    if (::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error(err(path, "rename failed"));
   } catch (...) {
     ::close(fd);
     ::unlink(tmp.c_str());
     throw;
   }
-  if (::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    throw std::runtime_error(err(tmp, "close failed"));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    throw std::runtime_error(err(path, "rename failed"));
-  }
+  if (::close(fd) != 0) throw std::runtime_error(err(path, "close failed"));
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
   }
-  auto all = list_checkpoints(dir);
-  for (size_t i = size_t(std::max(keep, 1)); i < all.size(); ++i) ::unlink(all[i].second.c_str());
+  size_t kept = 0;
+  for (const Listed& l : list_checkpoints(dir))
+    if (l.run_id == s.run_id && ++kept > size_t(std::max(keep, 1))) ::unlink(l.path.c_str());
   return path;
 }
 
 bool load_newest_checkpoint(const std::string& dir, size_t expect_params, TrainState* out,
                             std::string* path, std::vector<std::string>* warnings) {
-  for (const auto& [step, p] : list_checkpoints(dir)) {
-    int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      warnings->push_back(err(p, "cannot open checkpoint"));
-      continue;
-    }
-    std::string bytes;
-    char buf[1 << 16];
-    ssize_t n;
-    while ((n = ::read(fd, buf, sizeof buf)) > 0) bytes.append(buf, size_t(n));
-    ::close(fd);
-    try {
-      *out = decode_checkpoint(bytes, expect_params);
-      *path = p;
+  for (const Listed& l : list_checkpoints(dir))
+    if (decode_file(l.path, expect_params, out, warnings)) {
+      *path = l.path;
       return true;
-    } catch (const std::exception& e) {
-      warnings->push_back(p + ": " + e.what() + "; skipping it");
+    }
+  return false;
+}
+
+ResumeCandidates find_resume_candidates(const std::string& dir, size_t expect_params, const RunConfig& now,
+                                        std::vector<std::string>* warnings) {
+  ResumeCandidates c;
+  for (const Listed& l : list_checkpoints(dir)) {
+    TrainState st;
+    if (!decode_file(l.path, expect_params, &st, warnings)) continue;
+    bool matches = true;
+    for (const SettingChange& ch : run_config_changes(run_config_of(st), st.has_settings, now))
+      matches = matches && ch.kind == SettingChange::kHarmless;
+    if (matches) {
+      c.have_match = true;
+      c.match = std::move(st);
+      c.match_path = l.path;
+      return c;
+    }
+    if (!c.have_other) {
+      c.have_other = true;
+      c.other = std::move(st);
+      c.other_path = l.path;
     }
   }
-  return false;
+  return c;
 }

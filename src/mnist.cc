@@ -39,6 +39,23 @@ std::string hex32(uint32_t v) {
   return b;
 }
 
+// The IDX header's checks, in load_mnist_files' words: the file's whole size the first bytes
+// announce (magic, 28x28 images, count), 0 while fewer than the header's bytes are known.
+uint64_t announced_bytes(const std::string& path, uint32_t expect_magic, const uint8_t* p, size_t have) {
+  if (have < 4) return 0;
+  const uint32_t magic = be32(p);
+  if (magic != expect_magic)
+    fail(path, "bad magic " + hex32(magic) + " (expected " + hex32(expect_magic) +
+                   (expect_magic == kImagesMagic ? ", IDX unsigned-byte images)" : ", IDX unsigned-byte labels)"));
+  if (magic == kLabelsMagic) return have < 8 ? 0 : 8 + uint64_t(be32(p + 4));
+  if (have < 16) return 0;
+  const uint32_t n = be32(p + 4), rows = be32(p + 8), cols = be32(p + 12);
+  if (rows != 28 || cols != 28)
+    fail(path, "wrong image size " + std::to_string(rows) + "x" + std::to_string(cols) + " (MNIST images are 28x28)");
+  if (n == 0) fail(path, "holds no images");
+  return 16 + uint64_t(n) * rows * cols;
+}
+
 }  // namespace
 
 FileBytes::FileBytes(FileBytes&& o) noexcept { *this = std::move(o); }
@@ -80,14 +97,17 @@ void FileBytes::read(uint64_t offset, size_t n, uint8_t* out) const {
   }
 }
 
-FileBytes FileBytes::open(const std::string& path, bool whole) {
+FileBytes FileBytes::open(const std::string& path, bool whole, uint32_t idx_magic) {
   FileBytes fb;
   fb.path_ = path;
   if (ends_with(path, ".gz")) {
     gzFile gz = gzopen(path.c_str(), "rb");
     if (!gz) fail(path, std::string("cannot open: ") + std::strerror(errno));
+    // Inflation stops as soon as the header is wrong or the data pass the size it announces: a
+    // gzip bomb costs one chunk, not gigabytes.
     std::vector<uint8_t> buf;
     uint8_t chunk[1 << 16];
+    uint64_t announced = 0;
     for (;;) {
       int n = gzread(gz, chunk, sizeof chunk);
       if (n < 0) {
@@ -102,6 +122,22 @@ FileBytes FileBytes::open(const std::string& path, bool whole) {
         fail(path, "inflates to more than 2 GiB; not an MNIST file");
       }
       buf.insert(buf.end(), chunk, chunk + n);
+      if (announced == 0 && idx_magic != 0) {
+        try {
+          announced = announced_bytes(path, idx_magic, buf.data(), buf.size());
+        } catch (...) {
+          gzclose(gz);
+          throw;
+        }
+        if (announced > kMaxInflated) {
+          gzclose(gz);
+          fail(path, "header announces " + std::to_string(announced) + " bytes, more than 2 GiB; not an MNIST file");
+        }
+      }
+      if (announced != 0 && buf.size() > announced) {
+        gzclose(gz);
+        fail(path, "inflates past the " + std::to_string(announced) + " bytes its header announces");
+      }
     }
     // gzread returns 0 on a truncated stream too; zlib reports it through gzerror.
     int err = Z_OK;
@@ -139,8 +175,8 @@ FileBytes FileBytes::open(const std::string& path, bool whole) {
 
 MnistSplit load_mnist_files(const std::string& images_path, const std::string& labels_path) {
   MnistSplit s;
-  s.image_file = FileBytes::open(images_path, /*whole=*/false);
-  s.label_file = FileBytes::open(labels_path);
+  s.image_file = FileBytes::open(images_path, /*whole=*/false, kImagesMagic);
+  s.label_file = FileBytes::open(labels_path, /*whole=*/true, kLabelsMagic);
   const FileBytes& im = s.image_file;
   const FileBytes& lb = s.label_file;
 

@@ -17,11 +17,14 @@ struct DataError : std::runtime_error {
 // read record by record with pread (images: 47 MB). Reading, unlike mapping, costs a rank only the
 // records it is gathering right now: the page cache holds the file once for every rank on the host,
 // and no rank's RSS ever counts its pages (a mapping counts every page it touched, 64 KB per fault).
-// .gz files are inflated into memory.
+// .gz files are inflated into memory, at most what their IDX header announces.
 class FileBytes {
  public:
   // .gz by name suffix; whole=false keeps a raw file open for read(). Throws DataError.
-  static FileBytes open(const std::string& path, bool whole = true);
+  // idx_magic (0x803 images, 0x801 labels; 0: not checked): a .gz stops inflating as soon as its
+  // header is wrong (magic, image size, no images, more than 2 GiB announced) or the data pass
+  // the size the header announces.
+  static FileBytes open(const std::string& path, bool whole = true, uint32_t idx_magic = 0);
   FileBytes() = default;
   FileBytes(FileBytes&&) noexcept;
   FileBytes& operator=(FileBytes&&) noexcept;

@@ -176,6 +176,21 @@ Net::Net(int max_batch, int threads) : max_batch_(max_batch) {
   if (threads > 1) workers_ = std::make_unique<Workers>(this, threads - 1);
 }
 
+uint64_t Net::buffer_bytes(int max_batch, int threads) {
+  const int blocks = lane_blocks(max_batch);
+  threads = std::max(1, std::min(threads, blocks));
+  const int cap = std::min((blocks + threads - 1) / threads * kLanes, max_batch);
+  const uint64_t B = uint64_t(cap), BL = uint64_t(lane_blocks(cap)) * kLanes;
+  // Slice's buffers: floats, then the uint16 routing masks.
+  const uint64_t slice_floats = BL * (kIn * kIn + 2 * kC1 * kP1 * kP1 + 2 * kFlat) +
+                                B * (2 * kFlat + 3 * kHidden + 2 * kClasses) +
+                                conv2d_pool_relu_sparse_workspace_floats(cap, kC1, kP1, kP1, kC2, kK, kK);
+  const uint64_t slice_u16 = BL / kLanes * (kC1 * kP1 * kP1 + kFlat) * 4;
+  const uint64_t net_floats = 2 * uint64_t(kNumParams) + uint64_t(max_batch) * (kClasses + kC2 + kHidden) +
+                              uint64_t(threads - 1) * kNumParams;  // slices 1..'s gradients
+  return 4 * (net_floats + uint64_t(threads) * slice_floats) + 2 * uint64_t(threads) * slice_u16;
+}
+
 Net::~Net() = default;
 
 // torch.nn.init.kaiming_uniform_(w, a=sqrt(5)): bound = sqrt(3) * gain / sqrt(fan_in) with

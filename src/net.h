@@ -59,6 +59,9 @@ class Net {
   // Activation buffers sized for batches of up to max_batch samples (no allocation later);
   // threads: compute threads for one batch (>= 1; the caller's thread is one of them).
   explicit Net(int max_batch, int threads = 1);
+  // The bytes Net(max_batch, threads) allocates (parameters, gradients, every slice's buffers):
+  // what a batch size costs before anything is allocated.
+  static uint64_t buffer_bytes(int max_batch, int threads);
   ~Net();
   Net(const Net&) = delete;
   Net& operator=(const Net&) = delete;

@@ -106,7 +106,10 @@ std::string usage_text() {
       "  --comm-timeout S               timeout of one collective in seconds (default: 60)\n"
       "  --checkpoint-dir DIR           save a checkpoint at every epoch end (rank 0)\n"
       "  --checkpoint-every N           also every N optimizer steps\n"
-      "  --resume                       continue from the newest valid checkpoint\n"
+      "  --resume                       continue from the newest valid checkpoint of this\n"
+      "                                 configuration (a newer one of another is refused)\n"
+      "  --resume-any-config            with --resume: continue it even when its --seed, --lr,\n"
+      "                                 --batch-size, ... differ (named in one line)\n"
       "  --threads N                    compute threads per rank (default: cores / ranks on\n"
       "                                 this host, or OPENBLAS_NUM_THREADS)\n"
       "  --timeline FILE                record a Chrome trace (Perfetto, chrome://tracing) of\n"
@@ -202,6 +205,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--use-mixed-precision", &o.use_mixed_precision},
       {"--use-adasum", &o.use_adasum},
       {"--resume", &o.resume},
+      {"--resume-any-config", &o.resume_any_config},
       {"--no-dropout", &o.no_dropout},
       {"--help", &o.help},
       {"-h", &o.help},
@@ -236,6 +240,7 @@ Options parse_options(const std::vector<std::string>& args) {
   }
   if ((!o.hosts.empty() || !o.communication.empty()) && o.num_proc == 0)
     throw TrainUsageError{"--hosts and --communication need --num-proc"};
+  if (o.resume_any_config && !o.resume) throw TrainUsageError{"--resume-any-config needs --resume"};
   if (!o.inspect_dump.empty() && o.inspect_steps.empty())
     throw TrainUsageError{"--inspect-dump needs --inspect STEPS"};
   return o;

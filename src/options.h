@@ -36,6 +36,7 @@ struct Options {
   std::string checkpoint_dir;     // --checkpoint-dir
   int checkpoint_every = 0;       // --checkpoint-every N steps (0: epoch ends only)
   bool resume = false;            // --resume
+  bool resume_any_config = false; // --resume-any-config: continue a checkpoint of another configuration
   bool no_dropout = false;        // --no-dropout: dropout layers off in training (tests)
   long long max_steps = -1;       // --max-steps: stop after this many optimizer steps (tests)
   std::string dump_params;        // --dump-params FILE: raw float32 parameters at the end (tests)

@@ -21,8 +21,11 @@
 #include "src/adasum_step.h"
 #include "src/checkpoint.h"
 #include "src/config_check.h"
+#include "src/memory_budget.h"
 #include "src/mnist.h"
 #include "src/net.h"
+#include "src/run_config.h"
+#include "src/run_id.h"
 #include "src/sampler.h"
 #include "src/shared_failure.h"
 #include "src/torch_streams.h"
@@ -96,29 +99,112 @@ struct Resume {
   // --use-adasum from a checkpoint holding every rank's own buffer: all of them (world x n, rank
   // order, on every rank); empty when every rank starts from rank 0's buffer.
   std::vector<float> rank_momentum;
+  std::string run_id;  // rank 0: the run this one writes checkpoints for
 };
 
-// The refusal of a checkpoint written by another world size, --batch-size or --seed, naming the
-// file and the difference (a checkpoint of another run must not be continued silently).
-std::string checkpoint_mismatch(const std::string& path, const TrainState& st, int world, int batch_size,
-                                long long seed) {
-  if (st.world_size != world || st.batch_size != batch_size)
-    return "checkpoint " + path + " was written by " + std::to_string(st.world_size) + " ranks with --batch-size " +
-           std::to_string(st.batch_size) + "; this run has " + std::to_string(world) + " ranks with --batch-size " +
-           std::to_string(batch_size) + " (resume needs the same)";
-  if (st.seed != seed)
-    return "checkpoint " + path + " was written by a run with --seed " + std::to_string(st.seed) +
-           ", this run has --seed " + std::to_string(seed) + " (resume needs the same)";
-  return "";
+// The configuration this run would write into its checkpoints (run id left empty).
+RunConfig run_config_now(const Options& opts, int world, int threads) {
+  RunConfig c;
+  c.world_size = world;
+  c.batch_size = opts.batch_size;
+  c.seed = opts.seed;
+  RunSettings& s = c.settings;
+  s.lr = opts.lr;
+  s.momentum = opts.momentum;
+  s.epochs = opts.epochs;
+  s.dropout = !opts.no_dropout;
+  s.fp16_allreduce = opts.fp16_allreduce;
+  s.predivide = opts.gradient_predivide_factor;
+  s.adasum = opts.use_adasum;
+  s.allreduce = opts.allreduce;
+  s.threads = threads;
+  return c;
 }
 
-// Rank 0 checks --checkpoint-dir and, with --resume, loads the newest valid checkpoint into
-// params/momentum (rank 0's buffer)/generator; the position and the generator are broadcast so
-// every rank starts at the same step with the same draws to come, and with --use-adasum every
-// rank's own momentum buffer when the checkpoint holds them. Every rank fails when rank 0 could
-// not prepare the directory or the checkpoint does not fit this run (rank 0 names the file).
-Resume prepare_checkpoints(const Options& opts, Communicator& comm, std::vector<float>* params,
-                           std::vector<float>* momentum, TorchGenerator* generator) {
+// The refusal of a checkpoint of another configuration, naming the file and each difference.
+std::string refusal_of(const std::string& path, const std::vector<SettingChange>& changes, bool any_config) {
+  const std::vector<SettingChange::Kind> refused = {SettingChange::kWorldSize, SettingChange::kNumbers};
+  bool world = false;
+  for (const SettingChange& c : changes) world = world || c.kind == SettingChange::kWorldSize;
+  return "checkpoint " + path + " was written with " + changes_text(changes, true, refused) + ", this run has " +
+         changes_text(changes, false, refused) +
+         (world ? " (resume needs the same world size, also with --resume-any-config: the world size of a run "
+                  "cannot change)"
+          : any_config ? ""
+                       : " (resume needs the same configuration; --resume-any-config continues it anyway)");
+}
+
+// With --resume-any-config from a checkpoint of another --batch-size: the batch of this run's
+// size holding the first sample the checkpoint had not trained on yet, rounded up (a partial
+// batch's samples are skipped, never trained twice).
+int64_t batch_for_new_size(const TrainState& st, int batch_size) {
+  const int64_t done = st.batch * int64_t(st.batch_size);
+  return (done + batch_size - 1) / batch_size;
+}
+
+// Rank 0, --resume: the checkpoint to continue (false: none), its one-line notes on stderr.
+// Throws naming the file when the newest valid checkpoint belongs to another configuration
+// (unless --resume-any-config, which continues it as a new run; never another world size).
+bool choose_resume_checkpoint(const Options& opts, const RunConfig& now, TrainState* st, std::string* path,
+                              std::string* run_id) {
+  std::vector<std::string> warnings;
+  ResumeCandidates c = find_resume_candidates(opts.checkpoint_dir, Net::kNumParams, now, &warnings);
+  for (const auto& w : warnings) std::fprintf(stderr, "train: warning: %s\n", w.c_str());
+  if (!c.have_match && !c.have_other) {
+    std::fprintf(stderr, "train: no checkpoint in %s; starting from the beginning\n", opts.checkpoint_dir.c_str());
+    return false;
+  }
+  if (c.have_match && c.have_other) {
+    const auto changes = run_config_changes(run_config_of(c.other), c.other.has_settings, now);
+    std::fprintf(stderr, "train: not resuming from the newer %s: it was written with %s, this run has %s\n",
+                 c.other_path.c_str(), changes_text(changes, true, {SettingChange::kWorldSize, SettingChange::kNumbers}).c_str(),
+                 changes_text(changes, false, {SettingChange::kWorldSize, SettingChange::kNumbers}).c_str());
+  }
+  const bool other = !c.have_match;
+  *st = std::move(other ? c.other : c.match);
+  *path = other ? c.other_path : c.match_path;
+  const auto changes = run_config_changes(run_config_of(*st), st->has_settings, now);
+  if (other) {
+    bool world = false;
+    for (const SettingChange& ch : changes) world = world || ch.kind == SettingChange::kWorldSize;
+    if (world || !opts.resume_any_config) throw std::runtime_error(refusal_of(*path, changes, false));
+  }
+  std::fprintf(stderr, "train: resuming from %s (epoch %d, batch %lld, step %lld), run %s\n", path->c_str(), st->epoch,
+               (long long)st->batch, (long long)st->step, st->run_id.empty() ? "unknown" : st->run_id.c_str());
+  const std::string harmless = changes_text(changes, true, {SettingChange::kHarmless});
+  if (!harmless.empty())
+    std::fprintf(stderr, "train: it was written with %s, this run has %s (the steps compute the same numbers%s)\n",
+                 harmless.c_str(), changes_text(changes, false, {SettingChange::kHarmless}).c_str(),
+                 harmless.find("--threads") != std::string::npos ? ", up to float rounding" : "");
+  // A changed configuration is a new run (its files never prune the run it came from).
+  *run_id = other || st->run_id.empty() ? new_run_id() : st->run_id;
+  if (st->run_id.empty())
+    std::fprintf(stderr, "train: %s is a version %d checkpoint: it records no run id and no --lr, --momentum, "
+                 "dropout or averaging options (only world size, --batch-size and --seed were compared); "
+                 "this run continues as run %s\n", path->c_str(), st->version, run_id->c_str());
+  if (other) {
+    std::string moved;
+    if (st->batch_size != now.batch_size && st->batch > 0) {
+      const int64_t b = batch_for_new_size(*st, now.batch_size);
+      moved = "; batch " + std::to_string(st->batch) + " of --batch-size " + std::to_string(st->batch_size) +
+              " continues at batch " + std::to_string(b) + " of --batch-size " + std::to_string(now.batch_size);
+      st->batch = b;
+    }
+    std::fprintf(stderr, "train: --resume-any-config: continuing %s with %s instead of %s as new run %s%s\n",
+                 path->c_str(), changes_text(changes, false, {SettingChange::kNumbers}).c_str(),
+                 changes_text(changes, true, {SettingChange::kNumbers}).c_str(), run_id->c_str(), moved.c_str());
+  }
+  return true;
+}
+
+// Rank 0 checks --checkpoint-dir and, with --resume, loads the checkpoint to continue
+// (choose_resume_checkpoint) into params/momentum (rank 0's buffer)/generator; the position and
+// the generator are broadcast so every rank starts at the same step with the same draws to come,
+// and with --use-adasum every rank's own momentum buffer when the checkpoint holds them. Every
+// rank fails when rank 0 could not prepare the directory or the checkpoint does not fit this run
+// (rank 0 names the file). A run that resumes nothing takes a new run id.
+Resume prepare_checkpoints(const Options& opts, Communicator& comm, const RunConfig& now,
+                           std::vector<float>* params, std::vector<float>* momentum, TorchGenerator* generator) {
   Resume r;
   if (opts.checkpoint_dir.empty()) {
     if (opts.resume) throw std::runtime_error("--resume needs --checkpoint-dir DIR");
@@ -134,11 +220,7 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, std::vector<
       for (const auto& t : remove_stale_temp_files(opts.checkpoint_dir))
         std::fprintf(stderr, "train: removed %s, a checkpoint an earlier writer did not finish\n", t.c_str());
       std::string path;
-      std::vector<std::string> warnings;
-      if (opts.resume && load_newest_checkpoint(opts.checkpoint_dir, params->size(), &st, &path, &warnings)) {
-        for (const auto& w : warnings) std::fprintf(stderr, "train: warning: %s\n", w.c_str());
-        if (std::string why = checkpoint_mismatch(path, st, comm.size(), opts.batch_size, opts.seed); !why.empty())
-          throw std::runtime_error(why);
+      if (opts.resume && choose_resume_checkpoint(opts, now, &st, &path, &r.run_id)) {
         h[1] = 1;
         h[2] = st.epoch;
         h[3] = st.batch;
@@ -148,12 +230,10 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, std::vector<
         *params = st.params;
         momentum->assign(st.momentum.begin(), st.momentum.begin() + std::ptrdiff_t(params->size()));
         *generator = st.generator;
-        std::fprintf(stderr, "train: resuming from %s (epoch %d, batch %lld, step %lld)\n", path.c_str(),
-                     st.epoch, (long long)st.batch, (long long)st.step);
-      } else if (opts.resume) {
-        for (const auto& w : warnings) std::fprintf(stderr, "train: warning: %s\n", w.c_str());
-        std::fprintf(stderr, "train: no checkpoint in %s; starting from the beginning\n",
-                     opts.checkpoint_dir.c_str());
+      } else {
+        r.run_id = new_run_id();
+        std::fprintf(stderr, "train: run %s: checkpoints go to %s/ckpt-%s-<step>.bin\n", r.run_id.c_str(),
+                     opts.checkpoint_dir.c_str(), r.run_id.c_str());
       }
     } catch (const std::exception& e) {
       h[0] = 0;
@@ -169,8 +249,8 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, std::vector<
     r.step = uint64_t(h[4]);
     r.momentum_started = h[5] != 0;
     comm.broadcast(generator, sizeof *generator, 0);
-    // h[6] is 1 or this world size (decode_checkpoint, checkpoint_mismatch). Without --use-adasum
-    // every rank's buffer must be equal: rank 0's, as from a one-buffer checkpoint.
+    // h[6] is 1 or this world size (decode_checkpoint, choose_resume_checkpoint). Without
+    // --use-adasum every rank's buffer must be equal: rank 0's, as from a one-buffer checkpoint.
     if (h[6] > 1 && opts.use_adasum) {
       r.rank_momentum = comm.rank() == 0 ? std::move(st.momentum)
                                          : std::vector<float>(size_t(h[6]) * params->size());
@@ -178,6 +258,18 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, std::vector<
     }
   }
   return r;
+}
+
+// Refuses, before anything is allocated, batch buffers this rank's memory cannot hold (their
+// bytes, and the input and label buffers, against memory_budget()).
+void check_batch_memory(const Options& opts, int max_batch, int threads) {
+  const uint64_t need = Net::buffer_bytes(max_batch, threads) + uint64_t(max_batch) * (784 * sizeof(float) + sizeof(int32_t));
+  const MemoryBudget have = memory_budget();
+  if (need > have.bytes)
+    throw std::runtime_error("--batch-size " + std::to_string(opts.batch_size) + " needs " + bytes_text(need) +
+                             " of batch buffers on this rank (" + std::to_string(max_batch) + " samples, " +
+                             std::to_string(threads) + (threads == 1 ? " compute thread" : " compute threads") + "), more than the " + bytes_text(have.bytes) +
+                             " it can have (" + have.what + ")");
 }
 
 // --dump-params FILE for this rank: rank 0 writes FILE; a "%r" in FILE makes every rank write its
@@ -237,7 +329,11 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   // would otherwise spin in sched_yield against ours).
   const int threads = std::max(1, openblas_get_num_threads());
   openblas_set_num_threads(1);
-  Net net(std::max(opts.batch_size, eval_chunk), threads);
+  // Batch buffers hold no more samples than this rank's shard of the data set can fill.
+  const int train_shard = int((int64_t(train.count) + size - 1) / size), test_shard = int((int64_t(test.count) + size - 1) / size);
+  const int max_batch = std::max(std::min(opts.batch_size, train_shard), std::min(eval_chunk, test_shard));
+  check_batch_memory(opts, max_batch, threads);
+  Net net(max_batch, threads);
   TorchStreams torch_rng;  // torch.manual_seed(args.seed) on every rank, then model = Net()
   torch_rng.seed(uint64_t(opts.seed));
   torch_rng.init_net(&net);
@@ -245,7 +341,8 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
 
   // --checkpoint-dir / --resume: rank 0 prepares the directory and reads the newest valid
   // checkpoint; its position and state reach every rank with the start-up broadcast.
-  Resume start = prepare_checkpoints(opts, comm, &net.params, &momentum, &torch_rng.gen);
+  const RunConfig config = run_config_now(opts, size, net.threads());
+  Resume start = prepare_checkpoints(opts, comm, config, &net.params, &momentum, &torch_rng.gen);
 
   // Horovod: broadcast parameters and optimizer state from rank 0.
   // --use-adasum: after this broadcast every rank's momentum buffer evolves on its own (Horovod's
@@ -283,6 +380,9 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     st.momentum_buffers = rank_momentum ? size : 1;
     st.momentum = rank_momentum ? std::move(all_momentum) : momentum;
     st.generator = torch_rng.gen;
+    st.run_id = start.run_id;
+    st.has_settings = true;
+    st.settings = config.settings;
     save_checkpoint(opts.checkpoint_dir, st);
     timeline_end(TimelineKind::kCheckpoint, tl);
   };

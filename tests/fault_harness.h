@@ -256,12 +256,13 @@ inline void write_mnist_subset(const std::string& dir, uint32_t ntrain, uint32_t
 
 // ---- checkpoints -------------------------------------------------------------------------------
 
-// Checkpoint files in dir: step -> path (only complete ckpt-<digits>.bin names).
+// Checkpoint files in dir: step -> path (only complete ckpt-<run id>-<digits>.bin names, or an
+// older baresgd's ckpt-<digits>.bin).
 inline std::map<long long, std::string> checkpoints_in(const std::string& dir) {
   std::map<long long, std::string> out;
   DIR* d = ::opendir(dir.c_str());
   if (!d) return out;
-  std::regex re("^ckpt-(\\d{1,18})\\.bin$");
+  std::regex re("^ckpt-(?:[0-9a-f]{16}-)?(\\d{1,18})\\.bin$");
   while (dirent* e = ::readdir(d)) {
     std::smatch m;
     std::string name = e->d_name;

@@ -551,7 +551,7 @@ TEST_F(Faults, DiskFullDuringCheckpointNamesTheFileAndTheError) {
   const std::string& last = ls.back();
   EXPECT_EQ(last.rfind("train: error: ", 0), 0u) << err;
   EXPECT_TRUE(contains(last, ckpt + "/")) << "names the file: " << last;
-  EXPECT_TRUE(std::regex_search(last, std::regex("ckpt-\\d+\\.bin"))) << last;
+  EXPECT_TRUE(std::regex_search(last, std::regex("ckpt-[0-9a-f]{16}-\\d+\\.bin"))) << last;
   EXPECT_TRUE(contains(last, "No space left on device")) << last;
   // The checkpoint written before the disk filled is still whole, and no temp file is left.
   auto files = checkpoints_in(ckpt);

@@ -11,6 +11,7 @@
 //
 // Env: BARESGD_TRAIN, BARESGD_LAUNCH (as the rest of the suite); MNIST in data/ (`make data`).
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <csignal>
 #include <iostream>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -129,6 +131,11 @@ TEST_F(LaunchRestarts, TwoKillNinesResumeBitIdenticalToAnUninterruptedRun) {
   EXPECT_TRUE(contains(err, "after rank 0 (localhost, pid " + std::to_string(second[0]) + ") was killed by signal 9"))
       << err;
   EXPECT_EQ(count_of(err, "train: resuming from " + ckpt + "/ckpt-"), 2) << err;  // both restarts really resumed
+  // Both restarts continued the first attempt's run (issue 11): one run id, its newest three files.
+  std::set<std::string> runs;
+  for (const auto& kv : checkpoints_in(ckpt)) runs.insert(kv.second.substr(ckpt.size() + 6, 16));
+  EXPECT_EQ(runs.size(), 1u) << "the restarts wrote checkpoints of more than one run";
+  EXPECT_EQ(checkpoints_in(ckpt).size(), 3u);
   EXPECT_TRUE(contains(job.out(), "Train Epoch: 2 ")) << job.out();
   EXPECT_EQ(count_of(job.out(), "[0]<stdout>:Train Epoch: 1 [0/"), 1) << "a restart began again at batch 0:\n" << job.out();
   std::cerr << "[ sample ] restart lines:\n";
@@ -371,6 +378,28 @@ TEST(LaunchRestartOptions, ResumePointReadsTheNewestCheckpointName) {
   EXPECT_EQ(resume_point(d, true), "resuming from step 12 (" + d + "/ckpt-000000000012.bin)");
   EXPECT_EQ(resume_point(d, false), "resuming from the newest checkpoint in " + d);
   EXPECT_EQ(resume_point(d + "/missing", true), "resuming from the newest checkpoint in " + d + "/missing");
+  std::system(("rm -rf '" + d + "'").c_str());
+}
+
+// Issue 11: checkpoints are named by run (ckpt-<run id>-<step>.bin) and runs may share a
+// directory: the restarted job's own file is the one written last, not another run's higher step.
+TEST(LaunchRestartOptions, ResumePointNamesTheFileWrittenLast) {
+  const std::string d = testutil::make_temp_dir("restartpoint");
+  const std::string other = d + "/ckpt-aaaaaaaaaaaaaaaa-000000000060.bin";
+  const std::string own = d + "/ckpt-bbbbbbbbbbbbbbbb-000000000030.bin";
+  testutil::write_file(other, "x");
+  testutil::write_file(own, "x");
+  testutil::write_file(d + "/ckpt-bbbbbbbbbbbbbbbb-000000000020.bin", "x");
+  const struct timespec older[2] = {{1000, 0}, {1000, 0}}, newer[2] = {{2000, 0}, {2000, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, other.c_str(), older, 0), 0);
+  ASSERT_EQ(::utimensat(AT_FDCWD, (d + "/ckpt-bbbbbbbbbbbbbbbb-000000000020.bin").c_str(), newer, 0), 0);
+  ASSERT_EQ(::utimensat(AT_FDCWD, own.c_str(), newer, 0), 0);
+  EXPECT_EQ(resume_point(d, true), "resuming from step 30 (" + own + ")") << "same time: the higher step";
+  long long step = 0;
+  EXPECT_TRUE(checkpoint_step_of_name("ckpt-bbbbbbbbbbbbbbbb-000000000030.bin", &step));
+  EXPECT_EQ(step, 30);
+  EXPECT_FALSE(checkpoint_step_of_name("ckpt-bbbbbbbbbbbbbbbB-000000000030.bin", &step));
+  EXPECT_FALSE(checkpoint_step_of_name("ckpt-bbbbbbbbbbbbbbbb-.bin", &step));
   std::system(("rm -rf '" + d + "'").c_str());
 }
 
