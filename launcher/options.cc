@@ -105,12 +105,14 @@ const char* launch_help_text() {
          "                            --timeout and a signal to launch never restart\n"
          "      --reset-limit N       the same (Horovod's name)\n"
          "      --dry-run             print what would be started (below) and start nothing\n"
+         "      --no-srun             --gloo inside a Slurm allocation: start the ranks locally and\n"
+         "                            over ssh, not as job steps through srun (below)\n"
          "  -h, --help                this text\n"
          "      --version             the version and the backends built in (first flag only)\n"
          "\n"
          "--dry-run prints on stdout, in aligned columns:\n"
-         "  the rank table: rank, host, local rank/size, cross rank/size, how the rank starts (local\n"
-         "    or ssh) and its address (BARESGD_HOST_ADDR, which Gloo binds);\n"
+         "  the rank table: rank, host, local rank/size, cross rank/size, how the rank starts (local,\n"
+         "    ssh or srun) and its address (BARESGD_HOST_ADDR, which Gloo binds);\n"
          "  the environment every rank gets (the BARESGD_*, OMPI_*, HOROVOD_* and\n"
          "    OPENBLAS_NUM_THREADS variables), then a table of the variables that differ per rank;\n"
          "  the command per host: the rank's own command line, the full ssh command with what the\n"
@@ -123,6 +125,9 @@ const char* launch_help_text() {
          "Inside a Slurm allocation (SLURM_JOB_ID and SLURM_JOB_NODELIST set) and without -H or\n"
          "--hostfile, the hosts and their slots are the allocation's (SLURM_JOB_NODELIST,\n"
          "SLURM_TASKS_PER_NODE) and -np defaults to SLURM_NTASKS; a larger -np is refused.\n"
+         "With --gloo every rank then starts as a job step of the allocation (srun --overlap ...\n"
+         "launch --agent on its node), so scancel stops it and accounting counts it; --no-srun\n"
+         "starts them locally and over ssh instead, as -H does.\n"
          "\n"
          "Exit status: the first failing rank's (128+signal for a signal; with --max-restarts, that of\n"
          "the last attempt's first failure), 124 on --timeout,\n"
@@ -245,6 +250,9 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
     } else if (name == "--dry-run") {
       no_value(name);
       o.dry_run = true;
+    } else if (name == "--no-srun") {
+      no_value(name);
+      o.no_srun = true;
     } else if (name == "--max-restarts" || name == "--reset-limit") {
       std::string v = need_value(name);
       int n = 0;
