@@ -30,10 +30,17 @@ using testutil::write_file;
 std::string src_dir() { return testutil::env_or("BARESGD_SRC", "."); }
 std::string data_dir() { return src_dir() + "/data"; }
 
+std::string* g_cluster_dir = nullptr;  // the suite's cluster
+
+// cmd with the cluster's SLURM_CONF.
+RunResult slurm_run(const std::string& cmd, double timeout_s = 180) {
+  return run("export SLURM_CONF=" + *g_cluster_dir + "/slurm.conf; " + cmd, timeout_s);
+}
+
 class SlurmLaunchSteps : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new std::string(make_temp_dir("slurm_steps_cluster"));
+    dir_ = g_cluster_dir = new std::string(make_temp_dir("slurm_steps_cluster"));
     RunResult r = run("bash " + src_dir() + "/tests/slurm_cluster.sh start " + *dir_ + " 2>&1", 90);
     started_ = r.status == 0;
     if (!started_) *why_ = r.out;
@@ -41,15 +48,13 @@ class SlurmLaunchSteps : public ::testing::Test {
   static void TearDownTestSuite() {
     run("bash " + src_dir() + "/tests/slurm_cluster.sh stop " + *dir_, 60);
     delete dir_;
+    dir_ = g_cluster_dir = nullptr;
   }
   void SetUp() override {
     if (!started_) GTEST_SKIP() << "Slurm test cluster did not start: " << *why_;
     if (!testutil::have_mnist(data_dir())) GTEST_SKIP() << "no MNIST in " << data_dir() << " (make data)";
   }
-  // cmd with the cluster's SLURM_CONF.
-  static RunResult slurm(const std::string& cmd, double timeout_s = 180) {
-    return run("export SLURM_CONF=" + *dir_ + "/slurm.conf; " + cmd, timeout_s);
-  }
+  static RunResult slurm(const std::string& cmd, double timeout_s = 180) { return slurm_run(cmd, timeout_s); }
   static std::string* dir_;
   static bool started_;
   static std::string* why_;
@@ -159,6 +164,20 @@ TEST_F(SlurmLaunchSteps, SallocLaunchRunsEachRankAsAJobStep) {
   EXPECT_EQ(p0, read_file(d + "/plain.0")) << "job steps trained other parameters than ./launch -np 2 --gloo";
 }
 
+// scancel JOB, then within 60 s squeue lists no job and every pid is gone.
+void scancel_and_expect_gone(const std::string& job, const std::vector<int>& pids) {
+  RunResult cancel = slurm_run("scancel " + job);
+  ASSERT_EQ(cancel.status, 0) << cancel.err;
+  std::string any_alive;
+  for (int p : pids) any_alive += " || kill -0 " + std::to_string(p) + " 2>/dev/null";
+  RunResult gone = slurm_run("for i in $(seq 600); do squeue -h -j " + job +
+                                                  " 2>/dev/null | grep -q . || { false" + any_alive +
+                                                  " || exit 0; }; sleep 0.1; done; exit 1",
+                                                  90);
+  EXPECT_EQ(gone.status, 0) << "job " << job << " or its processes still there";
+  for (int p : pids) EXPECT_FALSE(alive(p)) << "pid " << p << " (" << cmdline(p) << ") outlived scancel";
+}
+
 // README.md's sbatch script, as written there, trains through job steps. Its directory holds
 // ./launch, ./train (the wrapper) and ./data, as the README's repository root does.
 std::string readme_sbatch_script() {
@@ -230,14 +249,26 @@ TEST_F(SlurmLaunchSteps, ScancelStopsTheLauncherAndEveryRank) {
   EXPECT_TRUE(launcher && agents) << pids.out;
   EXPECT_TRUE(alive(rank0) && alive(rank1));
 
-  RunResult cancel = slurm("scancel " + job);
-  ASSERT_EQ(cancel.status, 0) << cancel.err;
-  std::string any_alive;
-  for (int p : all) any_alive += " || kill -0 " + std::to_string(p) + " 2>/dev/null";
-  RunResult gone = slurm("for i in $(seq 600); do squeue -h -j " + job + " 2>/dev/null | grep -q . || { false" +
-                         any_alive + " || exit 0; }; sleep 0.1; done; exit 1", 90);
-  EXPECT_EQ(gone.status, 0) << "job " << job << " or its processes still there";
-  for (int p : all) EXPECT_FALSE(alive(p)) << "pid " << p << " (" << cmdline(p) << ") outlived scancel";
+  scancel_and_expect_gone(job, all);
+}
+
+// salloc runs ./launch outside any step and does not signal it when the job is cancelled: what
+// stops the launcher is its ranks' steps ending. Launched by hand, without steps, all would live on.
+TEST_F(SlurmLaunchSteps, ScancelOfAnSallocJobStopsTheLauncherAndEveryRank) {
+  const std::string d = make_temp_dir("slurm_steps_salloc_scancel");
+  const std::string wrap = write_wrapper(d, "rank.sh", false, "--epochs 100");
+  RunResult bg = slurm("cd " + d + " && { salloc -n 2 sh -c 'echo $$ > " + d + "/launcher.pid; exec " +
+                       launch_bin() + " --gloo " + wrap + "' > " + d + "/out 2> " + d + "/err < /dev/null & } ; " +
+                       "for i in $(seq 1200); do [ \"$(grep -c '^\\[[01]\\]<stdout>:Train Epoch: 1 \\[640/' " + d +
+                       "/out 2>/dev/null)\" = 2 ] && exit 0; sleep 0.1; done; exit 1", 150);
+  ASSERT_EQ(bg.status, 0) << "ranks did not train: " << read_file(d + "/out") << read_file(d + "/err");
+  const std::string job = trimmed(read_file(d + "/job"));
+  expect_ranks_in_steps(d, job, 2);
+  std::vector<int> all = {std::stoi(read_file(d + "/launcher.pid")), std::stoi(read_file(d + "/pid.0")),
+                          std::stoi(read_file(d + "/pid.1"))};
+  for (int p : all) ASSERT_TRUE(alive(p)) << p;
+  EXPECT_NE(cmdline(all[0]).find("--gloo " + wrap), std::string::npos) << cmdline(all[0]);
+  scancel_and_expect_gone(job, all);
 }
 
 TEST_F(SlurmLaunchSteps, MoreRanksThanTheAllocationAreStillRefused) {
