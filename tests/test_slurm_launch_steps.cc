@@ -9,6 +9,7 @@
 // The ranks run a wrapper that records its pid, its parent's and grandparent's command lines
 // (the agent, the step's slurmstepd), then execs ./train.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <set>
 #include <sstream>
@@ -269,6 +270,39 @@ TEST_F(SlurmLaunchSteps, ScancelOfAnSallocJobStopsTheLauncherAndEveryRank) {
   for (int p : all) ASSERT_TRUE(alive(p)) << p;
   EXPECT_NE(cmdline(all[0]).find("--gloo " + wrap), std::string::npos) << cmdline(all[0]);
   scancel_and_expect_gone(job, all);
+}
+
+// A stopped agent in a step: the launcher names its silence, kills what is left of the job on
+// that node through one more step (`launch --kill-job`) and exits 255; nothing outlives it.
+TEST_F(SlurmLaunchSteps, SilentAgentInAStepIsNamedAndItsRankKilled) {
+  const std::string d = make_temp_dir("slurm_steps_silent");
+  const std::string wrap = write_wrapper(d, "rank.sh", false, "--epochs 100");
+  RunResult bg = slurm("cd " + d + " && { salloc -n 2 sh -c 'echo $$ > " + d + "/launcher.pid; exec " + launch_bin() +
+                       " --gloo --heartbeat-timeout 3 " + wrap + "' > " + d + "/out 2> " + d + "/err < /dev/null; " +
+                       "echo $? > " + d + "/rc; } & " +
+                       "for i in $(seq 1200); do [ \"$(grep -c '^\\[[01]\\]<stdout>:Train Epoch: 1 \\[640/' " + d +
+                       "/out 2>/dev/null)\" = 2 ] && exit 0; sleep 0.1; done; exit 1", 150);
+  ASSERT_EQ(bg.status, 0) << "ranks did not train: " << read_file(d + "/out") << read_file(d + "/err");
+  expect_ranks_in_steps(d, trimmed(read_file(d + "/job")), 2);
+  const int launcher = std::stoi(read_file(d + "/launcher.pid")), rank1 = std::stoi(read_file(d + "/pid.1"));
+  const std::string status = read_file("/proc/" + std::to_string(rank1) + "/status");
+  const size_t at = status.find("PPid:");
+  ASSERT_NE(at, std::string::npos);
+  const int agent = std::stoi(status.substr(at + 5));
+  ASSERT_NE(cmdline(agent).find("launch --agent"), std::string::npos) << cmdline(agent);
+  std::vector<int> all = {launcher, agent, rank1, std::stoi(read_file(d + "/pid.0"))};
+  ASSERT_EQ(kill(agent, SIGSTOP), 0);
+  RunResult done = run("for i in $(seq 600); do [ -s " + d + "/rc ] && exit 0; sleep 0.1; done; exit 1", 90);
+  const std::string err = read_file(d + "/err");
+  ASSERT_EQ(done.status, 0) << "the launcher did not end: " << err;
+  EXPECT_EQ(trimmed(read_file(d + "/rc")), "255") << err;
+  EXPECT_EQ(lines_tagged(err, "launch: localhost (rank 1, agent pid " + std::to_string(agent) +
+                                  ") sent no heartbeat for 3 s; stopping the job"),
+            1)
+      << err;
+  EXPECT_EQ(err.find("could not kill"), std::string::npos) << err;
+  for (int p : all) EXPECT_FALSE(alive(p)) << "pid " << p << " (" << cmdline(p) << ") outlived the job";
+  if (alive(agent)) kill(agent, SIGKILL);
 }
 
 TEST_F(SlurmLaunchSteps, MoreRanksThanTheAllocationAreStillRefused) {
