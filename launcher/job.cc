@@ -79,7 +79,7 @@ int open_output(const JobPlan& plan, OutputSink* sink) {
 std::vector<std::pair<std::string, std::string>> unreachable_hosts(const JobPlan& plan, Clock::time_point deadline) {
   std::vector<std::string> remote_names;
   for (const HostInfo& h : plan.hosts)
-    if (!h.local) remote_names.push_back(h.name);
+    if (!h.local && !plan.srun_steps) remote_names.push_back(h.name);  // srun reaches job steps' nodes
   std::vector<std::pair<std::string, std::string>> bad;
   if (remote_names.empty()) return bad;
   if (plan.opts.verbose) say_launch("checking " + std::to_string(remote_names.size()) + " host(s) over ssh");
@@ -145,19 +145,19 @@ int run_mpirun(const JobPlan& plan, const JobIdentity& id, Supervisor* sup) {
 
 void say_rank_command(const RankStart& r) {
   std::string rank = "rank " + std::to_string(r.place->rank) + ": ";
-  if (r.host->local) say_launch(rank + display_command(r.spec.argv));
+  if (!r.via_agent) say_launch(rank + display_command(r.spec.argv));
   else say_launch(rank + display_command(r.spec.argv) + "  (agent runs: " + display_command(r.request.argv) + ")");
 }
 
-// Every rank, local or over ssh, in rank order; the first that cannot start stops those started.
+// Every rank, local, over ssh or as a job step, in rank order; the first that cannot start stops those started.
 int start_gloo_ranks(const JobPlan& plan, const std::string& store_addr, const JobIdentity& id, Supervisor* sup) {
   for (const RankPlacement& p : plan.layout) {
     const HostInfo& h = plan.hosts[p.host_index];
     try {
       RankStart r = plan_gloo_rank(plan, p, store_addr, id);
       if (plan.opts.verbose) say_rank_command(r);
-      if (h.local) sup->add_local(p.rank, h.name, spawn_process(r.spec));
-      else sup->add_remote(p.rank, h.name, spawn_process(r.spec), encode_agent_request(r.request), r.kill_spec);
+      if (!r.via_agent) sup->add_local(p.rank, h.name, spawn_process(r.spec));
+      else sup->add_remote(p.rank, h.name, spawn_process(r.spec), encode_agent_request(r.request), r.kill_spec, r.via);
     } catch (const std::exception& e) {
       return sup->abort_start("launch: cannot start rank " + std::to_string(p.rank) + " on " + h.name + ": " + e.what(),
                               1);

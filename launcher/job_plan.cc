@@ -15,6 +15,7 @@
 #include "launcher/fdio.h"
 #include "launcher/host_choice.h"
 #include "launcher/netaddr.h"
+#include "launcher/srun.h"
 
 namespace {
 
@@ -71,6 +72,7 @@ int lay_out_ranks(JobPlan* plan) {
     o.np = choice.np;
     plan->host_source = choice.described();
     plan->offered = host_list;
+    if (choice.source == HostSource::kSlurm) plan->slurm_job_id = choice.slurm.job_id;
     plan->layout = layout_ranks(host_list, o.np);
   } catch (const HostError& e) {
     say_launch(e.what());
@@ -88,6 +90,20 @@ int find_command(JobPlan* plan) {
     say_launch("CMD '" + cmd + "': " + why);
     return 2;
   }
+  return kGoOn;
+}
+
+// --gloo in an allocation whose hosts we use: the ranks are job steps, so srun must be here.
+int choose_srun_steps(JobPlan* plan) {
+  const LaunchOptions& o = plan->opts;
+  if (plan->slurm_job_id.empty() || o.transport != Transport::kGloo || o.no_srun) return kGoOn;
+  std::string why;
+  plan->srun_path = find_executable("srun", path_env(), &why);
+  if (plan->srun_path.empty()) {
+    say_launch(srun_missing_message(plan->slurm_job_id));
+    return 1;
+  }
+  plan->srun_steps = true;
   return kGoOn;
 }
 
@@ -131,7 +147,8 @@ int resolve_hosts(JobPlan* plan, std::string* first_remote_routable) {
       hi.name = h.name;
       hi.local = is_local_host_name(h.name, me);
       if (!hi.local) {
-        hi.addr = resolve_ipv4(ssh_config_hostname(plan->ssh, h.name));
+        // A job step's node is reached by srun under its Slurm name; an ssh host as ssh would.
+        hi.addr = resolve_ipv4(plan->srun_steps ? h.name : ssh_config_hostname(plan->ssh, h.name));
         if (!is_loopback_ipv4(hi.addr)) {
           plan->all_loopback = false;
           if (first_remote_routable->empty()) *first_remote_routable = hi.addr;
@@ -249,9 +266,9 @@ void plan_local_rank(const JobPlan& plan, RankStart* r) {
     env_set(&r->spec.env, "OPENBLAS_NUM_THREADS", std::to_string(std::max(1, plan.cores / r->place->local_size)));
 }
 
-// ssh -T host 'cd CWD && exec env BARESGD_JOB_ID=ID LAUNCH --agent'; the request goes to the agent on
-// its stdin.
-void plan_remote_rank(const JobPlan& plan, const JobIdentity& id, RankStart* r) {
+// What the agent on the rank's host is asked to run.
+void plan_agent_request(const JobPlan& plan, const JobIdentity& id, RankStart* r) {
+  r->via_agent = true;
   r->request.nonce = id.nonce;
   r->request.openblas_local_size = plan.user_set_blas ? 0 : r->place->local_size;
   r->request.env = plan.remote_env;
@@ -259,6 +276,13 @@ void plan_remote_rank(const JobPlan& plan, const JobIdentity& id, RankStart* r) 
   r->request.heartbeat_timeout_ms = std::lround(plan.opts.heartbeat_timeout * 1000);
   r->request.heartbeat_interval_ms =
       std::min(r->request.heartbeat_timeout_ms - 1, std::max(1L, std::lround(plan.opts.heartbeat_interval * 1000)));
+}
+
+// ssh -T host 'cd CWD && exec env BARESGD_JOB_ID=ID LAUNCH --agent'; the request goes to the agent on
+// its stdin.
+void plan_remote_rank(const JobPlan& plan, const JobIdentity& id, RankStart* r) {
+  r->via = "ssh";
+  plan_agent_request(plan, id, r);
   r->spec.argv = ssh_base_argv(plan.ssh);
   r->spec.argv.push_back("-T");
   r->spec.argv.push_back(r->host->name);
@@ -279,6 +303,26 @@ void plan_remote_rank(const JobPlan& plan, const JobIdentity& id, RankStart* r) 
   r->kill_spec.env = plan.base_env;
 }
 
+// A job step: srun ... LAUNCH --agent on the rank's node (srun.h). srun passes its environment,
+// which holds the job id (for `launch --kill-job`) but not the secret: that travels in the
+// request, on srun's stdin. SIGTERM to srun (the launcher gone) reaches the agent as SIGTERM.
+void plan_srun_rank(const JobPlan& plan, const JobIdentity& id, RankStart* r) {
+  r->via = "srun";
+  plan_agent_request(plan, id, r);
+  SrunStep step{plan.srun_path, r->host->name, plan.cwd, "rank" + std::to_string(r->place->rank)};
+  r->spec.path = plan.srun_path;
+  r->spec.argv = srun_step_argv(step, {plan.self, "--agent"});
+  r->spec.env = plan.rank_env;
+  env_set(&r->spec.env, "BARESGD_JOB_ID", id.job_id);
+  r->spec.stdin_pipe = true;
+  r->spec.pdeathsig = SIGTERM;
+  // Should the agent go silent: a step on that node running LAUNCH --kill-job ID.
+  step.name = "kill-job";
+  r->kill_spec.path = plan.srun_path;
+  r->kill_spec.argv = srun_step_argv(step, {plan.self, "--kill-job", id.job_id});
+  r->kill_spec.env = plan.rank_env;
+}
+
 }  // namespace
 
 void say_launch(const std::string& msg) { write_all(2, "launch: " + msg + "\n"); }
@@ -286,7 +330,7 @@ void say_launch(const std::string& msg) { write_all(2, "launch: " + msg + "\n");
 int make_job_plan(const std::vector<std::string>& args, JobPlan* plan) {
   int code = parse_command_line(args, &plan->opts);
   if (code != kGoOn) return code;
-  for (int (*step)(JobPlan*) : {lay_out_ranks, find_command, check_mpi_ssh_files, resolve_addresses,
+  for (int (*step)(JobPlan*) : {lay_out_ranks, find_command, choose_srun_steps, check_mpi_ssh_files, resolve_addresses,
                                 read_environment, read_process_facts}) {
     code = step(plan);
     if (code != kGoOn) return code;
@@ -315,9 +359,15 @@ RankStart plan_gloo_rank(const JobPlan& plan, const RankPlacement& p, const std:
   RankStart r;
   r.place = &p;
   r.host = &plan.hosts[p.host_index];
-  if (r.host->local) plan_local_rank(plan, &r);
-  else plan_remote_rank(plan, id, &r);
-  std::vector<std::string>* env = r.host->local ? &r.spec.env : &r.request.env;
+  if (plan.srun_steps) {
+    plan_srun_rank(plan, id, &r);
+  } else if (r.host->local) {
+    r.via = "local";
+    plan_local_rank(plan, &r);
+  } else {
+    plan_remote_rank(plan, id, &r);
+  }
+  std::vector<std::string>* env = r.via_agent ? &r.request.env : &r.spec.env;
   for (auto& kv : gloo_rank_variables(p, *r.host, store_addr, id)) env_set(env, kv.first, kv.second);
   return r;
 }

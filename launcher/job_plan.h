@@ -39,6 +39,11 @@ struct JobPlan {
   bool user_set_blas = false;           // OPENBLAS_NUM_THREADS in our environment wins
   int cores = 1;                        // this machine's (affinity mask)
   std::string cwd, self;                // remote agents cd to cwd and run self --agent
+  std::string slurm_job_id;             // the allocation the hosts came from, or ""
+  // --gloo in a Slurm allocation (hosts from it, no --no-srun): every rank, this node's too, is a
+  // job step, `srun ... self --agent` (srun.h), instead of a local process or ssh.
+  bool srun_steps = false;
+  std::string srun_path;
 };
 
 // What identifies one job; a dry run shows placeholders.
@@ -56,17 +61,19 @@ int make_job_plan(const std::vector<std::string>& args, JobPlan* plan);
 // hosts' addresses resolved again. -1 to go on, else 1 (the message said).
 int replan_on_hosts(const JobPlan& base, const std::vector<HostSlots>& hosts, JobPlan* plan);
 
-// One Gloo rank as it will be started: locally (spec runs CMD) or over ssh (spec runs ssh, and
-// the agent it starts on the host receives request).
+// One Gloo rank as it will be started: locally (spec runs CMD), or through an agent (spec runs
+// ssh, or srun for a job step, and the agent it starts on the host receives request).
 struct RankStart {
   const RankPlacement* place = nullptr;
   const HostInfo* host = nullptr;
   SpawnSpec spec;
-  AgentRequest request;  // remote ranks only
-  SpawnSpec kill_spec;   // remote ranks only: ssh host 'LAUNCH --kill-job ID' (job_kill.h)
-  // The variables the rank gets from us: local, its whole environment; remote, what the agent
-  // lays over the remote login's environment.
-  const std::vector<std::string>& env() const { return host->local ? spec.env : request.env; }
+  bool via_agent = false;  // ssh or srun runs `launch --agent`, which runs the rank
+  std::string via;         // "local", "ssh" or "srun"
+  AgentRequest request;    // agent ranks only
+  SpawnSpec kill_spec;     // agent ranks only: ssh host 'LAUNCH --kill-job ID' (job_kill.h), or srun's
+  // The variables the rank gets from us: local, its whole environment; through an agent, what
+  // the agent lays over its own (the remote login's, the job step's) environment.
+  const std::vector<std::string>& env() const { return via_agent ? request.env : spec.env; }
 };
 // Throws std::runtime_error when ssh is not in PATH (for a remote rank).
 RankStart plan_gloo_rank(const JobPlan& plan, const RankPlacement& p, const std::string& store_addr,

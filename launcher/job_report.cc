@@ -91,16 +91,16 @@ std::string environment_sections(const std::vector<Vars>& per_rank, const std::s
   return out + "\nenvironment per rank:\n" + joined(align(rows));
 }
 
-// A remote rank's OPENBLAS_NUM_THREADS is set by its agent from that host's cores.
+// An agent rank's OPENBLAS_NUM_THREADS is set by its agent from that host's cores.
 Vars rank_variables(const RankStart& r) {
   Vars v = shown_variables(r.env());
-  if (!r.host->local && r.request.openblas_local_size > 0)
+  if (r.via_agent && r.request.openblas_local_size > 0)
     v["OPENBLAS_NUM_THREADS"] = "<cores>/" + std::to_string(r.request.openblas_local_size);
   return v;
 }
 
 std::vector<std::string> host_command(const RankStart& r) {
-  if (!r.host->local)
+  if (r.via_agent)
     return {display_command(r.spec.argv), "then the agent runs: " + display_command(r.request.argv)};
   std::string cmd = display_command(r.spec.argv);
   if (r.spec.path != r.spec.argv[0]) cmd += "   (program " + r.spec.path + ")";
@@ -147,7 +147,8 @@ std::vector<std::string> rank_table(const JobPlan& plan) {
   for (const RankPlacement& p : plan.layout) {
     const HostInfo& h = plan.hosts[p.host_index];
     rows.push_back({std::to_string(p.rank), h.name, std::to_string(p.local_rank) + "/" + std::to_string(p.local_size),
-                    std::to_string(p.cross_rank) + "/" + std::to_string(p.cross_size), h.local ? "local" : "ssh",
+                    std::to_string(p.cross_rank) + "/" + std::to_string(p.cross_size),
+                    plan.srun_steps ? "srun" : h.local ? "local" : "ssh",
                     h.addr});
   }
   return align(rows);

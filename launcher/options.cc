@@ -215,17 +215,19 @@ const char kHelpText[] =
          "      --elastic-timeout S   how long an elastic job waits for --min-np usable slots before\n"
          "                            it fails (default 600; HOROVOD_ELASTIC_TIMEOUT)\n"
          "      --dry-run             print what would be started (below) and start nothing\n"
+         "      --no-srun             --gloo inside a Slurm allocation: start the ranks locally and\n"
+         "                            over ssh, not as job steps through srun (below)\n"
          "  -h, --help                this text\n"
          "  -v, --version             the version and the backends built in (also -cb,\n"
          "                            --check-build)\n"
          "\n"
          "--dry-run prints on stdout, in aligned columns:\n"
-         "  the rank table: rank, host, local rank/size, cross rank/size, how the rank starts (local\n"
-         "    or ssh) and its address (BARESGD_HOST_ADDR, which Gloo binds);\n"
+         "  the rank table: rank, host, local rank/size, cross rank/size, how the rank starts (local,\n"
+         "    ssh or srun) and its address (BARESGD_HOST_ADDR, which Gloo binds);\n"
          "  the environment every rank gets (the BARESGD_*, OMPI_*, HOROVOD_* and\n"
          "    OPENBLAS_NUM_THREADS variables), then a table of the variables that differ per rank;\n"
-         "  the command per host: the rank's own command line, the full ssh command with what the\n"
-         "    agent then runs, or the exact mpirun command for --mpi.\n"
+         "  the command per host: the rank's own command line, the full ssh (or srun) command with\n"
+         "    what the agent then runs, or the exact mpirun command for --mpi.\n"
          "  The secret shows as ******; the store's port, the job id and a remote host's core count,\n"
          "  known only when the job starts, as <port>, <job id> and <cores>. Host addresses are read\n"
          "  from the ssh config with `ssh -G` (no connection is made); nothing else runs.\n"
@@ -234,6 +236,9 @@ const char kHelpText[] =
          "Inside a Slurm allocation (SLURM_JOB_ID and SLURM_JOB_NODELIST set) and without -H or\n"
          "--hostfile, the hosts and their slots are the allocation's (SLURM_JOB_NODELIST,\n"
          "SLURM_TASKS_PER_NODE) and -np defaults to SLURM_NTASKS; a larger -np is refused.\n"
+         "With --gloo every rank then starts as a job step of the allocation (srun --overlap ...\n"
+         "launch --agent on its node), so scancel stops it and accounting counts it; --no-srun\n"
+         "starts them locally and over ssh instead, as -H does.\n"
          "\n"
          "Exit status: the first failing rank's (128+signal for a signal; with --max-restarts, that of\n"
          "the last attempt's first failure), 124 on --timeout,\n"
@@ -430,6 +435,9 @@ LaunchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup&
     } else if (name == "--dry-run") {
       no_value(name);
       o.dry_run = true;
+    } else if (name == "--no-srun") {
+      no_value(name);
+      o.no_srun = true;
     } else if (name == "--max-restarts" || name == "--reset-limit") {
       std::string v = need_value(name);
       int n = 0;

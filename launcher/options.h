@@ -39,6 +39,7 @@ struct LaunchOptions {
   std::string bind_addr;
   std::string timeline_file;  // --timeline-filename: every rank gets HOROVOD_TIMELINE
   bool dry_run = false;       // --dry-run: print what would start, start nothing
+  bool no_srun = false;       // --no-srun: in a Slurm allocation, start ranks locally and over ssh
   // --mpi only (as horovodrun): -x VAR[=VALUE] (repeatable) sends VAR to every rank, with VALUE
   // or the launcher's value; --mpi-args "..." (split as a shell would) goes to mpirun before CMD;
   // --bind-to / --map-by replace the default "none" / "slot".

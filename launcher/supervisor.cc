@@ -90,7 +90,8 @@ struct Supervisor::Child {
   bool heard = false;                // a marker line came
   bool lost = false;                 // named silent; its ssh was killed
   std::string carry;                 // a partial rank stderr line cut by an "alive" marker
-  SpawnSpec kill_spec;               // ssh host 'launch --kill-job ID', for when it is lost
+  SpawnSpec kill_spec;               // ssh host 'launch --kill-job ID' (or srun's), for when it is lost
+  std::string via = "ssh";           // what carries the agent: "ssh", or "srun" for a job step
   bool status_known = false;  // rank status known (local: reaped; remote: agent said)
   int status = 0;
   bool reported = false;  // failure judged
@@ -99,9 +100,10 @@ struct Supervisor::Child {
       : kind(k), rank(r), host(std::move(h)), split{LineSplitter(split_cr), LineSplitter(split_cr)} {}
 };
 
-// `launch --kill-job` over ssh to a lost host: its stderr is kept for the message should it fail.
+// `launch --kill-job` over ssh (or srun) to a lost host: its stderr is kept for the message should
+// it fail.
 struct Supervisor::HostKill {
-  std::string host;
+  std::string host, via;
   int rank = -1;
   pid_t pid = -1;
   int fd[2] = {-1, -1};  // stdout (discarded), stderr
@@ -141,10 +143,11 @@ void Supervisor::add_local(int rank, const std::string& host, const SpawnedChild
 }
 
 void Supervisor::add_remote(int rank, const std::string& host, const SpawnedChild& ssh, const std::string& request,
-                            const SpawnSpec& kill) {
+                            const SpawnSpec& kill, const std::string& via) {
   Child* c = adopt(std::make_unique<Child>(Kind::kRemote, rank, host, true), ssh);
   c->ctl_buf = request;
   c->kill_spec = kill;
+  c->via = via;
   c->last_heard = c->next_ping = Clock::now();
 }
 
@@ -259,7 +262,7 @@ void Supervisor::read_child(Child* c, int which, bool to_eof) {
 
 std::string Supervisor::describe_child(const Child* c) const {
   if (c->kind == Kind::kRemote && c->remote_pid < 0)
-    return "rank " + std::to_string(c->rank) + " (" + c->host + ", ssh pid " + std::to_string(c->pid) + ")";
+    return "rank " + std::to_string(c->rank) + " (" + c->host + ", " + c->via + " pid " + std::to_string(c->pid) + ")";
   long pid = c->kind == Kind::kRemote ? c->remote_pid : c->pid;
   return "rank " + std::to_string(c->rank) + " (" + c->host + ", pid " + std::to_string(pid) + ")";
 }
@@ -297,9 +300,9 @@ void Supervisor::on_rank_status(Child* c, int wait_status, bool from_agent) {
   std::string what = describe_wait_status(wait_status);
   if (c->kind == Kind::kRemote && !from_agent) {
     if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 255)
-      what = "lost its agent or its ssh connection (ssh exited with status 255)";
+      what = "lost its agent or its " + c->via + " connection (" + c->via + " exited with status 255)";
     else
-      what = "ended before its agent reported (ssh " + describe_wait_status(wait_status) + ")";
+      what = "ended before its agent reported (" + c->via + " " + describe_wait_status(wait_status) + ")";
   }
   int code = failure_code_;
   failure_cause_ = describe_child(c) + " " + what;
@@ -418,7 +421,8 @@ void Supervisor::check_timeout(Clock::time_point now) {
 // talk to), and the job stopped as on a failure.
 void Supervisor::lose_host(Child* c, double silent_s) {
   c->lost = true;
-  std::string agent = c->agent_pid > 0 ? ", agent pid " + std::to_string(c->agent_pid) : ", ssh pid " + std::to_string(c->pid);
+  std::string agent =
+      c->agent_pid > 0 ? ", agent pid " + std::to_string(c->agent_pid) : ", " + c->via + " pid " + std::to_string(c->pid);
   sink_->message("launch: " + c->host + " (rank " + std::to_string(c->rank) + agent + ") sent no heartbeat for " +
                  seconds_text(silent_s) + " s; stopping the job");
   kill(-c->pid, SIGKILL);
@@ -447,6 +451,7 @@ void Supervisor::kill_on_host(Child* c) {
   if (c->kill_spec.argv.empty()) return;
   auto k = std::make_unique<HostKill>();
   k->host = c->host;
+  k->via = c->via;
   k->rank = c->rank;
   k->deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cfg_.kill_timeout_s));
   try {
@@ -485,13 +490,13 @@ bool Supervisor::settle_host_kills(bool give_up) {
       if (k->fd[w] >= 0 && n == 0) close_fd(&k->fd[w]);
     }
     const std::string what =
-        "launch: could not kill the job's processes on " + k->host + " (rank " + std::to_string(k->rank) + ") over ssh: ";
+        "launch: could not kill the job's processes on " + k->host + " (rank " + std::to_string(k->rank) + ") over " + k->via + ": ";
     if (k->reaped) {
       close_fd(&k->fd[0]);
       close_fd(&k->fd[1]);
       k->done = true;
       if (!k->killed && (!WIFEXITED(k->status) || WEXITSTATUS(k->status) != 0))  // killed: already said
-        sink_->message(what + (last_line(k->err).empty() ? "ssh " + describe_wait_status(k->status) : last_line(k->err)));
+        sink_->message(what + (last_line(k->err).empty() ? k->via + " " + describe_wait_status(k->status) : last_line(k->err)));
       continue;
     }
     if (now >= k->deadline && !k->killed) {

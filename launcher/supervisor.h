@@ -2,7 +2,7 @@
 // out), reaps processes, stops the whole job on the first failure, on SIGINT/SIGTERM/SIGHUP and on
 // --timeout, escalating SIGTERM -> SIGKILL, and decides the exit status.
 //
-// Children are local ranks (own process group), ssh processes carrying a remote rank's agent
+// Children are local ranks (own process group), ssh or srun processes carrying a rank's agent
 // (control bytes on their stdin, status lines on their stderr; see agent_protocol.h), or one
 // mpirun whose `[1,R]<stdout>:` lines are re-tagged.
 #pragma once
@@ -46,8 +46,9 @@ class Supervisor {
   void add_local(int rank, const std::string& host, const SpawnedChild& c);
   // request: the agent spawn request, written to the ssh's stdin by the loop. kill: what kills the
   // job's processes on that host should its agent go silent (ssh host 'launch --kill-job ID').
+  // via: what carries the agent, as messages name it ("ssh", or "srun" for a job step).
   void add_remote(int rank, const std::string& host, const SpawnedChild& ssh, const std::string& request,
-                  const SpawnSpec& kill = {});
+                  const SpawnSpec& kill = {}, const std::string& via = "ssh");
   // mpirun, which starts every rank itself (its tagged output names them).
   void add_mpirun(const SpawnedChild& c);
 

@@ -182,7 +182,9 @@ TEST(HorovodFlags, RefusedFlagsAreOneLineNamingTheFlagAndWhy) {
       EXPECT_EQ(err.rfind(name + " is not supported: ", 0), 0u) << err;
       EXPECT_TRUE(contains(err, f.meaning)) << err;
       auto k = kind.find(name);
-      if (k != kind.end()) EXPECT_TRUE(contains(err, k->second)) << name << ": " << err;
+      if (k != kind.end()) {
+        EXPECT_TRUE(contains(err, k->second)) << name << ": " << err;
+      }
     }
   }
   EXPECT_GE(refused, 21);
@@ -415,7 +417,9 @@ TEST(HorovodFlags, HorovodVariablesAreReadAndTheCommandLineWins) {
     EXPECT_TRUE(one_line(err)) << f.env << ": " << err;
     EXPECT_EQ(err.rfind(f.env + "=", 0), 0u) << err;
     EXPECT_TRUE(contains(err, f.meaning)) << err;
-    if (!f.env_off.empty()) EXPECT_EQ(usage_error(args, {{f.env, f.env_off}}), "") << f.env;
+    if (!f.env_off.empty()) {
+      EXPECT_EQ(usage_error(args, {{f.env, f.env_off}}), "") << f.env;
+    }
   }
   // Through the binary: a refused variable stops the launcher with exit 2 before anything starts.
   auto r = run_launch({"-np", "1", "--gloo", "sh", "-c", "echo started"}, {"HOROVOD_AUTOTUNE=1"});

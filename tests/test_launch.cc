@@ -1535,12 +1535,13 @@ TEST_F(LaunchDryRun, UnwritableTimelineIsRefusedBeforeAnythingStarts) {
 }
 
 // Inside a Slurm allocation (a fake one: the variables salloc/sbatch set) without -H: the
-// allocation's hosts and slots, -np from it; a larger -np is refused; -H still wins.
+// allocation's hosts and slots, -np from it; a larger -np is refused; -H still wins. (--no-srun:
+// the ranks go over ssh to the test's ssh-config hosts; as job steps: test_slurm_launch_steps.cc.)
 TEST_F(LaunchDryRun, SlurmAllocationGivesHostsSlotsAndNp) {
   std::string cfg = dir_ + "/ssh_config", flag = dir_ + "/started";
   std::vector<std::string> slurm = without_shown_variables(
       {"SLURM_JOB_ID=1234", "SLURM_JOB_NODELIST=hpc[01,03]", "SLURM_TASKS_PER_NODE=2(x2)", "SLURM_NNODES=2"});
-  Launch l({"--dry-run", "--gloo", "-F", cfg, "touch", flag}, slurm);
+  Launch l({"--dry-run", "--gloo", "--no-srun", "-F", cfg, "touch", flag}, slurm);
   ASSERT_EQ(l.code(30), 0) << l.err();
   EXPECT_EQ(l.err(), "");
   const std::string head =
@@ -1578,9 +1579,10 @@ TEST_F(LaunchDryRun, SlurmAllocationGivesHostsSlotsAndNp) {
   EXPECT_NE(access(flag.c_str(), F_OK), 0) << "a rank ran";
 }
 
-// An allocation of this machine: the ranks start here, as many as SLURM_NTASKS says.
+// An allocation of this machine, with --no-srun: the ranks start here, as many as SLURM_NTASKS
+// says.
 TEST_F(LaunchDryRun, SlurmAllocationOfThisMachineRunsLocalRanks) {
-  Launch l({"--gloo", "sh", "-c", "echo rank=$BARESGD_RANK/$BARESGD_SIZE local=$BARESGD_LOCAL_SIZE"},
+  Launch l({"--gloo", "--no-srun", "sh", "-c", "echo rank=$BARESGD_RANK/$BARESGD_SIZE local=$BARESGD_LOCAL_SIZE"},
            {"SLURM_JOB_ID=77", "SLURM_JOB_NODELIST=localhost", "SLURM_TASKS_PER_NODE=4", "SLURM_NTASKS=3"});
   ASSERT_EQ(l.code(30), 0) << l.err();
   for (int r = 0; r < 3; ++r)
