@@ -807,7 +807,7 @@ class GlooCommunicator : public Communicator {
    public:
     GlooGatherChannel(GlooCommunicator* c, int id, size_t bytes) : c_(c), id_(id), bytes_(bytes) {
       const size_t all = bytes * size_t(c->info_.size);
-      c_->guarded("gather channel open", "the other ranks", [&] {
+      c_->guarded("allreduce", "the other ranks", [&] {
         for (int b = 0; b < 2; ++b) {
           all_[b].assign(all, 0);
           buf_[b] = c_->context_->createUnboundBuffer(all_[b].data(), all);
@@ -819,7 +819,7 @@ class GlooCommunicator : public Communicator {
       const int sz = c_->info_.size, r = c_->info_.rank;
       uint8_t* all = all_[round_ % 2].data();
       std::memcpy(all + size_t(r) * bytes_, in, bytes_);
-      c_->guarded("overlapped allreduce", "the other ranks", [&] {
+      c_->guarded("allreduce", "the other ranks", [&] {
         post(round_ + 1);
         if (bytes_ == 0) return;
         for (int k = 1; k < sz; ++k) buf_[round_ % 2]->send((r + k) % sz, slot(round_), size_t(r) * bytes_, bytes_);
@@ -828,7 +828,7 @@ class GlooCommunicator : public Communicator {
     const void* wait() override {
       const int sz = c_->info_.size, r = c_->info_.rank;
       gloo::transport::UnboundBuffer* buf = buf_[round_ % 2].get();
-      c_->guarded("overlapped allreduce", "the other ranks", [&] {
+      c_->guarded("allreduce", "the other ranks", [&] {
         if (bytes_ == 0) return;
         std::vector<bool> arrived(sz, false);
         arrived[r] = true;
