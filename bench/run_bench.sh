@@ -40,7 +40,7 @@ if [[ $BUILD_ONLY == 1 ]]; then SKIP=" "; fi
 for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
   [[ $BUILD_ONLY == 1 || -f data/MNIST/raw/$f ]] || die "data/MNIST/raw/$f is missing: run 'make data' first"
 done
-[[ $BUILD_ONLY == 1 ]] || "$PY" -c 'import torch, torchvision' 2>/dev/null ||
+[[ $BUILD_ONLY == 1 ]] || skip torch || "$PY" -c 'import torch, torchvision' 2>/dev/null ||
   die "$PY cannot import torch and torchvision (apt-get install python3-torch python3-torchvision)"
 
 mkdir -p "$OUT/train" "$OUT/comm" "$OUT/tmp"
@@ -253,6 +253,10 @@ if ! skip train; then
       if [[ $w == 1 ]]; then
         note "rep $rep/$REPS: baresgd 1 rank"
         measure run_logged "$OUT/train/baresgd-single-w1-r$rep.log" "$TP" sh -c "$RANK_WRAP" "$TP" ./train --epochs 1
+        # The parallel efficiency's reference: one rank on one core (report.py's "par. eff.").
+        note "rep $rep/$REPS: baresgd 1 rank, 1 thread"
+        measure run_logged "$OUT/train/baresgd-single_1thread-w1-r$rep.log" "$TP" sh -c "$RANK_WRAP" "$TP" \
+          ./train --epochs 1 --threads 1
         if [[ $rep == 1 && -n ${OPENBLAS_CORETYPE+x} ]]; then
           note "rep $rep/$REPS: baresgd 1 rank with OPENBLAS_CORETYPE unset (was '$OPENBLAS_CORETYPE')"
           measure run_logged "$OUT/train/baresgd-single_coretype_unset-w1-r$rep.log" "$TP" \
@@ -263,6 +267,10 @@ if ! skip train; then
           note "rep $rep/$REPS: baresgd $w ranks, gloo"
           measure run_logged "$OUT/train/baresgd-gloo-w$w-r$rep.log" "$TP" \
             ./launch -np "$w" --gloo sh -c "$RANK_WRAP" "$TP" ./train --epochs 1
+          # The same epoch with the whole-buffer averaging: what --overlap on (the default) buys.
+          note "rep $rep/$REPS: baresgd $w ranks, gloo, --overlap off"
+          measure run_logged "$OUT/train/baresgd-gloo_overlap_off-w$w-r$rep.log" "$TP" \
+            ./launch -np "$w" --gloo sh -c "$RANK_WRAP" "$TP" ./train --epochs 1 --overlap off
           if [[ $w == 2 ]]; then
             # The timeline's recording cost: the same epoch with --timeline (every step recorded).
             note "rep $rep/$REPS: baresgd $w ranks, gloo, --timeline"
@@ -274,6 +282,9 @@ if ! skip train; then
           note "rep $rep/$REPS: baresgd $w ranks, mpi"
           measure run_logged "$OUT/train/baresgd-mpi-w$w-r$rep.log" "$TP" \
             ./launch -np "$w" --mpi sh -c "$RANK_WRAP" "$TP" ./train --epochs 1
+          note "rep $rep/$REPS: baresgd $w ranks, mpi, --overlap off"
+          measure run_logged "$OUT/train/baresgd-mpi_overlap_off-w$w-r$rep.log" "$TP" \
+            ./launch -np "$w" --mpi sh -c "$RANK_WRAP" "$TP" ./train --epochs 1 --overlap off
           if [[ $rep == 1 && $w -gt $(nproc) && -z ${OMPI_MCA_mpi_yield_when_idle+x} ]]; then
             # Diagnostic: more ranks than cores, but mpirun is told there are W slots, so Open MPI
             # busy-polls; this one run shows what yielding when idle changes.
