@@ -161,8 +161,8 @@ TRANSPORT_LABEL = {"single": "single process", "gloo": "gloo", "mpi": "mpi",
                    "mpi_yield": "mpi, yield_when_idle=1",
                    "single_1thread": "single process, 1 thread",
                    "gloo_timeline": "gloo, --timeline",
-                   "gloo_overlap_off": "gloo, --overlap off",
-                   "mpi_overlap_off": "mpi, --overlap off"}
+                   "gloo_overlap": "gloo, --overlap on",
+                   "mpi_overlap": "mpi, --overlap on"}
 
 
 def training_rows(run_dir):
@@ -219,8 +219,8 @@ def training_rows(run_dir):
     for row in rows:
         if one and row["program"] == "baresgd" and row["world"] > 1 and row.get("train_s"):
             row["parallel_efficiency_pct"] = 100.0 * one[0]["train_s"] / (min(row["world"], cores) * row["train_s"])
-    order = {"single": 0, "single_coretype_unset": 1, "single_1thread": 1, "gloo": 2, "gloo_overlap_off": 2.2,
-             "gloo_timeline": 2.5, "mpi": 3, "mpi_overlap_off": 3.2, "mpi_yield": 4}
+    order = {"single": 0, "single_coretype_unset": 1, "single_1thread": 1, "gloo": 2, "gloo_overlap": 2.2,
+             "gloo_timeline": 2.5, "mpi": 3, "mpi_overlap": 3.2, "mpi_yield": 4}
     rows.sort(key=lambda r: (r["world"], r["program"] != "baresgd", order.get(r["transport"], 9)))
     return rows
 

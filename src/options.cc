@@ -103,7 +103,7 @@ std::string usage_text() {
       "  --allreduce ALG                gradient sum: auto, direct, ring, halving-doubling,\n"
       "                                 gloo or mpi (the library's own; default: auto)\n"
       "  --overlap on|off               reduce each gradient bucket while backward still runs\n"
-      "                                 (default: on; the same bits as off, docs/comm.md)\n"
+      "                                 (default: off; the same bits either way, docs/comm.md)\n"
       "  --start-timeout S              rendezvous timeout in seconds (default: 30)\n"
       "  --comm-timeout S               timeout of one collective in seconds (default: 60)\n"
       "  --checkpoint-dir DIR           save a checkpoint at every epoch end (rank 0)\n"

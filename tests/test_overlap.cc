@@ -12,6 +12,7 @@
 
 #include "comm/overlapped_averaging.h"
 #include "src/net.h"
+#include "src/options.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -129,6 +130,13 @@ TEST_F(OverlapTrain, MpiTwoRanksPredivide) { mpi("--gradient-predivide-factor 3"
 TEST_F(OverlapTrain, MpiTwoRanksAdasumKeepsTheWholeBuffer) { mpi("--use-adasum", 0); }
 // One rank exchanges nothing: no buckets, the same bits.
 TEST_F(OverlapTrain, OneRank) { expect_same_bits("", 1, "", 0); }
+
+TEST(OverlapOptions, OffByDefaultOnAndOffParse) {
+  EXPECT_FALSE(parse_options({}).overlap);
+  EXPECT_TRUE(parse_options({"--overlap", "on"}).overlap);
+  EXPECT_TRUE(parse_options({"--overlap=on"}).overlap);
+  EXPECT_FALSE(parse_options({"--overlap", "on", "--overlap", "off"}).overlap);
+}
 
 TEST(OverlapOptions, BadValueIsOneLineNamingTheFlag) {
   auto r = run(testutil::train_bin() + " --overlap maybe", 30);
