@@ -162,7 +162,9 @@ TRANSPORT_LABEL = {"single": "single process", "gloo": "gloo", "mpi": "mpi",
                    "single_1thread": "single process, 1 thread",
                    "gloo_timeline": "gloo, --timeline",
                    "gloo_netns": "gloo, 1 rank per netns host",
-                   "mpi_netns": "mpi, 1 rank per netns host"}
+                   "mpi_netns": "mpi, 1 rank per netns host",
+                   "gloo_overlap": "gloo, --overlap on",
+                   "mpi_overlap": "mpi, --overlap on"}
 
 
 def training_rows(run_dir):
@@ -212,8 +214,15 @@ def training_rows(run_dir):
         p = plain.get(row["world"])
         if row["transport"] == "gloo_timeline" and p and row.get("train_s"):
             row["timeline_overhead_pct"] = 100.0 * (row["train_s"] / p["train_s"] - 1)
-    order = {"single": 0, "single_coretype_unset": 1, "single_1thread": 1, "gloo": 2, "gloo_timeline": 2.5,
-             "gloo_netns": 2.7, "mpi": 3, "mpi_yield": 4, "mpi_netns": 4.5}
+    # Parallel efficiency: baresgd's one rank on one thread against W ranks on min(W, cores) cores,
+    # T(1 rank, 1 thread) / (min(W, cores) x T(W ranks)); 100% = no cost for the distribution.
+    cores = os.cpu_count() or 1
+    one = [r for r in rows if r["program"] == "baresgd" and r["transport"] == "single_1thread" and r.get("train_s")]
+    for row in rows:
+        if one and row["program"] == "baresgd" and row["world"] > 1 and row.get("train_s"):
+            row["parallel_efficiency_pct"] = 100.0 * one[0]["train_s"] / (min(row["world"], cores) * row["train_s"])
+    order = {"single": 0, "single_coretype_unset": 1, "single_1thread": 1, "gloo": 2, "gloo_overlap": 2.2,
+             "gloo_timeline": 2.5, "gloo_netns": 2.7, "mpi": 3, "mpi_overlap": 3.2, "mpi_yield": 4, "mpi_netns": 4.5}
     rows.sort(key=lambda r: (r["world"], r["program"] != "baresgd", order.get(r["transport"], 9)))
     return rows
 
@@ -330,7 +339,7 @@ def render(report):
                "W ranks on this machine.")
     hdr = ["program", "transport", "W", "s/epoch", "whole s", "samples/s", "test acc %",
            "peak RSS MiB/rank", "startup s/rank", "torch/ours epoch", "torch/ours whole", "torch/ours RSS",
-           "others CPU", "ok reps"]
+           "par. eff.", "others CPU", "ok reps"]
     rows = []
     for r in report["training"]:
         ratio = r.get("ratio_torch_over_baresgd") or {}
@@ -342,7 +351,8 @@ def render(report):
             "/".join(fmt(x, "{:.0f}") for x in r.get("rss_mib", [])) or "-",
             "/".join(fmt(x, "{:.2f}") for x in r.get("startup_s", [])) or "-",
             fmt(ratio.get("train_s"), "{:.2f}x"), fmt(ratio.get("whole_s"), "{:.2f}x"),
-            fmt(ratio.get("rss_mib_max"), "{:.1f}x"), fmt(r.get("other_cpu_pct"), "{:.0f}%"),
+            fmt(ratio.get("rss_mib_max"), "{:.1f}x"), fmt(r.get("parallel_efficiency_pct"), "{:.0f}%"),
+            fmt(r.get("other_cpu_pct"), "{:.0f}%"),
             "{}/{}".format(r["reps_ok"], r["reps"])])
     out.append(table(hdr, rows, ["<", "<"] + [">"] * (len(hdr) - 2)))
     for r in report["training"]:

@@ -269,6 +269,10 @@ if ! skip train; then
       if [[ $w == 1 ]]; then
         note "rep $rep/$REPS: baresgd 1 rank"
         measure run_logged "$OUT/train/baresgd-single-w1-r$rep.log" "$TP" sh -c "$RANK_WRAP" "$TP" ./train --epochs 1
+        # The parallel efficiency's reference: one rank on one core (report.py's "par. eff.").
+        note "rep $rep/$REPS: baresgd 1 rank, 1 thread"
+        measure run_logged "$OUT/train/baresgd-single_1thread-w1-r$rep.log" "$TP" sh -c "$RANK_WRAP" "$TP" \
+          ./train --epochs 1 --threads 1
         if [[ $rep == 1 && -n ${OPENBLAS_CORETYPE+x} ]]; then
           note "rep $rep/$REPS: baresgd 1 rank with OPENBLAS_CORETYPE unset (was '$OPENBLAS_CORETYPE')"
           measure run_logged "$OUT/train/baresgd-single_coretype_unset-w1-r$rep.log" "$TP" \
@@ -279,6 +283,10 @@ if ! skip train; then
           note "rep $rep/$REPS: baresgd $w ranks, gloo"
           measure run_logged "$OUT/train/baresgd-gloo-w$w-r$rep.log" "$TP" \
             ./launch -np "$w" --gloo sh -c "$RANK_WRAP" "$TP" ./train --epochs 1
+          # The same epoch with the averaging overlapped with backward: what --overlap on buys.
+          note "rep $rep/$REPS: baresgd $w ranks, gloo, --overlap on"
+          measure run_logged "$OUT/train/baresgd-gloo_overlap-w$w-r$rep.log" "$TP" \
+            ./launch -np "$w" --gloo sh -c "$RANK_WRAP" "$TP" ./train --epochs 1 --overlap on
           if [[ $w == 2 ]]; then
             # The timeline's recording cost: the same epoch with --timeline (every step recorded).
             note "rep $rep/$REPS: baresgd $w ranks, gloo, --timeline"
@@ -290,6 +298,9 @@ if ! skip train; then
           note "rep $rep/$REPS: baresgd $w ranks, mpi"
           measure run_logged "$OUT/train/baresgd-mpi-w$w-r$rep.log" "$TP" \
             ./launch -np "$w" --mpi sh -c "$RANK_WRAP" "$TP" ./train --epochs 1
+          note "rep $rep/$REPS: baresgd $w ranks, mpi, --overlap on"
+          measure run_logged "$OUT/train/baresgd-mpi_overlap-w$w-r$rep.log" "$TP" \
+            ./launch -np "$w" --mpi sh -c "$RANK_WRAP" "$TP" ./train --epochs 1 --overlap on
           if [[ $rep == 1 && $w -gt $(nproc) && -z ${OMPI_MCA_mpi_yield_when_idle+x} ]]; then
             # Diagnostic: more ranks than cores, but mpirun is told there are W slots, so Open MPI
             # busy-polls; this one run shows what yielding when idle changes.

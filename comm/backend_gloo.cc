@@ -25,7 +25,9 @@
 //   broadcast = binomial tree from the root (ceil(log2 n) steps, whole buffer per step),
 //   allgather = ring (n-1 steps), barrier = Gloo's barrier, sendrecv = one unbound send + recv,
 //   exchange = an unbound send to one peer and a receive from another (the steps of comm/allreduce_*.cc),
-//   library_allreduce_sum = gloo::allreduce at every size (--allreduce gloo).
+//   library_allreduce_sum = gloo::allreduce at every size (--allreduce gloo),
+//   open_gather_channel = the overlapped averaging's buckets: unbound sends to every peer, their
+//     receives posted a round ahead in two alternating buffers (see GlooGatherChannel).
 // Gloo's device thread runs in SCHED_IDLE (see demote_device_threads).
 // Every Gloo exception becomes a one-line std::runtime_error naming this rank, the operation and
 // the peer(s) involved; after one failure the communicator refuses further collectives (Gloo's
@@ -83,6 +85,8 @@ constexpr uint8_t kSendRecvSlotPrefix = 0x40;  // beyond Gloo's own collective p
 constexpr uint8_t kDirectAllreduceSlotPrefix = 0x41;
 constexpr uint8_t kChannelSlotPrefix = 0x42;
 constexpr uint8_t kExchangeSlotPrefix = 0x43;
+constexpr uint8_t kGatherChannelSlotPrefix = 0x44;  // tag: round << 8 | channel
+constexpr int kMaxGatherChannels = 256;
 constexpr size_t kChannelMinBytes = 4096;  // smaller allreduces (test statistics) are not worth a channel
 // Allreduce sends every rank's vector to every rank directly while that costs at most this many
 // bytes per rank ((size-1) * buffer bytes); above it, Gloo's ring.
@@ -403,6 +407,17 @@ class GlooCommunicator : public Communicator {
   void library_allreduce_sum(float* data, size_t n) override { gloo_allreduce<float>(data, n, &sum_f32); }
   void library_allreduce_sum_f16(half_bits* data, size_t n) override {
     gloo_allreduce<gloo::float16>(reinterpret_cast<gloo::float16*>(data), n, &sum_f16);
+  }
+
+  // The direct exchange sums in rank order; Gloo's ring (above kDirectAllreduceMaxBytes) does not.
+  bool sums_in_rank_order(size_t bytes) const override {
+    return info_.size <= 2 || bytes * size_t(info_.size - 1) <= kDirectAllreduceMaxBytes;
+  }
+  std::unique_ptr<GatherChannel> open_gather_channel(size_t bytes) override {
+    if (info_.size == 1) return Communicator::open_gather_channel(bytes);
+    if (gather_channels_ == kMaxGatherChannels)
+      throw std::logic_error(me() + ": more than " + std::to_string(kMaxGatherChannels) + " gather channels");
+    return std::unique_ptr<GatherChannel>(new GlooGatherChannel(this, gather_channels_++, bytes));
   }
 
  private:
@@ -807,6 +822,86 @@ class GlooCommunicator : public Communicator {
     std::unique_ptr<gloo::transport::UnboundBuffer> buf;
   } chan_;
   std::string waiting_for_;  // set by a collective while it knows exactly whom it waits for
+  int gather_channels_ = 0;  // opened so far: the next one's number (its slots)
+
+  // One bucket of the overlapped averaging. Round k sends this rank's bytes to every peer on slot
+  // (k, channel) straight from the calling thread: the peers' receives for round k were posted in
+  // their round k-1 start (round 0: at open), and Gloo writes a send onto the socket at once when
+  // the peer's receive-ready notice is already here. It is: the notice travels ahead of the peer's
+  // round k-1 data on the same connection, and our round k-1 wait read that data. So no round
+  // waits for a device thread to answer a notice; the device thread (SCHED_IDLE) only copies the
+  // bytes the kernel already holds out of the socket when this rank waits. Two buffers alternate
+  // so round k+1's receives can be posted while round k's are in flight.
+  class GlooGatherChannel : public GatherChannel {
+   public:
+    GlooGatherChannel(GlooCommunicator* c, int id, size_t bytes) : c_(c), id_(id), bytes_(bytes) {
+      const size_t all = bytes * size_t(c->info_.size);
+      c_->guarded("allreduce", "the other ranks", [&] {
+        for (int b = 0; b < 2; ++b) {
+          all_[b].assign(all, 0);
+          buf_[b] = c_->context_->createUnboundBuffer(all_[b].data(), all);
+        }
+        post(0);
+      });
+    }
+    void start(const void* in) override {
+      const int sz = c_->info_.size, r = c_->info_.rank;
+      uint8_t* all = all_[round_ % 2].data();
+      std::memcpy(all + size_t(r) * bytes_, in, bytes_);
+      c_->guarded("allreduce", "the other ranks", [&] {
+        post(round_ + 1);
+        if (bytes_ == 0) return;
+        for (int k = 1; k < sz; ++k) buf_[round_ % 2]->send((r + k) % sz, slot(round_), size_t(r) * bytes_, bytes_);
+      });
+    }
+    const void* wait() override {
+      const int sz = c_->info_.size, r = c_->info_.rank;
+      gloo::transport::UnboundBuffer* buf = buf_[round_ % 2].get();
+      c_->guarded("allreduce", "the other ranks", [&] {
+        if (bytes_ == 0) return;
+        std::vector<bool> arrived(sz, false);
+        arrived[r] = true;
+        for (int k = 1; k < sz; ++k) {
+          c_->waiting_for_ = missing(arrived);
+          int src = -1;
+          if (!buf->waitRecv(&src, c_->opts_.comm_timeout)) throw gloo::IoException("receive aborted");
+          if (src >= 0 && src < sz) arrived[src] = true;
+        }
+        c_->waiting_for_ = "the other ranks";
+        for (int k = 1; k < sz; ++k)
+          if (!buf->waitSend(c_->opts_.comm_timeout)) throw gloo::IoException("send aborted");
+      });
+      return all_[round_++ % 2].data();
+    }
+
+   private:
+    uint64_t slot(uint32_t round) const {
+      return gloo::Slot::build(kGatherChannelSlotPrefix, (round << 8) | uint32_t(id_));
+    }
+    // The receives of `round` (into its buffer, peer p's bytes at p * bytes).
+    void post(uint32_t round) {
+      if (bytes_ == 0) return;
+      const int sz = c_->info_.size, r = c_->info_.rank;
+      for (int k = 1; k < sz; ++k) {
+        const int from = (r + sz - k) % sz;
+        buf_[round % 2]->recv(from, slot(round), size_t(from) * bytes_, bytes_);
+      }
+    }
+    static std::string missing(const std::vector<bool>& arrived) {
+      std::string list;
+      int count = 0;
+      for (size_t p = 0; p < arrived.size(); ++p)
+        if (!arrived[p]) list += (count++ ? ", " : "") + std::to_string(p);
+      return (count == 1 ? "rank " : "ranks ") + list;
+    }
+
+    GlooCommunicator* c_;
+    const int id_;
+    const size_t bytes_;
+    uint32_t round_ = 0;  // the round the next start sends (wraps: every rank wraps alike)
+    std::vector<uint8_t> all_[2];
+    std::unique_ptr<gloo::transport::UnboundBuffer> buf_[2];
+  };
 };
 
 }  // namespace

@@ -8,6 +8,9 @@
 // rounds to half (round-to-nearest-even), like Horovod's float16_sum.
 // cross_rank/cross_size come from MPI_Comm_split(world, color = local_rank, key = rank).
 // exchange (the steps of comm/allreduce_*.cc) is MPI_Sendrecv with MPI_PROC_NULL for an absent side.
+// open_gather_channel (the overlapped averaging's buckets) is persistent MPI_Send_init/MPI_Recv_init
+// requests to and from every peer: start = MPI_Startall, progress = MPI_Testall (MPI moves a message
+// only inside MPI calls; the trainer calls it between layers), wait = MPI_Waitall.
 // MPI has no timeouts: CommOptions' timeouts do not apply here.
 //
 // Shutdown: MPI_Finalize is a collective fence in Open MPI; a rank that finalizes while the
@@ -36,6 +39,7 @@ namespace {
 constexpr size_t kMaxChunk = size_t(1) << 30;  // elements or bytes per MPI call (< INT_MAX)
 constexpr int kSendRecvTag = 0x5e5d;
 constexpr int kExchangeTag = 0x5e5e;
+constexpr int kGatherChannelTag = 0x5f00;  // + channel number
 
 void half_sum(void* in, void* inout, int* len, MPI_Datatype*) {
   const half_bits* a = static_cast<const half_bits*>(in);
@@ -153,6 +157,11 @@ class MpiCommunicator : public Communicator {
   void library_allreduce_sum(float* data, size_t n) override { allreduce_sum(data, n); }
   void library_allreduce_sum_f16(half_bits* data, size_t n) override { allreduce_sum_f16(data, n); }
 
+  std::unique_ptr<GatherChannel> open_gather_channel(size_t bytes) override {
+    if (bytes > size_t(INT_MAX)) throw std::invalid_argument(describe_rank(info_) + ": gather channel over INT_MAX bytes");
+    return std::unique_ptr<GatherChannel>(new MpiGatherChannel(this, channels_++, bytes));
+  }
+
  private:
   void init() {
     int initialized = 0, finalized = 0;
@@ -232,6 +241,56 @@ class MpiCommunicator : public Communicator {
   MPI_Datatype f16_type_ = MPI_DATATYPE_NULL;
   MPI_Op f16_sum_ = MPI_OP_NULL;
   std::vector<uint8_t> copy_;
+  int channels_ = 0;  // gather channels opened: the next one's tag offset
+
+  // Persistent requests: receive every peer's bytes at peer * bytes, send ours from rank * bytes.
+  class MpiGatherChannel : public GatherChannel {
+   public:
+    MpiGatherChannel(MpiCommunicator* c, int id, size_t bytes) : c_(c), bytes_(bytes) {
+      const int sz = c->info_.size, r = c->info_.rank, tag = kGatherChannelTag + id, count = int(bytes);
+      all_.assign(bytes * size_t(sz), 0);
+      for (int p = 0; p < sz && bytes > 0; ++p) {
+        if (p == r) continue;
+        reqs_.push_back(MPI_REQUEST_NULL);
+        c->check(MPI_Recv_init(all_.data() + size_t(p) * bytes, count, MPI_BYTE, p, tag, c->comm_, &reqs_.back()),
+                 "MPI_Recv_init from rank " + std::to_string(p));
+        reqs_.push_back(MPI_REQUEST_NULL);
+        c->check(MPI_Send_init(all_.data() + size_t(r) * bytes, count, MPI_BYTE, p, tag, c->comm_, &reqs_.back()),
+                 "MPI_Send_init to rank " + std::to_string(p));
+      }
+    }
+    ~MpiGatherChannel() override {
+      if (active_) return;  // unwinding from a failure: the requests may never finish; leave them to the exit
+      for (MPI_Request& q : reqs_)
+        if (q != MPI_REQUEST_NULL) MPI_Request_free(&q);
+    }
+    void start(const void* in) override {
+      std::memcpy(all_.data() + size_t(c_->info_.rank) * bytes_, in, bytes_);
+      if (reqs_.empty()) return;
+      c_->check(MPI_Startall(int(reqs_.size()), reqs_.data()), "MPI_Startall (overlapped allreduce)");
+      active_ = true;
+    }
+    void progress() override {
+      if (!active_) return;
+      int done = 0;
+      c_->check(MPI_Testall(int(reqs_.size()), reqs_.data(), &done, MPI_STATUSES_IGNORE),
+                "MPI_Testall (overlapped allreduce)");
+    }
+    const void* wait() override {
+      if (active_)
+        c_->check(MPI_Waitall(int(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE),
+                  "MPI_Waitall (overlapped allreduce)");
+      active_ = false;
+      return all_.data();
+    }
+
+   private:
+    MpiCommunicator* c_;
+    const size_t bytes_;
+    std::vector<uint8_t> all_;
+    std::vector<MPI_Request> reqs_;
+    bool active_ = false;
+  };
 };
 
 }  // namespace

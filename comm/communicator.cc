@@ -89,6 +89,32 @@ void Communicator::library_allreduce_sum_f16(half_bits*, size_t) {
   throw std::logic_error(std::string("the ") + backend_name() + " backend has no library allreduce");
 }
 
+bool Communicator::sums_in_rank_order(size_t) const { return size() <= 2; }
+
+namespace {
+// The default GatherChannel: start() keeps a copy, wait() is one blocking allgather.
+class BlockingGatherChannel : public GatherChannel {
+ public:
+  BlockingGatherChannel(Communicator& comm, size_t bytes)
+      : comm_(comm), own_(bytes), all_(bytes * size_t(comm.size())) {}
+  void start(const void* in) override {
+    if (!own_.empty()) std::memcpy(own_.data(), in, own_.size());
+  }
+  const void* wait() override {
+    comm_.allgather(all_.data(), own_.data(), own_.size());
+    return all_.data();
+  }
+
+ private:
+  Communicator& comm_;
+  std::vector<unsigned char> own_, all_;
+};
+}  // namespace
+
+std::unique_ptr<GatherChannel> Communicator::open_gather_channel(size_t bytes) {
+  return std::unique_ptr<GatherChannel>(new BlockingGatherChannel(*this, bytes));
+}
+
 void assign_cross_ranks(RankInfo* info, const std::vector<int>& local_rank_of_rank) {
   int cross_rank = 0, cross_size = 0;
   for (int r = 0; r < static_cast<int>(local_rank_of_rank.size()); ++r) {

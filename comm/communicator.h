@@ -40,6 +40,22 @@ struct CommOptions {
 // Half-precision storage type for fp16 allreduce (IEEE binary16 bits).
 using half_bits = uint16_t;
 
+// A persistent non-blocking allgather of a fixed number of bytes per rank: one bucket of the
+// overlapped gradient averaging (comm/overlapped_averaging.h). Every rank opens the same channels
+// in the same order and starts and waits them in the same order; start and wait alternate.
+class GatherChannel {
+ public:
+  virtual ~GatherChannel() = default;
+  // Copies this rank's bytes from `in` and starts sending them to every other rank.
+  virtual void start(const void* in) = 0;
+  // Lets a started exchange move without blocking (MPI: MPI_Testall); a no-op where the transport
+  // moves the bytes by itself.
+  virtual void progress() {}
+  // Blocks until every rank's bytes are here (bounded by the backend's timeout); returns them in
+  // rank order, size() * bytes, valid until the next start.
+  virtual const void* wait() = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -75,6 +91,14 @@ class Communicator {
   // allreduce_unsupported_reason in comm/allreduce.h first).
   virtual void library_allreduce_sum(float* data, size_t n);
   virtual void library_allreduce_sum_f16(half_bits* data, size_t n);
+
+  // Whether allreduce_sum of `bytes` bytes per rank gives every element as ((v0 + v1) + v2) + ...
+  // in rank order, so that a gather followed by a local sum in rank order has the same bits. Any
+  // sum of two ranks does (float addition commutes); the default says no for more.
+  virtual bool sums_in_rank_order(size_t bytes) const;
+  // A GatherChannel of `bytes` per rank. The default starts nothing: its wait() is a blocking
+  // allgather (world size 1, or a backend without non-blocking sends).
+  virtual std::unique_ptr<GatherChannel> open_gather_channel(size_t bytes);
 };
 
 // Rank info from the environment: BARESGD_* (our launcher), OMPI_COMM_WORLD_* (mpirun),

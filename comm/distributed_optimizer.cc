@@ -235,6 +235,9 @@ float half_to_float(half_bits h) {
   return bits_float(sign | ((e + 112u) << 23) | (m << 13));
 }
 
+void floats_to_halves(half_bits* out, const float* in, size_t n) { to_half(out, in, n); }
+void halves_to_floats(float* out, const half_bits* in, size_t n) { from_half(out, in, n); }
+
 double adasum_norm_sq_threshold() { return kAdasumMinNormSq; }
 
 void scale_buffer(float* x, size_t n, double factor) {

@@ -59,6 +59,9 @@ void scale_half_buffer(half_bits* x, size_t n, double factor);
 // IEEE binary16 conversion (round to nearest even), exposed for tests.
 half_bits float_to_half(float f);
 float half_to_float(half_bits h);
+// The same conversions over n values (F16C where built for it; the same bits as the scalar ones).
+void floats_to_halves(half_bits* out, const float* in, size_t n);
+void halves_to_floats(float* out, const half_bits* in, size_t n);
 
 // Adasum of two vectors, per segment, with Horovod's rule and threshold:
 // (1 - a.b/|a|^2 * 0.5) a + (1 - a.b/|b|^2 * 0.5) b into out (in double, rounded to float).

@@ -278,10 +278,15 @@ void Net::forward_job(Net* net, int s, int begin, int end) {
   tl.mark(TimelineKind::kFc2Forward);
 }
 
-float Net::backward(const int32_t* target, int n) {
+float Net::backward(const int32_t* target, int n, BackwardListener* listener) {
   if (n != n_) throw std::invalid_argument("Net::backward: batch differs from the last forward");
   target_ = target;
+  int begin0, end0;
+  slice_range(0, n, &begin0, &end0);
+  const bool one_slice = end0 == n || !workers_;  // as run_slices decides
+  in_slice_listener_ = one_slice ? listener : nullptr;
   run_slices(n, &Net::backward_job);
+  in_slice_listener_ = nullptr;
   // Sum the slices' gradients (slice 0 wrote grads directly).
   int begin, end;
   for (size_t s = 1; s < slices_.size(); ++s) {
@@ -290,6 +295,8 @@ float Net::backward(const int32_t* target, int n) {
     const float* g = slices_[s]->grads.data();
     for (size_t i = 0; i < kNumParams; ++i) grads[i] += g[i];
   }
+  if (listener && !one_slice)
+    for (int layer = kNumLayers - 1; layer >= 0; --layer) listener->layer_done(layer);
   return nll_loss_forward(logp_.data(), target, n, kClasses, true);
 }
 
@@ -311,6 +318,8 @@ void Net::backward_job(Net* net, int s, int begin, int end) {
   linear_backward(S.g_h3.data(), P(grads, 6), P(grads, 7), S.g_f2.data(), fc2_in, P(prm, 6), n,
                   kHidden, kClasses);
   tl.mark(TimelineKind::kFc2Backward);
+  BackwardListener* const done = s == 0 ? net->in_slice_listener_ : nullptr;
+  if (done) done->layer_done(3);
   if (net->dropout_)
     dropout_backward(S.g_h3.data(), S.g_h3.data(), net->mask_.data() + size_t(begin) * kHidden,
                      size_t(n) * kHidden);
@@ -319,14 +328,17 @@ void Net::backward_job(Net* net, int s, int begin, int end) {
   linear_backward(S.g_h2.data(), P(grads, 4), P(grads, 5), S.g_h3.data(), S.h2.data(), P(prm, 4), n,
                   kFlat, kHidden);
   tl.mark(TimelineKind::kFc1Backward);
+  if (done) done->layer_done(2);
   // conv2 block (relu, max_pool, Dropout2d, conv2): d(h1) (n,10,12,12), lane-blocked
   pack_lanes(S.g_h2b.data(), S.g_h2.data(), n, kFlat);
   conv2d_pool_relu_backward_sparse(S.g_h1b.data(), P(grads, 2), P(grads, 3), S.g_h2b.data(),
                                    S.sel2.data(), mask2d, S.h1b.data(), P(prm, 2), S.work.data(), n,
                                    kC1, kP1, kP1, kC2, kK, kK);
   tl.mark(TimelineKind::kConv2Backward);
+  if (done) done->layer_done(1);
   // conv1 block (relu, max_pool, conv1): no input gradient needed
   conv2d_pool_relu_backward_weights_n16(P(grads, 0), P(grads, 1), S.g_h1b.data(), S.sel1.data(),
                                         nullptr, S.xb.data(), n, 1, kIn, kIn, kC1, kK, kK);
   tl.mark(TimelineKind::kConv1Backward);
+  if (done) done->layer_done(0);
 }

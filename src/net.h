@@ -50,10 +50,23 @@ struct CacheAligned {
   }
 };
 
+// Told by Net::backward when a layer's gradients are final, in backward order: layer 3 (fc2),
+// 2 (fc1), 1 (conv2), 0 (conv1); layer L holds tensors 2L and 2L+1 of Net::kParams. When the batch
+// runs in one slice each call comes right after that layer's backward, on the calling thread, while
+// the layers below are still to run; with several slices all four come after the slices' sum.
+class BackwardListener {
+ public:
+  virtual void layer_done(int layer) = 0;
+
+ protected:
+  ~BackwardListener() = default;
+};
+
 class Net {
  public:
   static constexpr size_t kNumParams = 21840;
   static constexpr int kNumTensors = 8;
+  static constexpr int kNumLayers = 4;  // conv1, conv2, fc1, fc2: a weight and a bias each
   static const ParamView kParams[kNumTensors];  // conv1.weight ... fc2.bias, PyTorch order
 
   // Activation buffers sized for batches of up to max_batch samples (no allocation later);
@@ -82,7 +95,8 @@ class Net {
   // x (n,1,28,28) -> log-probabilities (n,10). dropout: apply the current masks (training).
   const float* forward(const float* x, int n, bool dropout);
   // Fills grads (overwritten) for mean nll over the n targets of the last forward; returns loss.
-  float backward(const int32_t* target, int n);
+  // listener (optional) hears of each layer's gradients as they become final.
+  float backward(const int32_t* target, int n, BackwardListener* listener = nullptr);
 
   std::vector<float> params;  // kNumParams
   std::vector<float> grads;   // kNumParams, same layout
@@ -104,6 +118,7 @@ class Net {
   int n_ = 0;                        // batch size of the last forward
   const float* x_ = nullptr;         // its input
   const int32_t* target_ = nullptr;  // the targets of the running backward
+  BackwardListener* in_slice_listener_ = nullptr;  // told by backward_job (one-slice batches only)
   Buffer<float> logp_;               // (max_batch, 10), every slice writes its rows
   Buffer<float> mask2d_, mask_;
   std::vector<std::unique_ptr<Slice>> slices_;

@@ -102,6 +102,8 @@ std::string usage_text() {
       "  --network-interface IF         Gloo binds this interface name or address\n"
       "  --allreduce ALG                gradient sum: auto, direct, ring, halving-doubling,\n"
       "                                 gloo or mpi (the library's own; default: auto)\n"
+      "  --overlap on|off               reduce each gradient bucket while backward still runs\n"
+      "                                 (default: off; the same bits either way, docs/comm.md)\n"
       "  --start-timeout S              rendezvous timeout in seconds (default: 30)\n"
       "  --comm-timeout S               timeout of one collective in seconds (default: 60)\n"
       "  --checkpoint-dir DIR           save a checkpoint at every epoch end (rank 0)\n"
@@ -174,6 +176,12 @@ Options parse_options(const std::vector<std::string>& args) {
            throw TrainUsageError{e.what()};
          }
          o.allreduce = v;
+       }},
+      {"--overlap",
+       [&](auto& f, auto& v) {
+         if (v != "on" && v != "off")
+           throw TrainUsageError{"argument " + f + ": invalid choice: " + quote(v) + " (choose from 'on', 'off')"};
+         o.overlap = v == "on";
        }},
       {"--start-timeout", [&](auto& f, auto& v) { o.start_timeout = parse_timeout(f, v); }},
       {"--comm-timeout", [&](auto& f, auto& v) { o.comm_timeout = parse_timeout(f, v); }},

@@ -31,6 +31,7 @@ struct Options {
   std::string rendezvous_dir;     // --rendezvous-dir: Gloo FileStore on a shared directory
   std::string network_interface;  // --network-interface: Gloo binds this interface/address
   std::string allreduce = "auto"; // --allreduce: the gradient sum's algorithm (comm/allreduce.h names)
+  bool overlap = false;           // --overlap on|off: bucketed averaging during backward
   double start_timeout = 30;      // --start-timeout seconds (rendezvous)
   double comm_timeout = 60;       // --comm-timeout seconds (one collective)
   std::string checkpoint_dir;     // --checkpoint-dir

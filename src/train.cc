@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cinttypes>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 
 #include "comm/allreduce.h"
 #include "comm/distributed_optimizer.h"
+#include "comm/overlapped_averaging.h"
 #include "kernels/sgd.h"
 #include "src/adasum_step.h"
 #include "src/checkpoint.h"
@@ -295,6 +297,22 @@ void check_dump_path(const std::string& dump) {
                              std::strerror(errno));
 }
 
+// Net's backward order (layer 3 = fc2 first) as the overlapped averaging's layer list.
+std::vector<Segment> backward_layers() {
+  std::vector<Segment> layers;
+  for (int layer = Net::kNumLayers - 1; layer >= 0; --layer) {
+    const ParamView &w = Net::kParams[2 * layer], &b = Net::kParams[2 * layer + 1];
+    layers.push_back({w.offset, w.count + b.count});
+  }
+  return layers;
+}
+
+// Tells the overlapped averaging which of backward_layers() Net's backward has finished.
+struct BucketStarter : BackwardListener {
+  OverlappedAveraging* averaging = nullptr;
+  void layer_done(int layer) override { averaging->layer_done(Net::kNumLayers - 1 - layer); }
+};
+
 }  // namespace
 
 TrainData load_train_data(const Options& opts) {
@@ -303,7 +321,8 @@ TrainData load_train_data(const Options& opts) {
 }
 
 void run_training(const Options& opts, TrainData& data, Communicator& comm, std::FILE* out) {
-  // BARESGD_TIMING=1: one machine-readable line per rank on stderr at the end (bench/).
+  // BARESGD_TIMING=1: one machine-readable line per rank on stderr at the end (bench/; tests read
+  // overlap_buckets, the number of buckets the overlapped averaging ran, 0 for the whole buffer).
   using Clock = std::chrono::steady_clock;
   const char* timing_env = std::getenv("BARESGD_TIMING");
   const bool timing = timing_env && std::string(timing_env) == "1";
@@ -401,6 +420,14 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   facts.elem_bytes = how.fp16 ? 2 : 4;
   facts.algorithm = allreduce_algorithm_name(how.algorithm);
   TrainHooks hooks(opts, comm, facts);  // --metrics, --inspect, --check-sync, the summary
+  // --overlap on: each bucket's exchange starts inside backward, finish() ends it before the step;
+  // where it could not give the whole-buffer call's bits (overlap_refusal), the whole buffer.
+  std::unique_ptr<OverlappedAveraging> overlapped;
+  BucketStarter bucket_starter;
+  if (opts.overlap && overlap_refusal(comm, how, Net::kNumParams).empty()) {
+    overlapped = std::make_unique<OverlappedAveraging>(comm, net.grads.data(), backward_layers(), how);
+    bucket_starter.averaging = overlapped.get();
+  }
 
   DistributedSampler train_sampler(size_t(train.count), size, rank, true, kSamplerSeed);
   DistributedSampler test_sampler(size_t(test.count), size, rank, true, kSamplerSeed);
@@ -435,14 +462,17 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
       const bool dropout = !opts.no_dropout;
       if (dropout) torch_rng.dropout_masks(&net, n);
       net.forward(x.data(), n, dropout);
-      const float loss = net.backward(y.data(), n);
+      const float loss = net.backward(y.data(), n, overlapped ? &bucket_starter : nullptr);
       hooks.before_averaging(net.grads.data(), net.params.data());
       if (size > 1 && !opts.use_adasum) {
         const auto t_comm = Clock::now();
         how.observer = hooks.allreduce_observer(timeline_allreduce_observer());  // bytes at --inspect steps, slices
         hooks.comm_begin();
         tl = timeline_begin();
-        average_gradients(comm, net.grads.data(), net.grads.size(), segments, how);
+        if (overlapped)
+          overlapped->finish();
+        else
+          average_gradients(comm, net.grads.data(), net.grads.size(), segments, how);
         timeline_gradient_allreduce(tl, net.grads.size());
         hooks.comm_end();
         if (timing) comm_s += since(t_comm);
@@ -498,8 +528,8 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   timeline_finish(comm);  // --timeline: every rank's events merged into the one file
   hooks.finish(train_s);
   if (timing)
-    std::fprintf(stderr, "timing: rank=%d startup_s=%.4f train_s=%.4f test_s=%.4f comm_s=%.4f\n", rank,
-                 startup_s, train_s, test_s, comm_s);
+    std::fprintf(stderr, "timing: rank=%d startup_s=%.4f train_s=%.4f test_s=%.4f comm_s=%.4f overlap_buckets=%zu\n",
+                 rank, startup_s, train_s, test_s, comm_s, overlapped ? overlapped->buckets().size() : size_t(0));
 
   // --dump-params FILE (dump_path_of: this rank's file, checked at the start).
   if (!dump.empty()) {

@@ -79,8 +79,8 @@ class Faults : public ::testing::Test {
     a.insert(a.end(), cmd.begin(), cmd.end());
     return a;
   }
-  // 3 ranks train with --comm-timeout 5 until `victim` is stopped (sigstop_case below).
-  void sigstop_training(int victim);
+  // 3 ranks train with --comm-timeout 5 (and `extra` flags) until `victim` is stopped (sigstop_case below).
+  void sigstop_training(int victim, const std::vector<std::string>& extra = {});
   std::string marker_, dir_, train_, launch_;
   std::vector<std::string> mounts_;
 };
@@ -150,18 +150,21 @@ void sigstop_case(const std::string& marker, const std::vector<std::string>& arg
     if (contains(l, "error") || contains(l, "launch:")) std::cerr << "[ sample ] " << l << "\n";
 }
 
-void Faults::sigstop_training(int victim) {
+void Faults::sigstop_training(int victim, const std::vector<std::string>& extra) {
   const std::string data = dir_ + "/data";
   link_real_mnist(data);
-  sigstop_case(marker_,
-               launch_argv(3, {train_, "--comm-timeout", "5", "--epochs", "50", "--log-interval", "10",
-                               "--data-dir", data}),
-               victim);
+  std::vector<std::string> cmd = {train_, "--comm-timeout", "5", "--epochs", "50", "--log-interval", "10",
+                                  "--data-dir", data};
+  cmd.insert(cmd.end(), extra.begin(), extra.end());
+  sigstop_case(marker_, launch_argv(3, cmd), victim);
 }
 
 TEST_F(Faults, SigstopOfRankTwoIsNamedWithinCommTimeout) { sigstop_training(2); }
 
 TEST_F(Faults, SigstopOfRankZeroIsNamedWithinCommTimeout) { sigstop_training(0); }
+
+// The overlapped averaging's bucket exchanges (docs/comm.md) have the same timeout and message.
+TEST_F(Faults, SigstopOfRankOneWithOverlapIsNamedWithinCommTimeout) { sigstop_training(1, {"--overlap", "on"}); }
 
 // ============================================================================================
 // A rank that never starts

@@ -136,10 +136,11 @@ TEST(TorchrunTrain, WorldSizeTwoNeverTrainsAsDuplicateRankZero) {
     }
     EXPECT_NE(r.err.find("WORLD_SIZE=2"), std::string::npos) << comm << ": " << r.err;
     EXPECT_NE(r.err.find("RANK=0"), std::string::npos) << comm << ": " << r.err;
-    if (std::string(comm) != "BARESGD_COMM=mpi")
+    if (std::string(comm) != "BARESGD_COMM=mpi") {
       EXPECT_NE(r.err.find("MASTER_ADDR:MASTER_PORT=127.0.0.1:1): torchrun's c10d TCPStore at 127.0.0.1:1 not "
                            "reachable within 2000 ms"),
                 std::string::npos) << comm << ": " << r.err;
+    }
   }
   EXPECT_EQ(run("ls " + dir + "/ckpt 2>/dev/null | grep -c ckpt").out, "0\n");
   run("rm -rf " + dir);
