@@ -56,6 +56,8 @@ ar t build/libbaresgd.a | grep -qx backend_mpi.o && HAVE_MPI=1
 BCXX=(g++ -O3 -march=x86-64-v3 -std=c++17 -Wall -Wextra -Wno-unused-parameter -pthread -I.)
 BLIBS=(-lopenblas -lz -pthread)
 if [[ $HAVE_GLOO == 1 ]]; then BCXX+=(-DBARESGD_HAVE_GLOO=1); BLIBS+=(-lgloo); fi
+# The srun rendezvous's MUNGE handshake (comm/store_munge.cc) when the library was built with it.
+if nm -u build/libbaresgd.a 2>/dev/null | grep -w munge_ctx_create >/dev/null; then BCXX+=(-DBARESGD_HAVE_MUNGE=1); BLIBS+=(-lmunge); fi
 if [[ $HAVE_MPI == 1 ]]; then
   # shellcheck disable=SC2207
   BCXX+=(-DBARESGD_HAVE_MPI=1 -DOMPI_SKIP_MPICXX=1 $(mpicxx --showme:compile)); BLIBS+=($(mpicxx --showme:link))
