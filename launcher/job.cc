@@ -284,6 +284,10 @@ int next_elastic_plan(const JobPlan& base, ElasticHosts* hosts, OutputSink* sink
       for (const auto& [host, why] : bad) sink->message(hosts->record_lost(host, "cannot reach it over ssh: " + why));
       continue;
     }
+    if (e.discovery_script.empty()) {  // -H's hosts never change: nothing to wait for
+      sink->message("launch: the job cannot run: " + hosts->describe() + " (-H hosts; a --host-discovery-script could add more)");
+      return 1;
+    }
     if (Clock::now() >= deadline) {
       sink->message("launch: the job cannot start: " + hosts->describe() + " for --elastic-timeout " +
                     seconds_text(e.elastic_timeout_s) + " s");

@@ -112,6 +112,7 @@ RunConfig run_config_of(const TrainState& s) {
   c.batch_size = s.batch_size;
   c.seed = s.seed;
   c.settings = s.settings;
+  c.epoch_first_sample = s.epoch_first_sample;
   return c;
 }
 
@@ -212,6 +213,7 @@ TrainState decode_checkpoint(const std::string& in, size_t expect_params) {
     s.run_id = c.run_id;
     s.has_settings = true;
     s.settings = c.settings;
+    s.epoch_first_sample = c.epoch_first_sample;
   }
   s.momentum_buffers = int(buffers);
   s.params.resize(n);
@@ -312,7 +314,7 @@ ResumeCandidates find_resume_candidates(const std::string& dir, size_t expect_pa
     if (!decode_file(l.path, expect_params, &st, warnings)) continue;
     bool matches = true;
     for (const SettingChange& ch : run_config_changes(run_config_of(st), st.has_settings, now))
-      matches = matches && ch.kind == SettingChange::kHarmless;
+      matches = matches && ch.kind != SettingChange::kNumbers;  // another world size continues the run
     if (matches) {
       c.have_match = true;
       c.match = std::move(st);

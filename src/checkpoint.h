@@ -20,7 +20,10 @@ struct TrainState {
   int batch_size = 64;
   int64_t seed = 42;
   int epoch = 1;              // epoch to continue in (1-based)
-  int64_t batch = 0;          // next batch index inside that epoch
+  int64_t batch = 0;          // next batch index inside that epoch (counted from epoch_first_sample)
+  // The epoch's sample at which this world size took it over (run_config.h; 0 unless continued at
+  // another world size): batch b starts at sample epoch_first_sample + b * batch_size * world_size.
+  int64_t epoch_first_sample = 0;
   int64_t step = 0;           // optimizer steps taken so far (all epochs)
   bool momentum_started = false;
   // 1: one buffer every rank shares (rank 0's); world_size: every rank's own (--use-adasum).

@@ -119,6 +119,9 @@ std::string usage_text() {
       "  --timeline-steps A-B           record only optimizer steps A..B (0-based; or A)\n"
       "  --no-dropout                   disable both dropout layers (tests)\n"
       "  --max-steps N                  stop after N optimizer steps (tests)\n"
+      "  --sample-record FILE           rank 0 writes which samples made each step, one line\n"
+      "                                 \"step epoch rank index...\" per step and rank; a resumed\n"
+      "                                 run drops the lines of the steps it redoes (tests)\n"
       "  --dump-params FILE             write the final parameters as raw float32 (tests);\n"
       "                                 a %r in FILE is replaced by the rank, every rank writes\n"
       "  --metrics FILE                 rank 0 writes JSON Lines: header, logged steps of every\n"
@@ -194,6 +197,7 @@ Options parse_options(const std::vector<std::string>& args) {
        [&](auto& f, auto& v) { o.checkpoint_every = (int)parse_int(f, v, 1, 1 << 30); }},
       {"--max-steps", [&](auto& f, auto& v) { o.max_steps = parse_int(f, v, 0, kMax); }},
       {"--dump-params", [&](auto& f, auto& v) { o.dump_params = non_empty(f, v); }},
+      {"--sample-record", [&](auto& f, auto& v) { o.sample_record = non_empty(f, v); }},
       {"--threads", [&](auto& f, auto& v) { o.threads = (int)parse_int(f, v, 1, 1024); }},
       {"--metrics", [&](auto& f, auto& v) { o.metrics = non_empty(f, v); }},
       {"--inspect", [&](auto& f, auto& v) { o.inspect_steps = parse_steps(f, v); }},

@@ -41,6 +41,7 @@ struct Options {
   bool no_dropout = false;        // --no-dropout: dropout layers off in training (tests)
   long long max_steps = -1;       // --max-steps: stop after this many optimizer steps (tests)
   std::string dump_params;        // --dump-params FILE: raw float32 parameters at the end (tests)
+  std::string sample_record;      // --sample-record FILE: which samples made each step (src/sample_record.h)
   int threads = 0;                // --threads: OpenBLAS threads (0: OPENBLAS_NUM_THREADS or 1)
   // Seeing inside the run (src/train_hooks.h).
   std::string metrics;                  // --metrics FILE: JSON Lines records (rank 0 writes)

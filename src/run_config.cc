@@ -16,7 +16,8 @@ namespace {
 
 const char* const kKeys[] = {"run",    "world-size",     "batch-size",                "seed",      "lr",
                              "momentum", "epochs",       "dropout",                   "fp16-allreduce",
-                             "gradient-predivide-factor", "use-adasum", "allreduce", "threads"};
+                             "gradient-predivide-factor", "use-adasum", "allreduce", "threads",
+                             "epoch-first-sample"};
 
 // The fewest significant digits that read back as exactly x.
 std::string float_text(double x) {
@@ -83,6 +84,7 @@ std::string format_run_config(const RunConfig& c) {
   line("use-adasum", on_off(s.adasum));
   line("allreduce", s.allreduce);
   line("threads", std::to_string(s.threads));
+  line("epoch-first-sample", std::to_string(c.epoch_first_sample));
   return out;
 }
 
@@ -129,6 +131,7 @@ RunConfig parse_run_config(const std::string& text) {
     throw bad("allreduce '" + shown_text(s.allreduce) + "' is not an --allreduce name");
   }
   s.threads = int(int_value("threads", values["threads"], 1, 1024));
+  c.epoch_first_sample = int_value("epoch-first-sample", values["epoch-first-sample"], 0, 1LL << 40);
   return c;
 }
 

@@ -26,6 +26,9 @@ struct RunConfig {
   int batch_size = 64;
   long long seed = 42;
   RunSettings settings;
+  // A position, not a setting (never compared): the sample of its epoch at which this world size
+  // began the epoch — 0, unless the epoch was continued at another world size (elastic resume).
+  long long epoch_first_sample = 0;
 };
 
 constexpr size_t kMaxRunConfigBytes = 4096;
@@ -45,7 +48,7 @@ RunConfig parse_run_config(const std::string& text);
 struct SettingChange {
   enum Kind {
     kNumbers,     // changes the steps' numbers: --resume refuses it without --resume-any-config
-    kWorldSize,   // refused even with --resume-any-config (no elastic world size)
+    kWorldSize,   // allowed: the epoch continues where it stopped, dealt over the new world size
     kHarmless,    // --epochs, compute threads: said in one line, never refused
   };
   Kind kind;

@@ -28,6 +28,7 @@
 #include "src/net.h"
 #include "src/run_config.h"
 #include "src/run_id.h"
+#include "src/sample_record.h"
 #include "src/sampler.h"
 #include "src/shared_failure.h"
 #include "src/torch_streams.h"
@@ -102,6 +103,9 @@ struct Resume {
   // order, on every rank); empty when every rank starts from rank 0's buffer.
   std::vector<float> rank_momentum;
   std::string run_id;  // rank 0: the run this one writes checkpoints for
+  // The epoch's sample this world size starts it at: the checkpoint's, or where it stopped when
+  // the checkpoint was written by another world size (the resumed epoch then starts at batch 0).
+  int64_t first_sample = 0;
 };
 
 // The configuration this run would write into its checkpoints (run id left empty).
@@ -125,15 +129,10 @@ RunConfig run_config_now(const Options& opts, int world, int threads) {
 
 // The refusal of a checkpoint of another configuration, naming the file and each difference.
 std::string refusal_of(const std::string& path, const std::vector<SettingChange>& changes, bool any_config) {
-  const std::vector<SettingChange::Kind> refused = {SettingChange::kWorldSize, SettingChange::kNumbers};
-  bool world = false;
-  for (const SettingChange& c : changes) world = world || c.kind == SettingChange::kWorldSize;
+  const std::vector<SettingChange::Kind> refused = {SettingChange::kNumbers};
   return "checkpoint " + path + " was written with " + changes_text(changes, true, refused) + ", this run has " +
          changes_text(changes, false, refused) +
-         (world ? " (resume needs the same world size, also with --resume-any-config: the world size of a run "
-                  "cannot change)"
-          : any_config ? ""
-                       : " (resume needs the same configuration; --resume-any-config continues it anyway)");
+         (any_config ? "" : " (resume needs the same configuration; --resume-any-config continues it anyway)");
 }
 
 // With --resume-any-config from a checkpoint of another --batch-size: the batch of this run's
@@ -142,6 +141,22 @@ std::string refusal_of(const std::string& path, const std::vector<SettingChange>
 int64_t batch_for_new_size(const TrainState& st, int batch_size) {
   const int64_t done = st.batch * int64_t(st.batch_size);
   return (done + batch_size - 1) / batch_size;
+}
+
+// A checkpoint of another world size (an elastic restart): its epoch continues at the first sample
+// it had not trained, dealt over this world (DistributedSampler::set_epoch's first_sample), from
+// batch 0; said in one line with the learning rate the example scales by the world size.
+void continue_at_sample(const Options& opts, const RunConfig& now, TrainState* st) {
+  const int64_t sample = st->epoch_first_sample + st->batch * int64_t(st->batch_size) * st->world_size;
+  const double lr = opts.use_adasum ? opts.lr : opts.lr * now.world_size;
+  std::fprintf(stderr,
+               "train: continuing epoch %d at sample %lld on %d ranks (the checkpoint was written by %d): the "
+               "epoch's remaining samples are dealt over this world; lr %g (%s)\n",
+               st->epoch, (long long)sample, now.world_size, st->world_size, lr,
+               opts.use_adasum ? "--use-adasum: not scaled" : ("--lr x " + std::to_string(now.world_size)).c_str());
+  st->epoch_first_sample = sample;
+  st->batch = 0;
+  st->world_size = now.world_size;
 }
 
 // Rank 0, --resume: the checkpoint to continue (false: none), its one-line notes on stderr.
@@ -159,18 +174,21 @@ bool choose_resume_checkpoint(const Options& opts, const RunConfig& now, TrainSt
   if (c.have_match && c.have_other) {
     const auto changes = run_config_changes(run_config_of(c.other), c.other.has_settings, now);
     std::fprintf(stderr, "train: not resuming from the newer %s: it was written with %s, this run has %s\n",
-                 c.other_path.c_str(), changes_text(changes, true, {SettingChange::kWorldSize, SettingChange::kNumbers}).c_str(),
-                 changes_text(changes, false, {SettingChange::kWorldSize, SettingChange::kNumbers}).c_str());
+                 c.other_path.c_str(), changes_text(changes, true, {SettingChange::kNumbers}).c_str(),
+                 changes_text(changes, false, {SettingChange::kNumbers}).c_str());
   }
   const bool other = !c.have_match;
   *st = std::move(other ? c.other : c.match);
   *path = other ? c.other_path : c.match_path;
   const auto changes = run_config_changes(run_config_of(*st), st->has_settings, now);
   if (other) {
-    bool world = false;
-    for (const SettingChange& ch : changes) world = world || ch.kind == SettingChange::kWorldSize;
-    if (world || !opts.resume_any_config) throw std::runtime_error(refusal_of(*path, changes, false));
+    if (!opts.resume_any_config) throw std::runtime_error(refusal_of(*path, changes, false));
   }
+  if (st->world_size != now.world_size && st->momentum_buffers > 1)
+    throw std::runtime_error("checkpoint " + *path + " holds each of its " + std::to_string(st->world_size) +
+                             " ranks' own --use-adasum momentum; it cannot continue on " +
+                             std::to_string(now.world_size) + (now.world_size == 1 ? " rank" : " ranks") +
+                             " (Adasum keeps one momentum buffer per rank)");
   std::fprintf(stderr, "train: resuming from %s (epoch %d, batch %lld, step %lld), run %s\n", path->c_str(), st->epoch,
                (long long)st->batch, (long long)st->step, st->run_id.empty() ? "unknown" : st->run_id.c_str());
   const std::string harmless = changes_text(changes, true, {SettingChange::kHarmless});
@@ -184,6 +202,7 @@ bool choose_resume_checkpoint(const Options& opts, const RunConfig& now, TrainSt
     std::fprintf(stderr, "train: %s is a version %d checkpoint: it records no run id and no --lr, --momentum, "
                  "dropout or averaging options (only world size, --batch-size and --seed were compared); "
                  "this run continues as run %s\n", path->c_str(), st->version, run_id->c_str());
+  if (st->world_size != now.world_size) continue_at_sample(opts, now, st);
   if (other) {
     std::string moved;
     if (st->batch_size != now.batch_size && st->batch > 0) {
@@ -212,8 +231,8 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, const RunCon
     if (opts.resume) throw std::runtime_error("--resume needs --checkpoint-dir DIR");
     return r;
   }
-  // header: ok, found, epoch, batch, step, started, momentum buffers
-  int64_t h[7] = {1, 0, 1, 0, 0, 0, 1};
+  // header: ok, found, epoch, batch, step, started, momentum buffers, epoch's first sample
+  int64_t h[8] = {1, 0, 1, 0, 0, 0, 1, 0};
   std::string error;
   TrainState st;
   if (comm.rank() == 0) {
@@ -229,6 +248,7 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, const RunCon
         h[4] = st.step;
         h[5] = st.momentum_started;
         h[6] = st.momentum_buffers;
+        h[7] = st.epoch_first_sample;
         *params = st.params;
         momentum->assign(st.momentum.begin(), st.momentum.begin() + std::ptrdiff_t(params->size()));
         *generator = st.generator;
@@ -250,6 +270,7 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, const RunCon
     r.batch = size_t(h[3]);
     r.step = uint64_t(h[4]);
     r.momentum_started = h[5] != 0;
+    r.first_sample = h[7];
     comm.broadcast(generator, sizeof *generator, 0);
     // h[6] is 1 or this world size (decode_checkpoint, choose_resume_checkpoint). Without
     // --use-adasum every rank's buffer must be equal: rank 0's, as from a one-buffer checkpoint.
@@ -378,7 +399,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   }
   bool momentum_started = start.momentum_started;
   const bool rank_momentum = opts.use_adasum && size > 1;  // every rank's own buffer is saved
-  auto save = [&](int epoch, size_t next_batch, uint64_t steps) {
+  auto save = [&](int epoch, int64_t first_sample, size_t next_batch, uint64_t steps) {
     if (opts.checkpoint_dir.empty()) return;
     const int64_t tl = rank == 0 ? timeline_begin() : 0;
     std::vector<float> all_momentum;
@@ -393,6 +414,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     st.seed = opts.seed;
     st.epoch = epoch;
     st.batch = int64_t(next_batch);
+    st.epoch_first_sample = first_sample;
     st.step = int64_t(steps);
     st.momentum_started = momentum_started;
     st.params = net.params;
@@ -431,21 +453,26 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
 
   DistributedSampler train_sampler(size_t(train.count), size, rank, true, kSamplerSeed);
   DistributedSampler test_sampler(size_t(test.count), size, rank, true, kSamplerSeed);
-  const size_t batches = num_batches(train_sampler.size(), size_t(opts.batch_size));
 
   std::vector<float> x(size_t(net.max_batch()) * 784);
   std::vector<int32_t> y(size_t(net.max_batch()));
   uint64_t step = start.step;
+  std::unique_ptr<SampleRecord> record;  // --sample-record: rank 0 writes every rank's samples
+  if (rank == 0 && !opts.sample_record.empty()) record = std::make_unique<SampleRecord>(opts.sample_record, step);
   timeline_start(comm, net.threads(), how);  // --timeline: clocks synced to rank 0's, tracks named
   bool stop = false;
 
   for (int epoch = start.epoch; epoch <= opts.epochs && !stop; ++epoch) {
     const auto t_epoch = Clock::now();
     if (startup_s < 0) startup_s = process_seconds();
-    train_sampler.set_epoch(uint64_t(epoch));
+    // A resumed epoch may have been begun by another world size: this one deals out its rest.
+    const int64_t first_sample = epoch == start.epoch ? start.first_sample : 0;
+    train_sampler.set_epoch(uint64_t(epoch), size_t(first_sample));
     const auto& idx = train_sampler.indices();
+    const size_t batches = num_batches(train_sampler.size(), size_t(opts.batch_size));
+    if (record) record->begin_epoch(size_t(train.count), size, uint64_t(epoch), size_t(first_sample));
     const size_t first_batch = epoch == start.epoch ? start.batch : 0;
-    if (first_batch == 0) torch_rng.start_train_loader();  // a resumed epoch drew it already
+    if (first_batch == 0 && first_sample == 0) torch_rng.start_train_loader();  // a resumed epoch drew it already
     for (size_t b = first_batch; b < batches; ++b) {
       if (opts.max_steps >= 0 && step >= uint64_t(opts.max_steps)) {
         stop = true;
@@ -458,6 +485,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
       int64_t tl = timeline_begin();
       gather_batch(x.data(), y.data(), train, idx.data() + start, n);
       timeline_end(TimelineKind::kBatchRead, tl);
+      if (record) record->record_step(step, epoch, b, size_t(opts.batch_size));
       hooks.data_done();
       const bool dropout = !opts.no_dropout;
       if (dropout) torch_rng.dropout_masks(&net, n);
@@ -506,7 +534,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
         std::fflush(out);
       }
       if (opts.checkpoint_every > 0 && step % uint64_t(opts.checkpoint_every) == 0)
-        save(epoch, b + 1, step);
+        save(epoch, first_sample, b + 1, step);
     }
     train_s += since(t_epoch);
     if (stop) break;
@@ -523,7 +551,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     }
     hooks.test_done(epoch, step, r.loss, r.accuracy);
     test_s += since(t_test);
-    save(epoch + 1, 0, step);
+    save(epoch + 1, 0, 0, step);
   }
   timeline_finish(comm);  // --timeline: every rank's events merged into the one file
   hooks.finish(train_s);

@@ -498,7 +498,9 @@ TEST(AdasumResume, ResumedRunEqualsUninterruptedTwoRanks) {
   ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
   const std::string dir = testutil::make_temp_dir("adasum-resume");
   resume_equals_uninterrupted(2, dir);
-  // The 2-rank checkpoint on 1 rank is refused before training, naming the file and both sizes.
+  // The 2-rank checkpoint on 1 rank is refused before training, naming the file and both sizes
+  // (an elastic resume continues other checkpoints at another world size, not Adasum's per-rank
+  // momentum).
   const std::string ck = checkpoint_file(dir + "/w2-ck", 3);
   auto one = testutil::run(testutil::train_bin() + " --use-adasum --no-dropout --batch-size 16 --max-steps 8 "
                            "--resume --checkpoint-dir " + dir + "/w2-ck",
@@ -506,7 +508,8 @@ TEST(AdasumResume, ResumedRunEqualsUninterruptedTwoRanks) {
   EXPECT_NE(one.status, 0);
   EXPECT_EQ(one.out.find("Train Epoch"), std::string::npos) << "training started: " << one.out;
   EXPECT_NE(one.err.find("train: error: checkpoint " + ck +
-                         " was written with 2 ranks, this run has 1 rank (resume needs the same world size"),
+                         " holds each of its 2 ranks' own --use-adasum momentum; it cannot continue on 1 rank "
+                         "(Adasum keeps one momentum buffer per rank)"),
             std::string::npos)
       << one.err;
   std::system(("rm -rf '" + dir + "'").c_str());
@@ -521,7 +524,8 @@ TEST(AdasumResume, ResumedRunEqualsUninterruptedFourRanks) {
   EXPECT_NE(two.status, 0);
   EXPECT_EQ(two.out.find("Train Epoch"), std::string::npos) << "training started: " << two.out;
   EXPECT_NE(two.err.find("checkpoint " + checkpoint_file(dir + "/w4-ck", 3) +
-                         " was written with 4 ranks, this run has 2 ranks (resume needs the same world size"),
+                         " holds each of its 4 ranks' own --use-adasum momentum; it cannot continue on 2 ranks "
+                         "(Adasum keeps one momentum buffer per rank)"),
             std::string::npos)
       << two.err;
   std::system(("rm -rf '" + dir + "'").c_str());

@@ -10,7 +10,13 @@
 //
 // Env: BARESGD_LAUNCH (as the rest of the suite).
 #include <gtest/gtest.h>
+#include <dirent.h>
 #include <sys/stat.h>
+
+#include <csignal>
+#include <cstdio>
+#include <map>
+#include <sstream>
 
 #include <iostream>
 #include <regex>
@@ -206,14 +212,84 @@ TEST_F(LaunchElasticRemote, AHostThatDoesNotAnswerIsBlacklistedAtTheStart) {
 }
 
 TEST_F(LaunchElasticRemote, BelowMinNpAfterABlacklistTheJobFailsNamingTheSlots) {
-  Proc job(launch(on("hpc01:2,hpc02:2", {"--min-np", "3", "--start-timeout", "20", "--elastic-timeout", "1"}),
-                  "echo started"));
+  Proc job(launch(on("hpc01:2,hpc02:2", {"--min-np", "3", "--start-timeout", "20"}), "echo started"));
   EXPECT_EQ(job.code(120), 1);
   const std::string err = job.err();
-  EXPECT_TRUE(contains(err, "launch: the job cannot start: 2 usable slots (hpc01:2; blacklisted: hpc02), --min-np 3 "
-                            "for --elastic-timeout 1 s\n"))
+  EXPECT_TRUE(contains(err, "launch: the job cannot run: 2 usable slots (hpc01:2; blacklisted: hpc02), --min-np 3 "
+                            "(-H hosts; a --host-discovery-script could add more)\n"))
       << err;
   EXPECT_FALSE(contains(job.out(), "started"));
+}
+
+// Every pid below root (from /proc's parent links), root first.
+std::vector<pid_t> process_tree(pid_t root) {
+  std::vector<pid_t> tree = {root};
+  for (size_t k = 0; k < tree.size(); ++k) {
+    DIR* d = ::opendir("/proc");
+    if (!d) break;
+    while (dirent* e = ::readdir(d)) {
+      const pid_t p = pid_t(std::atoi(e->d_name));
+      if (p <= 0) continue;
+      const std::string stat = read_file("/proc/" + std::to_string(p) + "/stat");
+      const size_t rp = stat.rfind(')');
+      if (rp == std::string::npos) continue;
+      int ppid = 0;
+      if (std::sscanf(stat.c_str() + rp + 2, "%*c %d", &ppid) == 1 && ppid == tree[k]) tree.push_back(p);
+    }
+    ::closedir(d);
+  }
+  return tree;
+}
+
+// Each epoch's samples in a --sample-record file: index -> times trained.
+std::map<int, std::map<int, int>> samples_by_epoch(const std::string& record) {
+  std::map<int, std::map<int, int>> out;
+  for (const std::string& line : lines_of(read_file(record))) {
+    std::istringstream words(line);
+    long long step = 0, epoch = 0, rank = 0, idx = 0;
+    words >> step >> epoch >> rank;
+    while (words >> idx) ++out[int(epoch)][int(idx)];
+  }
+  return out;
+}
+
+// 4 ranks of ./train over hpc01:2,hpc03:2 with --min-np 2; once a checkpoint exists hpc03's sshd
+// and every session it serves are killed for good: hpc03's agents lose their launcher and kill
+// their ranks, the launcher names the lost host, blacklists it, and the job resumes from the
+// checkpoint on hpc01's 2 slots, where the interrupted epoch goes on over 2 ranks. It exits 0, and
+// the --sample-record shows every sample of each epoch trained exactly once.
+TEST_F(LaunchElasticRemote, AHostLostForGoodFinishesOnTheOtherSeeingEverySampleOnce) {
+  ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
+  const std::string data = dir_ + "/data", ckpt = dir_ + "/ckpt", record = dir_ + "/samples";
+  write_mnist_subset(data, 16000, 1000);
+  const std::vector<std::string> train = {abs_path(testutil::train_bin()), "--batch-size", "64", "--epochs", "2",
+                                          "--log-interval", "10", "--data-dir", data, "--checkpoint-every", "4",
+                                          "--checkpoint-dir", ckpt, "--sample-record", record};
+  Proc job(cat(cat({launch_, "--gloo"}, on("hpc01:2,hpc03:2", {"--min-np", "2", "--heartbeat-timeout", "10"})),
+               train));
+  ASSERT_GT(wait_for_checkpoint(job, ckpt, 4, 1, 180), 0) << job.err();
+  const std::string pid_text = read_file(hosts_dir_ + "/hpc03.pid");
+  ASSERT_FALSE(pid_text.empty()) << "no pid file for hpc03's sshd";
+  for (pid_t p : process_tree(pid_t(std::atoi(pid_text.c_str())))) ::kill(p, SIGKILL);
+  const int code = job.code(300);
+  const std::string err = job.err();
+  std::system(("timeout 60 bash tests/test_hosts.sh start " + hosts_dir_ + " >/dev/null 2>&1").c_str());
+  ASSERT_EQ(code, 0) << err;
+  EXPECT_TRUE(contains(err, "launch: elastic start 1: 4 ranks on hpc01:2, hpc03:2\n")) << err;
+  EXPECT_TRUE(std::regex_search(err, std::regex("launch: host hpc03 blacklisted \\([^\n]+\\); it gets no ranks")))
+      << err;
+  EXPECT_TRUE(contains(err, "launch: elastic start 2: 2 ranks on hpc01:2 (was 4)\n")) << err;
+  EXPECT_TRUE(std::regex_search(err, std::regex("train: continuing epoch 1 at sample \\d+ on 2 ranks \\(the "
+                                                "checkpoint was written by 4\\)[^\n]*; lr 0.02 \\(--lr x 2\\)")))
+      << err;
+  auto epochs = samples_by_epoch(record);
+  ASSERT_EQ(epochs.size(), 2u) << read_file(record).substr(0, 400);
+  for (auto& [epoch, seen] : epochs) {
+    EXPECT_EQ(seen.size(), 16000u) << "epoch " << epoch << " skipped samples";
+    int twice = 0;
+    for (auto& [idx, n] : seen) twice += n != 1;
+    EXPECT_EQ(twice, 0) << "epoch " << epoch << ": samples trained more than once";
+  }
 }
 
 // ---- the flags -----------------------------------------------------------------------------------

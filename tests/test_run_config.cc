@@ -34,13 +34,14 @@ TEST(RunConfig, TextIsOneSettingPerLineAndRoundTrips) {
   EXPECT_EQ(format_run_config(c),
             "run 0123456789abcdef\nworld-size 4\nbatch-size 64\nseed 42\nlr 0.01\nmomentum 0.5\nepochs 10\n"
             "dropout on\nfp16-allreduce off\ngradient-predivide-factor 1\nuse-adasum off\nallreduce auto\n"
-            "threads 1\n");
+            "threads 1\nepoch-first-sample 0\n");
   c.settings.lr = 0.1 + 0.2;  // 0.30000000000000004: needs 17 digits
   c.settings.momentum = 1.0 / 3;
   c.settings.dropout = false;
   c.settings.adasum = true;
   c.settings.allreduce = "halving-doubling";
   c.seed = -5;
+  c.epoch_first_sample = 2560;
   const RunConfig d = parse_run_config(format_run_config(c));
   EXPECT_EQ(d.settings.lr, c.settings.lr);
   EXPECT_EQ(d.settings.momentum, c.settings.momentum);
@@ -48,9 +49,10 @@ TEST(RunConfig, TextIsOneSettingPerLineAndRoundTrips) {
   EXPECT_TRUE(d.settings.adasum);
   EXPECT_EQ(d.settings.allreduce, "halving-doubling");
   EXPECT_EQ(d.seed, -5);
+  EXPECT_EQ(d.epoch_first_sample, 2560);
   EXPECT_EQ(format_run_config(d), format_run_config(c));
   // Any order is accepted.
-  EXPECT_EQ(format_run_config(parse_run_config("threads 1\nallreduce auto\nuse-adasum off\n"
+  EXPECT_EQ(format_run_config(parse_run_config("epoch-first-sample 0\nthreads 1\nallreduce auto\nuse-adasum off\n"
                                                "gradient-predivide-factor 1\nfp16-allreduce off\ndropout on\n"
                                                "epochs 10\nmomentum 0.5\nlr 0.01\nseed 42\nbatch-size 64\n"
                                                "world-size 4\nrun 0123456789abcdef\n")),
@@ -66,9 +68,11 @@ TEST(RunConfig, EveryDefectIsOneLineNamingIt) {
   };
   EXPECT_EQ(parse_error(good), "");
   EXPECT_EQ(parse_error(""), "config block: does not end with a newline");
-  EXPECT_EQ(parse_error(good + "colour blue\n"), "config block: line 14: unknown key 'colour'");
-  EXPECT_EQ(parse_error(good + "lr 0.1\n"), "config block: line 14: lr given twice");
+  EXPECT_EQ(parse_error(good + "colour blue\n"), "config block: line 15: unknown key 'colour'");
+  EXPECT_EQ(parse_error(good + "lr 0.1\n"), "config block: line 15: lr given twice");
   EXPECT_EQ(parse_error(edited("threads 1\n", "")), "config block: no threads line");
+  EXPECT_EQ(parse_error(edited("epoch-first-sample 0", "epoch-first-sample -1")),
+            "config block: epoch-first-sample '-1' is not an integer in [0, 1099511627776]");
   EXPECT_EQ(parse_error(edited("seed 42", "seed42")), "config block: line 4 'seed42' is not 'key value'");
   EXPECT_EQ(parse_error(edited("run 0123456789abcdef", "run 0123456789ABCDEF")),
             "config block: run '0123456789ABCDEF' is not 16 lowercase hex digits");
@@ -101,13 +105,16 @@ TEST(RunConfig, ChangesReadAsFlags) {
   now.settings.dropout = false;
   now.world_size = 1;
   const auto changes = run_config_changes(was, true, now);
-  const std::vector<SettingChange::Kind> refused = {SettingChange::kWorldSize, SettingChange::kNumbers};
-  EXPECT_EQ(changes_text(changes, true, refused), "4 ranks --seed 42 --lr 0.01 dropout on no --fp16-allreduce");
-  EXPECT_EQ(changes_text(changes, false, refused), "1 rank --seed 1 --lr 0.02 --no-dropout --fp16-allreduce");
+  const std::vector<SettingChange::Kind> refused = {SettingChange::kNumbers};
+  EXPECT_EQ(changes_text(changes, true, refused), "--seed 42 --lr 0.01 dropout on no --fp16-allreduce");
+  EXPECT_EQ(changes_text(changes, false, refused), "--seed 1 --lr 0.02 --no-dropout --fp16-allreduce");
   EXPECT_EQ(changes_text(changes, true, {SettingChange::kHarmless}), "--epochs 10");
   EXPECT_EQ(changes_text(changes, false, {SettingChange::kWorldSize}), "1 rank");
   // A version 3 file: only world size, --batch-size and --seed are known.
-  EXPECT_EQ(changes_text(run_config_changes(was, false, now), false, refused), "1 rank --seed 1");
+  EXPECT_EQ(changes_text(run_config_changes(was, false, now), false, refused), "--seed 1");
+  EXPECT_EQ(changes_text(run_config_changes(was, false, now), false, {SettingChange::kWorldSize}), "1 rank");
+  now.epoch_first_sample = 128;
+  EXPECT_EQ(run_config_changes(was, true, now).size(), changes.size()) << "a position is not a setting";
 }
 
 }  // namespace

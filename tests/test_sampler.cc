@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <set>
 
+#include "src/sample_record.h"
 #include "src/sampler.h"
 
 namespace {
@@ -142,3 +146,32 @@ TEST(Sampler, GatherNormalizesLikeTorchvision) {
 }
 
 }  // namespace
+
+// --sample-record: one line per step and rank with that rank's batch; reopened for a resume at
+// step S it keeps only the lines of the steps before S (the rest is redone).
+TEST(SampleRecord, LinesPerStepAndRankAndAResumeDropsTheRedoneSteps) {
+  char tmpl[] = "/tmp/baresgd-sample-record-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string path = std::string(tmpl) + "/rec";
+  {
+    SampleRecord rec(path, 0);
+    rec.begin_epoch(10, 2, 1, 0);
+    for (uint64_t step = 0; step < 3; ++step) rec.record_step(step, 1, step, 2);
+  }
+  auto perm = sampler_permutation(10, 1);
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[0], "0 1 0 " + std::to_string(perm[0]) + " " + std::to_string(perm[2]));
+  EXPECT_EQ(lines[5], "2 1 1 " + std::to_string(perm[9]));  // the last batch: one sample
+  EXPECT_EQ(sample_record_step(lines[4]), 2);
+  EXPECT_EQ(sample_record_step("x 1 0"), -1);
+  {
+    SampleRecord again(path, 1);  // resumed at step 1: steps 1 and 2 are redone
+  }
+  std::ifstream kept(path);
+  std::string all((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(all, lines[0] + "\n" + lines[1] + "\n");
+  std::system(("rm -rf '" + std::string(tmpl) + "'").c_str());
+}
