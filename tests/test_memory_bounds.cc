@@ -6,6 +6,8 @@
 // that a regression fails the test instead of exhausting the machine; its peak RSS comes from
 // wait4 (memory bounds, never timings).
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -29,19 +31,24 @@ struct Bounded {
   std::string out, err;
 };
 
-// Runs argv with RLIMIT_AS = limit bytes, stdout/stderr to files in dir; kills it (by its pid)
+// Runs argv with RLIMIT_AS = limit bytes under GNU time (its %M: argv's own peak RSS; wait4's
+// ru_maxrss of a child forked from this test process would count the test process's pages the
+// child held before its exec), stdout/stderr to files in dir; kills its process group (by pid)
 // after timeout_s.
 Bounded run_bounded(const std::vector<std::string>& argv, uint64_t limit, const std::string& dir, double timeout_s = 120) {
-  const std::string out = dir + "/out.txt", err = dir + "/err.txt";
+  const std::string out = dir + "/out.txt", err = dir + "/err.txt", rss = dir + "/rss.txt";
+  std::vector<std::string> timed = {"/usr/bin/time", "-f", "%M", "-o", rss};
+  timed.insert(timed.end(), argv.begin(), argv.end());
   const pid_t pid = ::fork();
   if (pid == 0) {
+    ::setpgid(0, 0);
     struct rlimit r = {rlim_t(limit), rlim_t(limit)};
     ::setrlimit(RLIMIT_AS, &r);
     const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(o, 1);
     ::dup2(e, 2);
     std::vector<char*> a;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    for (const auto& s : timed) a.push_back(const_cast<char*>(s.c_str()));
     a.push_back(nullptr);
     ::execv(a[0], a.data());
     ::_exit(127);
@@ -54,15 +61,19 @@ Bounded run_bounded(const std::vector<std::string>& argv, uint64_t limit, const 
     const pid_t w = ::wait4(pid, &st, WNOHANG, &ru);
     if (w == pid) break;
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s) {
-      ::kill(pid, SIGKILL);
+      ::kill(-pid, SIGKILL);
       ::wait4(pid, &st, 0, &ru);
-      b.max_rss_kib = ru.ru_maxrss;
+      b.max_rss_kib = std::atoll(testutil::read_file(rss).c_str());
       return b;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   b.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  b.max_rss_kib = ru.ru_maxrss;
+  // GNU time writes "Command exited with non-zero status N" before %M for a failing command.
+  const std::string rss_text = testutil::read_file(rss);
+  const size_t last = rss_text.find_last_of("\n", rss_text.size() >= 2 ? rss_text.size() - 2 : 0);
+  b.max_rss_kib = std::atoll(rss_text.c_str() + (last == std::string::npos ? 0 : last + 1));
+  EXPECT_GT(b.max_rss_kib, 0) << "no peak RSS from /usr/bin/time: " << rss_text;
   b.out = testutil::read_file(out);
   b.err = testutil::read_file(err);
   return b;

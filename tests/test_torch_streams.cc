@@ -252,6 +252,8 @@ TEST(TorchReplay, TestPassOverTheSameWeightsPrintsTorchsLineForW123) {
     ASSERT_EQ(want.rfind("W=" + std::to_string(W) + " ", 0), 0u) << want;
     want = want.substr(4);
     TrainState st;
+    st.run_id = "0123456789abcdef";  // a run of the example's defaults (the configuration ./train compares)
+    st.seed = 42;
     st.world_size = W;
     st.batch_size = 64;
     st.epoch = 1;
