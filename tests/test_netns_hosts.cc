@@ -223,11 +223,13 @@ TEST_F(NetnsHosts, TheReadmeCommandTagsLikeHorovodrun) {
         << r.out;
 }
 
-// nsB's tap goes down mid-training: nsA's ranks name nsB's within --comm-timeout, the launcher
-// names nsB, the job exits non-zero, and no process of the job is left in either namespace.
+// nsB's tap goes down mid-training: nsA's rank names nsB's within --comm-timeout, the launcher
+// names nsB, the job exits non-zero, and no process of the job is left in either namespace. One
+// rank per host: with two ranks on nsA, the first to time out may close its Gloo pairs before it
+// prints, and its nsA peer then reports that closed connection instead of the cut link.
 TEST_F(NetnsHosts, ACutLinkIsNamedWithinTheCommTimeout) {
   const std::string out = *dir + "/cut.out", err = *dir + "/cut.err";
-  const std::string job = launch_in_nsA("-np 4 --gloo -H nsA:2,nsB:2 --tag-format host --heartbeat-timeout 10 " +
+  const std::string job = launch_in_nsA("-np 2 --gloo -H nsA:1,nsB:1 --tag-format host --heartbeat-timeout 10 " +
                                         testutil::train_bin() + " --epochs 3 --log-interval 10 --comm-timeout 5");
   auto r = run("(" + job + " >" + out + " 2>" + err + "; echo $? >" + *dir + "/cut.status) & "
                "for i in $(seq 1200); do grep -q 'Train Epoch: 1 \\[640/' " + out + " && break; sleep 0.1; done; " +
@@ -239,7 +241,7 @@ TEST_F(NetnsHosts, ACutLinkIsNamedWithinTheCommTimeout) {
   ASSERT_NE(o.find("Train Epoch: 1 [640/"), std::string::npos) << "training never started:\n" << o << e;
   EXPECT_EQ(o.find("Test set:"), std::string::npos) << "the link was cut after the first epoch";
   EXPECT_NE(testutil::read_file(*dir + "/cut.status"), "0\n") << "the job succeeded through a cut link";
-  EXPECT_TRUE(std::regex_search(e, std::regex(R"(rank [01] \(host nsA\): gloo \S+ timed out after 5 s waiting for ranks? [0-9, ]*[23])")))
+  EXPECT_TRUE(std::regex_search(e, std::regex(R"(rank 0 \(host nsA\): gloo \S+ timed out after 5 s waiting for rank 1)")))
       << e;
   EXPECT_TRUE(std::regex_search(e, std::regex(R"(launch: nsB .*stopping the job)"))) << e;
   // Nothing of the job is left: nsB's ranks stop through their own comm timeout and their agents'
