@@ -283,6 +283,52 @@ TEST_F(LaunchRestartsRemote, KillNineOfARemoteRankRestartsAndResumesBitIdentical
   std::cerr << "[ timing ] run over ssh with a remote kill and a restart: " << job.elapsed() << " s\n";
 }
 
+// The fault suite's case (issue 11): a 3-epoch 4-rank run over the two sshd hosts with
+// --max-restarts 3; rank 3 (hpc03) is SIGKILLed once a checkpoint exists, then rank 1 (hpc01) of
+// the restarted job once it has checkpointed in epoch 2. The job exits 0 after two restarts that
+// both resumed, and its final parameters equal the uninterrupted run's bit for bit.
+TEST_F(LaunchRestartsRemote, TwoKillNinesOverTwoHostsInAThreeEpochRunEndBitIdentical) {
+  ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
+  const std::string data = dir_ + "/data", ckpt = dir_ + "/ckpt";
+  const long long per_epoch = 64;
+  write_mnist_subset(data, 16000, 1000);  // 4 ranks: 64 steps per epoch
+  const std::vector<std::string> hosts = {"-H", "hpc01:2,hpc03:2", "-F", cfg()};
+  const std::vector<std::string> args = {train_, "--batch-size", "64", "--test-batch-size", "1000", "--epochs", "3",
+                                         "--log-interval", "10", "--seed", "42", "--data-dir", data,
+                                         "--checkpoint-every", "4"};
+  {
+    Proc ref(launch(4, hosts, cat(args, {"--checkpoint-dir", dir_ + "/refckpt", "--dump-params", dir_ + "/ref.bin"})));
+    ASSERT_EQ(ref.code(600), 0) << ref.err();
+    std::cerr << "[ timing ] uninterrupted 3-epoch run over ssh: " << ref.elapsed() << " s\n";
+  }
+  const std::string want = read_file(dir_ + "/ref.bin");
+  ASSERT_EQ(want.size(), 21840u * 4);
+  auto t1 = Clock::now();
+  Proc job(launch(4, cat(hosts, {"--max-restarts", "3"}),
+                  cat(args, {"--checkpoint-dir", ckpt, "--dump-params", dir_ + "/out.bin"})));
+  ASSERT_GT(wait_for_checkpoint(job, ckpt, 4, 1, 180), 0) << job.err();
+  auto first = rank_pids(marker_);
+  ASSERT_EQ(first.size(), 4u);
+  ASSERT_EQ(::kill(first[3], SIGKILL), 0);
+  ASSERT_GE(job.wait_for(std::regex("launch: restart 1 of 3 "), 120, true, t1), 0) << job.err();
+  auto second = new_ranks(marker_, first, 120);
+  ASSERT_EQ(second.size(), 4u) << job.err();
+  ASSERT_GT(wait_for_checkpoint(job, ckpt, per_epoch + 4, 1, 300), per_epoch) << job.err();
+  ASSERT_EQ(::kill(second[1], SIGKILL), 0);
+  ASSERT_GE(job.wait_for(std::regex("launch: restart 2 of 3 "), 120, true, t1), 0) << job.err();
+  ASSERT_EQ(job.code(600), 0) << job.err();
+  const std::string err = job.err();
+  EXPECT_EQ(restart_lines(err), 2) << err;
+  EXPECT_TRUE(contains(err, "after rank 3 (hpc03, pid " + std::to_string(first[3]) + ") was killed by signal 9 (SIGKILL)"))
+      << err;
+  EXPECT_TRUE(contains(err, "after rank 1 (hpc01, pid " + std::to_string(second[1]) + ") was killed by signal 9 (SIGKILL)"))
+      << err;
+  EXPECT_EQ(count_of(err, "train: resuming from " + ckpt + "/ckpt-"), 2) << err;
+  EXPECT_TRUE(contains(job.out(), "Train Epoch: 3 ")) << job.out();
+  EXPECT_EQ(read_file(dir_ + "/out.bin") == want, true) << "restarted weights differ from the uninterrupted run's";
+  std::cerr << "[ timing ] 3-epoch run over ssh with two kills and two restarts: " << job.elapsed() << " s\n";
+}
+
 // ---- the flags -----------------------------------------------------------------------------------
 
 std::string usage_error(const std::vector<std::string>& a, bool* show_usage = nullptr) {
