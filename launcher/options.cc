@@ -430,6 +430,7 @@ LaunchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup&
       bool hide = name == "--log-without-timestamp" || name == "--log-hide-timestamp";
       set_horovod_env(&o, "HOROVOD_LOG_HIDE_TIME", hide ? "1" : "0");
     } else if (name == "--version" || name == "-v" || name == "--check-build" || name == "-cb") {
+      no_value(name);
       o.version = true;
       return o;
     } else if (name == "--dry-run") {

@@ -247,6 +247,9 @@ TEST(HorovodFlags, VersionAndCheckBuildPrintTheVersionAsHorovodrun) {
     EXPECT_EQ(r.err, "");
   }
   EXPECT_TRUE(parse_launch_options({"-v"}, env_of(kNoEnv)).version);
+  // argparse refuses a value on these; so do we, rather than print a version for "--version=x".
+  for (const std::string name : {"--version", "--check-build"})
+    EXPECT_TRUE(contains(usage_error({name + "=1"}), name + " takes no value")) << name;
   EXPECT_FALSE(parse_launch_options({"-np", "1", "--gloo", "--verbose", "x"}, env_of(kNoEnv)).version);
   EXPECT_TRUE(parse_launch_options({"-np", "1", "--gloo", "--verbose", "x"}, env_of(kNoEnv)).verbose);
 }
