@@ -62,8 +62,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Args {
-  std::vector<size_t> sizes = {1 << 10, 1 << 12, 1 << 14, 1 << 16, 21840 * 4, 1 << 18,
-                               1 << 20, 1 << 22, 1 << 24, 1 << 26};
+  std::vector<size_t> sizes = {1 << 10, 1 << 12, 1 << 14, 1 << 16, 21840 * 4,
+                               1 << 18, 1 << 20, 1 << 22, 1 << 24, 1 << 26};
   double min_time = 0.25;  // seconds per (size, layer), roughly
   std::string rendezvous_dir;
   bool sizes_given = false;
@@ -120,7 +120,6 @@ int calibrated_iterations(Communicator& comm, const Allreduce& ar, float* buf, s
   return int(std::min(1000.0, std::max(4.0, std::floor(min_time / per_call))));
 }
 
-
 // Checks one allreduce with values rank+1 (every element must become W(W+1)/2).
 void check(const Allreduce& ar, std::vector<float>& buf, size_t n, int W, int r, const char* backend,
            const char* layer) {
@@ -130,8 +129,8 @@ void check(const Allreduce& ar, std::vector<float>& buf, size_t n, int W, int r,
   for (size_t i = 0; i < n; ++i)
     if (buf[i] != want) {
       char msg[160];
-      std::snprintf(msg, sizeof msg, "%s %s allreduce of %zu floats: element %zu is %g, expected %g",
-                    backend, layer, n, i, double(buf[i]), double(want));
+      std::snprintf(msg, sizeof msg, "%s %s allreduce of %zu floats: element %zu is %g, expected %g", backend, layer, n,
+                    i, double(buf[i]), double(want));
       throw std::runtime_error(msg);
     }
 }
@@ -147,7 +146,7 @@ void bench_size(Communicator& comm, const char* backend, const std::vector<Allre
   const size_t n = bytes / sizeof(float), layers = ar.size();
   std::vector<float> buf(std::max<size_t>(n, 1));
   for (size_t l = 0; l < layers; ++l) check(ar[l], buf, n, W, r, backend, names[l].c_str());
-  std::fill(buf.begin(), buf.end(), 0.0f);  // zeros: repeated in-place sums stay finite
+  std::fill(buf.begin(), buf.end(), 0.0f);                   // zeros: repeated in-place sums stay finite
   for (size_t l = 0; l < layers; ++l) ar[l](buf.data(), n);  // warm-up
   const int per_round = std::max(1, calibrated_iterations(comm, ar[0], buf.data(), n, min_time) / kRounds);
   std::vector<std::vector<double>> t(layers);
@@ -176,8 +175,8 @@ void bench_size(Communicator& comm, const char* backend, const std::vector<Allre
       std::printf(
           "%s: backend=%s %s=%s world=%d bytes=%zu floats=%zu iters=%d lat_us=%.2f "
           "best_us=%.2f algbw_GBps=%.4f busbw_GBps=%.4f\n",
-          prefix, backend, key, names[l].c_str(), W, n * sizeof(float), n, iters, worst * 1e6, worst_best * 1e6,
-          algbw, algbw * 2.0 * (W - 1) / W);
+          prefix, backend, key, names[l].c_str(), W, n * sizeof(float), n, iters, worst * 1e6, worst_best * 1e6, algbw,
+          algbw * 2.0 * (W - 1) / W);
       std::fflush(stdout);
     }
   }
@@ -262,8 +261,7 @@ int main(int argc, char** argv) {
             if (n == 0) return;
             gloo::AllreduceOptions o(context);
             o.setOutput(p, n);
-            o.setReduceFunction(
-                static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+            o.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
             o.setTag(tag++);
             gloo::allreduce(o);
           };

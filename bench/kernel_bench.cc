@@ -59,8 +59,8 @@ double time_call(const std::function<void()>& f, int* reps_out) {
 void report(const char* name, const char* pass, double flops, const std::function<void()>& f) {
   int reps = 0;
   double sec = time_call(f, &reps);
-  std::printf("kernel: name=%s pass=%s flops=%.0f sec=%.9f gflops=%.3f reps=%d\n", name, pass, flops,
-              sec, flops / sec * 1e-9, reps);
+  std::printf("kernel: name=%s pass=%s flops=%.0f sec=%.9f gflops=%.3f reps=%d\n", name, pass, flops, sec,
+              flops / sec * 1e-9, reps);
   std::fflush(stdout);
 }
 
@@ -83,8 +83,8 @@ void bench_conv(const char* name, int N, int C, int H, int W, int OC, int K, boo
   report(name, "forward", fwd,
          [&] { conv2d_forward(y.data(), x.data(), w.data(), b.data(), work.data(), N, C, H, W, OC, K, K); });
   report(name, "backward", need_dx ? 2 * fwd : fwd, [&] {
-    conv2d_backward(need_dx ? dx.data() : nullptr, dw.data(), db.data(), dy.data(), x.data(), w.data(),
-                    work.data(), N, C, H, W, OC, K, K);
+    conv2d_backward(need_dx ? dx.data() : nullptr, dw.data(), db.data(), dy.data(), x.data(), w.data(), work.data(), N,
+                    C, H, W, OC, K, K);
   });
 }
 
@@ -96,17 +96,16 @@ void bench_linear(const char* name, int N, int IN, int OUT, Rng* rng) {
   std::vector<float> y(dy.size()), dx(x.size()), dw(w.size()), db(b.size());
   const double fwd = 2.0 * N * IN * OUT;
   report(name, "forward", fwd, [&] { linear_forward(y.data(), x.data(), w.data(), b.data(), N, IN, OUT); });
-  report(name, "backward", 2 * fwd, [&] {
-    linear_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), N, IN, OUT);
-  });
+  report(name, "backward", 2 * fwd,
+         [&] { linear_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), N, IN, OUT); });
 }
 
 #if BENCH_HAVE_CONVPOOL
 // The fused conv -> [Dropout2d scale] -> max_pool 2 -> relu block the net runs (kernels/convpool.h),
 // lane-blocked. FLOPs are the dense convolution's (the same numbers as the conv2d rows), so the
 // backward rows are "effective" GFLOP/s: the sparse backward skips the zero routed gradients.
-void bench_convpool(const char* name, int N, int C, int H, int W, int OC, int K, bool dropout,
-                    bool sparse_backward, Rng* rng) {
+void bench_convpool(const char* name, int N, int C, int H, int W, int OC, int K, bool dropout, bool sparse_backward,
+                    Rng* rng) {
   const int OH = H - K + 1, OW = W - K + 1, PH = OH / 2, PW = OW / 2, NB = lane_blocks(N);
   auto x = random_vec(size_t(NB) * C * H * W * kLanes, rng);
   for (int nb = 0; nb < NB; ++nb)  // padding lanes are zero
@@ -130,13 +129,13 @@ void bench_convpool(const char* name, int N, int C, int H, int W, int OC, int K,
   });
   if (sparse_backward) {
     report(fused.c_str(), "backward", 2 * fwd, [&] {
-      conv2d_pool_relu_backward_sparse(dx.data(), dw.data(), db.data(), dy.data(), sel.data(), sc, x.data(),
-                                       w.data(), work.data(), N, C, H, W, OC, K, K);
+      conv2d_pool_relu_backward_sparse(dx.data(), dw.data(), db.data(), dy.data(), sel.data(), sc, x.data(), w.data(),
+                                       work.data(), N, C, H, W, OC, K, K);
     });
   } else {
     report(fused.c_str(), "backward", fwd, [&] {
-      conv2d_pool_relu_backward_weights_n16(dw.data(), db.data(), dy.data(), sel.data(), sc, x.data(), N, C, H,
-                                            W, OC, K, K);
+      conv2d_pool_relu_backward_weights_n16(dw.data(), db.data(), dy.data(), sel.data(), sc, x.data(), N, C, H, W, OC,
+                                            K, K);
     });
   }
 }
@@ -155,18 +154,21 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--batch") batch = std::atoi(next());
-    else if (a == "--min-time") g_min_time = std::atof(next());
-    else if (a == "--gemm-size") gemm = std::atoi(next());
-    else if (a == "--threads") threads = std::atoi(next());
+    if (a == "--batch")
+      batch = std::atoi(next());
+    else if (a == "--min-time")
+      g_min_time = std::atof(next());
+    else if (a == "--gemm-size")
+      gemm = std::atoi(next());
+    else if (a == "--threads")
+      threads = std::atoi(next());
     else {
       std::fprintf(stderr, "usage: kernel_bench [--batch N] [--min-time SEC] [--gemm-size N] [--threads T]\n");
       return 2;
     }
   }
   openblas_set_num_threads(threads);
-  std::printf("blas: config=\"%s\" core=%s threads=%d\n", openblas_get_config(), openblas_get_corename(),
-              threads);
+  std::printf("blas: config=\"%s\" core=%s threads=%d\n", openblas_get_config(), openblas_get_corename(), threads);
 
   Rng rng;
   rng_seed(&rng, 1);
@@ -204,8 +206,8 @@ int main(int argc, char** argv) {
     std::vector<int32_t> target(batch);
     for (int i = 0; i < batch; ++i) target[i] = int32_t(rng_below(&rng, 10));
     const double flops = 2.0 * batch *
-                         (10.0 * 576 * 25 * 2           // conv1 fwd + dw
-                          + 20.0 * 64 * 250 * 3         // conv2 fwd + dx + dw
+                         (10.0 * 576 * 25 * 2                 // conv1 fwd + dw
+                          + 20.0 * 64 * 250 * 3               // conv2 fwd + dx + dw
                           + 320.0 * 50 * 3 + 50.0 * 10 * 3);  // fc1, fc2 fwd + dx + dw
     report("net", "step", flops, [&] {
       net.sample_dropout_masks(&torch_rng, batch);

@@ -62,14 +62,18 @@ template <typename T>
 void run(Communicator& comm, AllreduceAlgorithm a, T* data, size_t n, AllreduceObserver* observer) {
   switch (a) {
     case AllreduceAlgorithm::kAuto:
-      if constexpr (std::is_same<T, float>::value) comm.allreduce_sum(data, n);
-      else comm.allreduce_sum_f16(data, n);
+      if constexpr (std::is_same<T, float>::value)
+        comm.allreduce_sum(data, n);
+      else
+        comm.allreduce_sum_f16(data, n);
       return;
     case AllreduceAlgorithm::kGloo:
     case AllreduceAlgorithm::kMpi:
       refuse_unsupported(comm, a);
-      if constexpr (std::is_same<T, float>::value) comm.library_allreduce_sum(data, n);
-      else comm.library_allreduce_sum_f16(data, n);
+      if constexpr (std::is_same<T, float>::value)
+        comm.library_allreduce_sum(data, n);
+      else
+        comm.library_allreduce_sum_f16(data, n);
       return;
     case AllreduceAlgorithm::kDirect:
       direct_allreduce(comm, data, n, observer);

@@ -21,8 +21,7 @@ enum class AllreduceAlgorithm {
 AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name);
 const char* allreduce_algorithm_name(AllreduceAlgorithm a);
 // "" when a can run over backend ("single", "gloo", "mpi") at world_size; else a one-line reason.
-std::string allreduce_unsupported_reason(AllreduceAlgorithm a, const std::string& backend,
-                                         int world_size);
+std::string allreduce_unsupported_reason(AllreduceAlgorithm a, const std::string& backend, int world_size);
 
 // One step of one of our algorithms on this rank. At a given (call, step) the rank that sends to
 // peer p and the rank p that receives from it report the same call and step, so a timeline can
@@ -47,8 +46,7 @@ class AllreduceObserver {
 
 // data (n) = the element-wise sum over all ranks of data, in place, by algorithm a; every rank
 // ends with the same bits. observer may be null. Throws std::runtime_error like the backends.
-void allreduce_sum(Communicator& comm, AllreduceAlgorithm a, float* data, size_t n,
-                   AllreduceObserver* observer);
+void allreduce_sum(Communicator& comm, AllreduceAlgorithm a, float* data, size_t n, AllreduceObserver* observer);
 // The same over IEEE halves (summed in float, rounded to half after each addition).
 void allreduce_sum_f16(Communicator& comm, AllreduceAlgorithm a, half_bits* data, size_t n,
                        AllreduceObserver* observer);

@@ -67,8 +67,8 @@ void halving_doubling(Communicator& comm, T* data, size_t n, AllreduceObserver* 
       const bool lower = (r & d) == 0;
       const size_t keep_lo = lower ? lo : mid, keep_hi = lower ? mid : hi;
       const size_t give_lo = lower ? mid : lo, give_hi = lower ? hi : mid;
-      steps.run(step++, "reduce-scatter", data + give_lo, give_hi - give_lo, peer, incoming.data(),
-                keep_hi - keep_lo, peer);
+      steps.run(step++, "reduce-scatter", data + give_lo, give_hi - give_lo, peer, incoming.data(), keep_hi - keep_lo,
+                peer);
       add_into(data + keep_lo, incoming.data(), keep_hi - keep_lo);
       levels.push_back(Level{peer, lo, hi, keep_lo, keep_hi});
       lo = keep_lo;

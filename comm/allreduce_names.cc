@@ -12,9 +12,9 @@ struct Named {
   const char* name;
 };
 constexpr Named kNames[] = {
-    {AllreduceAlgorithm::kAuto, "auto"},   {AllreduceAlgorithm::kDirect, "direct"},
-    {AllreduceAlgorithm::kRing, "ring"},   {AllreduceAlgorithm::kHalvingDoubling, "halving-doubling"},
-    {AllreduceAlgorithm::kGloo, "gloo"},   {AllreduceAlgorithm::kMpi, "mpi"},
+    {AllreduceAlgorithm::kAuto, "auto"}, {AllreduceAlgorithm::kDirect, "direct"},
+    {AllreduceAlgorithm::kRing, "ring"}, {AllreduceAlgorithm::kHalvingDoubling, "halving-doubling"},
+    {AllreduceAlgorithm::kGloo, "gloo"}, {AllreduceAlgorithm::kMpi, "mpi"},
 };
 
 }  // namespace

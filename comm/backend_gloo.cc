@@ -154,8 +154,8 @@ class RendezvousStore : public gloo::rendezvous::Store {
       if (Clock::now() >= deadline) {
         std::string list;
         for (const auto& k : missing) list += (list.empty() ? "'" : ", '") + k + "'";
-        throw gloo::IoException("timed out after " + seconds(timeout) + " waiting for key(s) " + list +
-                                " in " + where_);
+        throw gloo::IoException("timed out after " + seconds(timeout) + " waiting for key(s) " + list + " in " +
+                                where_);
       }
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, ms(20));
@@ -191,11 +191,15 @@ class FileRendezvous : public RendezvousStore {
 class ClientRendezvous : public RendezvousStore {
  public:
   ClientRendezvous(const std::string& addr, const std::string& secret, ms timeout)
-      : RendezvousStore(timeout, "the launcher's store at " + addr), own_(new StoreClient(addr, secret, timeout)),
+      : RendezvousStore(timeout, "the launcher's store at " + addr),
+        own_(new StoreClient(addr, secret, timeout)),
         client_(*own_) {}
   ClientRendezvous(SlurmStore slurm, ms timeout)
-      : RendezvousStore(timeout, slurm.where), server_(std::move(slurm.server)), own_(std::move(slurm.client)),
-        client_(*own_), served_by_a_rank_(true) {}
+      : RendezvousStore(timeout, slurm.where),
+        server_(std::move(slurm.server)),
+        own_(std::move(slurm.client)),
+        client_(*own_),
+        served_by_a_rank_(true) {}
   // Rank 0's store dies with this job's start-up: every rank leaves it after a barrier.
   bool leave_after_barrier() const override { return served_by_a_rank_; }
   void forget_own_keys() override {
@@ -439,7 +443,8 @@ class GlooCommunicator : public Communicator {
     int high = 1;
     while ((high << 1) <= vrank) high <<= 1;
     const int parent = ((vrank ^ high) + root) % n;
-    return "rank " + std::to_string(parent) + (parent == root ? " (the root)" : " (forwarding root " + std::to_string(root) + "'s data)");
+    return "rank " + std::to_string(parent) +
+           (parent == root ? " (the root)" : " (forwarding root " + std::to_string(root) + "'s data)");
   }
 
   template <typename T>
@@ -576,8 +581,9 @@ class GlooCommunicator : public Communicator {
              contains(what, "Read error") || contains(what, "Write error") || contains(what, "refused"))
       // Several ranks still owed data: Gloo does not say whose connection broke, so say what is known.
       msg = me() + ": gloo " + op +
-            (who.compare(0, 6, "ranks ") == 0 ? " lost a connection while still waiting for " + who + " (did one of them exit?): "
-                                              : " lost the connection to " + who + " (did a rank exit?): ") +
+            (who.compare(0, 6, "ranks ") == 0
+                 ? " lost a connection while still waiting for " + who + " (did one of them exit?): "
+                 : " lost the connection to " + who + " (did a rank exit?): ") +
             what;
     else
       msg = me() + ": gloo " + op + " failed (with " + who + "): " + what;
@@ -607,9 +613,9 @@ class GlooCommunicator : public Communicator {
       try {
         store_.reset(new C10dRendezvous(info_.c10d_store_addr, t));
       } catch (const std::exception& e) {
-        throw std::runtime_error(me() + " (torchrun RANK=" + std::to_string(info_.rank) + " WORLD_SIZE=" +
-                                 std::to_string(info_.size) + ", MASTER_ADDR:MASTER_PORT=" + info_.c10d_store_addr +
-                                 "): " + short_gloo_message(e.what()));
+        throw std::runtime_error(
+            me() + " (torchrun RANK=" + std::to_string(info_.rank) + " WORLD_SIZE=" + std::to_string(info_.size) +
+            ", MASTER_ADDR:MASTER_PORT=" + info_.c10d_store_addr + "): " + short_gloo_message(e.what()));
       }
       return;
     }
@@ -626,8 +632,8 @@ class GlooCommunicator : public Communicator {
       auto* client = new ClientRendezvous(info_.store_addr, info_.secret, t);
       store_.reset(client);
     } catch (const std::exception& e) {
-      throw std::runtime_error(me() + ": cannot reach the launcher's rendezvous store at " + info_.store_addr +
-                               ": " + short_gloo_message(e.what()));
+      throw std::runtime_error(me() + ": cannot reach the launcher's rendezvous store at " + info_.store_addr + ": " +
+                               short_gloo_message(e.what()));
     }
   }
 
@@ -746,12 +752,11 @@ class GlooCommunicator : public Communicator {
         std::string list;
         for (size_t i = 0; i < missing.size() && i < 8; ++i) list += (i ? ", " : "") + std::to_string(missing[i]);
         if (missing.size() > 8) list += ", ...";
-        throw std::runtime_error(
-            me() + ": gloo rendezvous timed out after " + seconds(opts_.start_timeout) + ": rank" +
-            (missing.size() > 1 ? "s " : " ") + list + " never registered (" +
-            std::to_string(info_.size - static_cast<int>(missing.size())) + " of " + std::to_string(info_.size) +
-            " ranks arrived; job '" + info_.job_id + "', " + store_->where() +
-            "). Did every rank start, with the same job id and rendezvous?");
+        throw std::runtime_error(me() + ": gloo rendezvous timed out after " + seconds(opts_.start_timeout) + ": rank" +
+                                 (missing.size() > 1 ? "s " : " ") + list + " never registered (" +
+                                 std::to_string(info_.size - static_cast<int>(missing.size())) + " of " +
+                                 std::to_string(info_.size) + " ranks arrived; job '" + info_.job_id + "', " +
+                                 store_->where() + "). Did every rank start, with the same job id and rendezvous?");
       }
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, ms(20));
@@ -784,8 +789,10 @@ class GlooCommunicator : public Communicator {
       const size_t k = what.find(key);
       if (k != std::string::npos && contains(what, "timed out")) {
         const int peer = std::atoi(what.c_str() + k + key.size());
-        what = "rank " + std::to_string(peer) + " registered but never published its Gloo address (it stopped or "
-               "crashed during start-up?); " + what;
+        what = "rank " + std::to_string(peer) +
+               " registered but never published its Gloo address (it stopped or "
+               "crashed during start-up?); " +
+               what;
       }
       throw std::runtime_error(me() + ": gloo could not connect to its " + std::to_string(info_.size - 1) +
                                " peer(s) within " + seconds(opts_.start_timeout) + " (bound to " + bind_desc_ +

@@ -99,8 +99,7 @@ class MpiCommunicator : public Communicator {
         src = copy_.data();
       }
       int count = static_cast<int>(bytes);
-      check(MPI_Allgather(src, src == MPI_IN_PLACE ? 0 : count, MPI_BYTE, o, count, MPI_BYTE, comm_),
-            "MPI_Allgather");
+      check(MPI_Allgather(src, src == MPI_IN_PLACE ? 0 : count, MPI_BYTE, o, count, MPI_BYTE, comm_), "MPI_Allgather");
       return;
     }
     // Per-rank blocks larger than INT_MAX bytes: gather chunk by chunk through a scratch buffer.
@@ -147,8 +146,8 @@ class MpiCommunicator : public Communicator {
       const size_t recv_count = off < recv_bytes ? std::min(kMaxChunk, recv_bytes - off) : 0;
       check(MPI_Sendrecv(s + (send_count ? off : 0), static_cast<int>(send_count), MPI_BYTE,
                          send_count ? send_peer : MPI_PROC_NULL, kExchangeTag, r + (recv_count ? off : 0),
-                         static_cast<int>(recv_count), MPI_BYTE, recv_count ? recv_peer : MPI_PROC_NULL,
-                         kExchangeTag, comm_, MPI_STATUS_IGNORE),
+                         static_cast<int>(recv_count), MPI_BYTE, recv_count ? recv_peer : MPI_PROC_NULL, kExchangeTag,
+                         comm_, MPI_STATUS_IGNORE),
             what);
     }
   }
@@ -158,7 +157,8 @@ class MpiCommunicator : public Communicator {
   void library_allreduce_sum_f16(half_bits* data, size_t n) override { allreduce_sum_f16(data, n); }
 
   std::unique_ptr<GatherChannel> open_gather_channel(size_t bytes) override {
-    if (bytes > size_t(INT_MAX)) throw std::invalid_argument(describe_rank(info_) + ": gather channel over INT_MAX bytes");
+    if (bytes > size_t(INT_MAX))
+      throw std::invalid_argument(describe_rank(info_) + ": gather channel over INT_MAX bytes");
     return std::unique_ptr<GatherChannel>(new MpiGatherChannel(this, channels_++, bytes));
   }
 
@@ -184,8 +184,8 @@ class MpiCommunicator : public Communicator {
     check(MPI_Comm_size(comm_, &size), "MPI_Comm_size");
     if (info_.source != "none" && (rank != info_.rank || size != info_.size)) {
       throw std::runtime_error(
-          describe_rank(info_) + ": MPI_COMM_WORLD says rank " + std::to_string(rank) + " of " + std::to_string(size) + " but the " +
-          (info_.source == "launch" ? std::string("launcher's BARESGD_*") : info_.source) +
+          describe_rank(info_) + ": MPI_COMM_WORLD says rank " + std::to_string(rank) + " of " + std::to_string(size) +
+          " but the " + (info_.source == "launch" ? std::string("launcher's BARESGD_*") : info_.source) +
           " environment says rank " + std::to_string(info_.rank) + " of " + std::to_string(info_.size) +
           ": MPI ranks must be started by mpirun (or srun --mpi=pmix), or use --communication gloo");
     }

@@ -17,7 +17,7 @@ class C10dStoreClient {
   C10dStoreClient& operator=(const C10dStoreClient&) = delete;
 
   void set(const std::string& key, const std::string& value);
-  bool check(const std::string& key);  // true once key is set
+  bool check(const std::string& key);       // true once key is set
   std::string get(const std::string& key);  // only after check(key) said true
   int64_t add(const std::string& key, int64_t delta);
 

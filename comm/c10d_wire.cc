@@ -65,5 +65,6 @@ bool c10d_check_reply_ready(uint8_t byte) {
   if (byte == kC10dNotReady) return false;
   char hex[8];
   std::snprintf(hex, sizeof hex, "0x%02x", byte);
-  throw std::runtime_error(std::string("answered CHECK with ") + hex + ", neither READY nor NOT_READY (not a c10d TCPStore?)");
+  throw std::runtime_error(std::string("answered CHECK with ") + hex +
+                           ", neither READY nor NOT_READY (not a c10d TCPStore?)");
 }

@@ -37,9 +37,8 @@ std::string describe_rank(const RankInfo& info) {
 
 void check_peer(const RankInfo& info, int peer, const char* op) {
   if (peer < 0 || peer >= info.size)
-    throw std::invalid_argument("rank " + std::to_string(info.rank) + ": " + op + " with rank " +
-                                std::to_string(peer) + ", but the world has ranks 0.." +
-                                std::to_string(info.size - 1));
+    throw std::invalid_argument("rank " + std::to_string(info.rank) + ": " + op + " with rank " + std::to_string(peer) +
+                                ", but the world has ranks 0.." + std::to_string(info.size - 1));
 }
 
 bool ranges_overlap(const void* a, size_t an, const void* b, size_t bn) {
@@ -132,12 +131,13 @@ std::unique_ptr<Communicator> make_communicator(const CommOptions& opts) {
   if (backend != "single" && backend != "gloo" && backend != "mpi")
     fail("unknown communication backend '" + backend + "' (expected gloo, mpi or single)");
   if (opts.start_timeout.count() <= 0 || opts.comm_timeout.count() <= 0)
-    fail("communication timeouts must be positive (start " + std::to_string(opts.start_timeout.count()) +
-         " ms, comm " + std::to_string(opts.comm_timeout.count()) + " ms)");
+    fail("communication timeouts must be positive (start " + std::to_string(opts.start_timeout.count()) + " ms, comm " +
+         std::to_string(opts.comm_timeout.count()) + " ms)");
   info.backend = backend;
 
   if (info.source == "torchrun" && info.size > 1 && backend != "gloo")
-    fail(torchrun_world(info) + " but --communication " + backend + " cannot join torchrun's job (only Gloo can); refusing to "
+    fail(torchrun_world(info) + " but --communication " + backend +
+         " cannot join torchrun's job (only Gloo can); refusing to "
          "train as a separate world-size-1 job");
   if (backend == "single") {
     if (info.size != 1)
@@ -149,14 +149,13 @@ std::unique_ptr<Communicator> make_communicator(const CommOptions& opts) {
 #if BARESGD_HAVE_GLOO
     if (info.size > 1 && info.store_addr.empty() && info.c10d_store_addr.empty() && opts.rendezvous_dir.empty() &&
         !uses_slurm_store(info)) {
-      std::string why = info.source == "slurm"
-                            ? std::string("srun started the ranks without MPI")
+      std::string why = info.source == "slurm" ? std::string("srun started the ranks without MPI")
 #if BARESGD_HAVE_MPI
-                                  + " (no PMI_*/PMIX_* variables: use srun --mpi=pmix for MPI)"
+                                                     + " (no PMI_*/PMIX_* variables: use srun --mpi=pmix for MPI)"
 #else
-                                  + " (this ./train was built without MPI)"
+                                                     + " (this ./train was built without MPI)"
 #endif
-                            : launched_by(info) + " without BARESGD_STORE_ADDR";
+                                               : launched_by(info) + " without BARESGD_STORE_ADDR";
       fail(describe_rank(info) + ": Gloo needs a rendezvous: " + why +
            "; pass --rendezvous-dir DIR (a directory every rank can reach, e.g. on a shared filesystem)");
     }
@@ -166,10 +165,12 @@ std::unique_ptr<Communicator> make_communicator(const CommOptions& opts) {
     return make_gloo_communicator(info, opts);
 #else
     if (info.source == "torchrun" && info.size > 1)
-      fail(torchrun_world(info) + " but this ./train was built without Gloo, the only backend that can join torchrun's job; "
+      fail(torchrun_world(info) +
+           " but this ./train was built without Gloo, the only backend that can join torchrun's job; "
            "refusing to train as a separate world-size-1 job");
-    fail("this ./train was built without Gloo (libgloo-dev missing); rebuild with libgloo-dev "
-         "installed, or run over MPI: --num-proc N --communication mpi (or mpirun -np N ./train)");
+    fail(
+        "this ./train was built without Gloo (libgloo-dev missing); rebuild with libgloo-dev "
+        "installed, or run over MPI: --num-proc N --communication mpi (or mpirun -np N ./train)");
 #endif
   }
   // mpi
@@ -178,8 +179,7 @@ std::unique_ptr<Communicator> make_communicator(const CommOptions& opts) {
 #else
   fail(std::string("this ./train was built without MPI (libopenmpi-dev missing); rebuild with "
                    "libopenmpi-dev installed, or run over Gloo: --num-proc N --communication gloo") +
-       (info.source == "ompi" || info.source == "slurm"
-            ? " with --rendezvous-dir DIR (" + launched_by(info) + ")"
-            : ""));
+       (info.source == "ompi" || info.source == "slurm" ? " with --rendezvous-dir DIR (" + launched_by(info) + ")"
+                                                        : ""));
 #endif
 }

@@ -24,14 +24,14 @@ struct RankInfo {
   // srun's job step, for the Gloo rendezvous rank 0 serves under srun (comm/slurm_store.h);
   // "" outside srun: SLURM_JOB_ID, SLURM_STEP_ID, SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE.
   std::string slurm_job, slurm_step, slurm_nodelist, slurm_tasks_per_node;
-  std::string munge_socket;        // BARESGD_MUNGE_SOCKET: munged's socket ("" = libmunge's default)
-  std::string notice;              // one line for stderr when the environment was read otherwise
-                                   // than it seems (an sbatch script's SLURM_PROCID), else ""
+  std::string munge_socket;  // BARESGD_MUNGE_SOCKET: munged's socket ("" = libmunge's default)
+  std::string notice;        // one line for stderr when the environment was read otherwise
+                             // than it seems (an sbatch script's SLURM_PROCID), else ""
 };
 
 struct CommOptions {
-  std::string backend;        // "" = from environment; else "single", "gloo", "mpi"
-  std::string rendezvous_dir; // non-empty: Gloo FileStore on this shared directory
+  std::string backend;            // "" = from environment; else "single", "gloo", "mpi"
+  std::string rendezvous_dir;     // non-empty: Gloo FileStore on this shared directory
   std::string network_interface;  // non-empty: bind Gloo to this interface name or address
   std::chrono::milliseconds start_timeout{30000};
   std::chrono::milliseconds comm_timeout{60000};

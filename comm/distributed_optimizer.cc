@@ -95,9 +95,7 @@ std::vector<Segment> checked_segments(const std::vector<Segment>& segments, size
 }
 
 // adasum.h's coefficient: 1 - dot / normsq * 0.5, or 1 when normsq < sqrt(DBL_MIN).
-double combine_coeff(double dot, double normsq) {
-  return normsq >= kAdasumMinNormSq ? 1.0 - dot / normsq * 0.5 : 1.0;
-}
+double combine_coeff(double dot, double normsq) { return normsq >= kAdasumMinNormSq ? 1.0 - dot / normsq * 0.5 : 1.0; }
 
 // a.b, |a|^2, |b|^2 of count elements (adasum.h's ComputeDotAndNormSqrds for each type).
 struct DotNorms {
@@ -132,8 +130,7 @@ void scaled_add(float* a, const float* b, size_t count, double acoeff, double bc
 }
 void scaled_add(half_bits* a, const half_bits* b, size_t count, double acoeff, double bcoeff) {
   const float ca = static_cast<float>(acoeff), cb = static_cast<float>(bcoeff);
-  for (size_t i = 0; i < count; ++i)
-    a[i] = float_to_half(std::fma(cb, half_to_float(b[i]), ca * half_to_float(a[i])));
+  for (size_t i = 0; i < count; ++i) a[i] = float_to_half(std::fma(cb, half_to_float(b[i]), ca * half_to_float(a[i])));
 }
 
 template <typename S>
@@ -204,18 +201,18 @@ half_bits float_to_half(float f) {
   const uint32_t x = float_bits(f);
   const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
   const uint32_t a = x & 0x7FFFFFFFu;
-  if (a >= 0x7F800000u) {                                    // inf or NaN
-    if (a == 0x7F800000u) return sign | 0x7C00u;             // inf
+  if (a >= 0x7F800000u) {                                                  // inf or NaN
+    if (a == 0x7F800000u) return sign | 0x7C00u;                           // inf
     return static_cast<half_bits>(sign | 0x7E00u | ((a >> 13) & 0x3FFu));  // quiet NaN, top payload bits
   }
-  if (a >= 0x477FF000u) return sign | 0x7C00u;               // >= 65520 rounds to inf
-  if (a >= 0x38800000u) {                                    // normal half (>= 2^-14)
+  if (a >= 0x477FF000u) return sign | 0x7C00u;  // >= 65520 rounds to inf
+  if (a >= 0x38800000u) {                       // normal half (>= 2^-14)
     uint32_t h = ((a >> 23) - 112u) << 10 | ((a >> 13) & 0x3FFu);
     const uint32_t rem = a & 0x1FFFu;
     if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // carry may bump the exponent: still right
     return static_cast<half_bits>(sign | h);
   }
-  if (a <= 0x33000000u) return sign;                         // <= 2^-25 rounds (to even) to zero
+  if (a <= 0x33000000u) return sign;  // <= 2^-25 rounds (to even) to zero
   // Subnormal half: round(value * 2^24) with the 24-bit significand m = value * 2^(150 - e).
   const uint32_t e = a >> 23, m = (a & 0x7FFFFFu) | 0x800000u, shift = 126u - e;  // 14..24
   uint32_t q = m >> shift;
@@ -254,7 +251,8 @@ void scale_half_buffer(half_bits* x, size_t n, double factor) {
   const __m256 fv = _mm256_set1_ps(f);
   for (; i + 8 <= n; i += 8) {
     __m256 v = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))), fv);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(x + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(x + i),
+                     _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
 #endif
   for (; i < n; ++i) x[i] = float_to_half(f * half_to_float(x[i]));
@@ -293,8 +291,9 @@ void average_gradients(Communicator& comm, float* grad, size_t n, const std::vec
     throw std::invalid_argument("--gradient-predivide-factor must be a positive number, got " + std::to_string(f));
   if (how.adasum) {
     if (f != 1.0)
-      throw std::invalid_argument("--gradient-predivide-factor is only supported with averaging, not with "
-                                  "--use-adasum (as in Horovod)");
+      throw std::invalid_argument(
+          "--gradient-predivide-factor is only supported with averaging, not with "
+          "--use-adasum (as in Horovod)");
     adasum_allreduce(comm, grad, n, segments, how.fp16, how.adasum_trace);
     return;
   }

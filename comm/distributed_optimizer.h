@@ -36,16 +36,16 @@ struct Segment {
 //   Average: sum_r (g_r * pre) * post with pre = float(1/f), post = float(f/size), all in float32;
 //     fp16: g is rounded to half first, then pre/post multiply the halves (rounded to half).
 //   Adasum: adasum_allreduce below (predivide must be 1, as in Horovod).
-void average_gradients(Communicator& comm, float* grad, size_t n,
-                       const std::vector<Segment>& segments, const GradientAveraging& how);
+void average_gradients(Communicator& comm, float* grad, size_t n, const std::vector<Segment>& segments,
+                       const GradientAveraging& how);
 
 // Horovod's Adasum over all ranks of comm (a power of two; throws std::runtime_error otherwise):
 // recursive vector-halving distance-doubling, per segment (layer tensor) a = own, b = peer:
 // a_coef = 1 - a.b/|a|^2 * 0.5 unless |a|^2 < sqrt(DBL_MIN) (then 1), likewise b_coef.
 // fp16: the buffer is rounded to half and combined as Horovod's fp16 Adasum, then widened.
 // Every rank ends with the same bits. trace: as GradientAveraging::adasum_trace.
-void adasum_allreduce(Communicator& comm, float* data, size_t n, const std::vector<Segment>& segments,
-                      bool fp16, std::vector<AdasumCoefficients>* trace = nullptr);
+void adasum_allreduce(Communicator& comm, float* data, size_t n, const std::vector<Segment>& segments, bool fp16,
+                      std::vector<AdasumCoefficients>* trace = nullptr);
 
 // Horovod's threshold: a squared norm below it counts as a zero vector (coefficient 1).
 double adasum_norm_sq_threshold();  // sqrt(DBL_MIN) ~ 1.49e-154

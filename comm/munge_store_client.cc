@@ -66,8 +66,8 @@ std::string handshake(int fd, const MungeStoreTarget& t, const std::string& wher
   if (r.status == Io::kTimeout) return "no answer to our credential";
   if (r.status != Io::kOk) return "closed during the handshake (" + io_text(r) + ")";
   if (answer.compare(0, 7, "DENIED ") == 0)
-    throw Refused("rendezvous store " + where + " (rank 0) refused this rank's MUNGE credential: " +
-                  shown_text(answer.substr(7)));
+    throw Refused("rendezvous store " + where +
+                  " (rank 0) refused this rank's MUNGE credential: " + shown_text(answer.substr(7)));
   if (answer.compare(0, 3, "OK ") != 0) return "answered the handshake with an unexpected reply";
   const DecodedCredential theirs = munge_decode_credential(answer.substr(3), t.munge_socket);
   const std::string why = check_munge_credential(theirs, ::getuid(), munge_server_payload(t.step_payload, client_nonce),
@@ -132,9 +132,10 @@ int munge_store_connect(const MungeStoreTarget& t, std::chrono::milliseconds tim
       ::close(fd);
     }
     if (Clock::now() >= deadline)
-      throw std::runtime_error("rank 0's rendezvous store on node " + t.host + " (" + t.addr +
-                               ") did not complete the MUNGE handshake within " + std::to_string(timeout.count()) +
-                               " ms on any port of this job step: " + describe_port_outcomes(t.host, t.ports, outcomes));
+      throw std::runtime_error(
+          "rank 0's rendezvous store on node " + t.host + " (" + t.addr +
+          ") did not complete the MUNGE handshake within " + std::to_string(timeout.count()) +
+          " ms on any port of this job step: " + describe_port_outcomes(t.host, t.ports, outcomes));
     std::this_thread::sleep_for(std::min(backoff, std::chrono::milliseconds(ms_left(deadline))));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(250));
   }

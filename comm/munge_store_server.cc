@@ -203,8 +203,8 @@ bool MungeStoreServer::admit(int fd, const std::string& peer) {
   std::string why;
   try {
     const DecodedCredential cred = munge_decode_credential(hello.substr(64), config_.munge_socket);
-    why = check_munge_credential(cred, ::getuid(),
-                                 munge_client_payload(config_.step_payload, nonce, client_nonce), peer);
+    why =
+        check_munge_credential(cred, ::getuid(), munge_client_payload(config_.step_payload, nonce, client_nonce), peer);
     if (why.empty()) {
       const std::string mine =
           munge_encode_payload(munge_server_payload(config_.step_payload, client_nonce), config_.munge_socket);

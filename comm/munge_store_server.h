@@ -29,10 +29,10 @@
 class MungeStoreServer {
  public:
   struct Config {
-    std::string bind_addr;      // IPv4 literal of rank 0's node
-    std::vector<int> ports;     // tried in order; the first free one is used
-    std::string step_payload;   // munge_step_payload(job, step)
-    std::string munge_socket;   // munged's socket ("" = libmunge's default)
+    std::string bind_addr;     // IPv4 literal of rank 0's node
+    std::vector<int> ports;    // tried in order; the first free one is used
+    std::string step_payload;  // munge_step_payload(job, step)
+    std::string munge_socket;  // munged's socket ("" = libmunge's default)
     std::chrono::milliseconds auth_timeout{10000};
   };
   // Binds and starts serving. Throws std::runtime_error with one line naming the address and
@@ -64,7 +64,7 @@ class MungeStoreServer {
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> refused_{0};
   std::thread acceptor_;
-  std::mutex mu_;  // guards everything below
+  std::mutex mu_;                                 // guards everything below
   std::vector<std::unique_ptr<Worker>> workers_;  // finished ones are joined at the next accept
   std::vector<int> open_fds_;
   std::map<std::string, std::string> table_;

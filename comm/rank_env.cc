@@ -61,9 +61,7 @@ class Env {
       fail(std::string(name) + "=" + quoted(v) + " is out of range for an int");
     return static_cast<int>(x);
   }
-  int integer_or(const char* name, int fallback) const {
-    return has(name) ? integer(name) : fallback;
-  }
+  int integer_or(const char* name, int fallback) const { return has(name) ? integer(name) : fallback; }
 
  private:
   const EnvLookup& get_;
@@ -77,12 +75,11 @@ void check_size(const char* name, int size) {
 // 0 <= value < bound, where bound came from bound_name.
 void check_index(const char* name, int v, const char* bound_name, int bound) {
   if (v < 0 || v >= bound)
-    fail(name_val(name, v) + " is out of range: need 0 <= " + name + " < " + bound_name + " (" +
-         std::to_string(bound) + ")");
+    fail(name_val(name, v) + " is out of range: need 0 <= " + name + " < " + bound_name + " (" + std::to_string(bound) +
+         ")");
 }
 void check_at_most(const char* name, int v, const char* bound_name, int bound) {
-  if (v > bound)
-    fail(name_val(name, v) + " is larger than " + bound_name + "=" + std::to_string(bound));
+  if (v > bound) fail(name_val(name, v) + " is larger than " + bound_name + "=" + std::to_string(bound));
 }
 // Both of a pair of variables, or neither.
 bool pair_present(const Env& env, const char* a, const char* b) {
@@ -93,8 +90,8 @@ bool pair_present(const Env& env, const char* a, const char* b) {
 
 // A group inside the world (a host's ranks, or the ranks sharing a local rank): reads size_var
 // (1..world) and rank_var (0..size-1), failing with the variable's name on a bad value.
-void read_group(const Env& env, const char* rank_var, const char* size_var, const char* world_var, int world,
-                int* rank, int* size) {
+void read_group(const Env& env, const char* rank_var, const char* size_var, const char* world_var, int world, int* rank,
+                int* size) {
   *size = env.integer(size_var);
   check_size(size_var, *size);
   check_at_most(size_var, *size, world_var, world);
@@ -160,8 +157,8 @@ std::vector<int> parse_tasks_per_node(const std::string& s) {
 }
 
 [[maybe_unused]] bool pmi_present(const Env& env) {
-  return env.has("PMIX_RANK") || env.has("PMIX_NAMESPACE") || env.has("PMI_RANK") ||
-         env.has("PMI_FD") || env.has("PMI_SIZE");
+  return env.has("PMIX_RANK") || env.has("PMIX_NAMESPACE") || env.has("PMI_RANK") || env.has("PMI_FD") ||
+         env.has("PMI_SIZE");
 }
 
 void from_launcher(const Env& env, RankInfo* r) {
@@ -199,8 +196,9 @@ void from_open_mpi(const Env& env, RankInfo* r) {
   r->rank = env.integer("OMPI_COMM_WORLD_RANK");
   check_index("OMPI_COMM_WORLD_RANK", r->rank, "OMPI_COMM_WORLD_SIZE", r->size);
   if (!pair_present(env, "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"))
-    fail("OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_LOCAL_RANK/LOCAL_SIZE are not "
-         "(start the ranks with Open MPI's mpirun)");
+    fail(
+        "OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_LOCAL_RANK/LOCAL_SIZE are not "
+        "(start the ranks with Open MPI's mpirun)");
   read_group(env, "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_SIZE", r->size,
              &r->local_rank, &r->local_size);
   if (r->local_size == r->size) {
@@ -236,9 +234,8 @@ void from_slurm_batch(const Env& env, const std::string& step_var, RankInfo* r) 
   r->notice = "SLURM_PROCID=" + env.str("SLURM_PROCID") + " is from the batch step of Slurm job " +
               env.str("SLURM_JOB_ID", "?") + " (" +
               (step_var.empty() ? std::string("no SLURM_STEP_ID") : step_var + "=" + env.str(step_var.c_str())) +
-              "), not from srun: running as a single process (world size 1), not as rank " +
-              env.str("SLURM_PROCID") + " of SLURM_NTASKS=" + ntasks +
-              "; start the ranks with srun or ./launch";
+              "), not from srun: running as a single process (world size 1), not as rank " + env.str("SLURM_PROCID") +
+              " of SLURM_NTASKS=" + ntasks + "; start the ranks with srun or ./launch";
 }
 
 void from_slurm(const Env& env, RankInfo* r) {
@@ -262,8 +259,7 @@ void from_slurm(const Env& env, RankInfo* r) {
   int node_id = env.integer_or("SLURM_NODEID", 0);
   check_index("SLURM_NODEID", node_id, nnodes_var, nnodes);
 
-  const char* tpn_var = env.has("SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE"
-                                                             : "SLURM_TASKS_PER_NODE";
+  const char* tpn_var = env.has("SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE" : "SLURM_TASKS_PER_NODE";
   std::vector<int> per_node = parse_tasks_per_node(env.str(tpn_var));
   long total = 0;
   for (int c : per_node) total += c;
@@ -280,9 +276,8 @@ void from_slurm(const Env& env, RankInfo* r) {
     }
   } else {
     if (r->size % nnodes != 0)
-      fail(std::string("cannot tell how many tasks run on this node: ") + tpn_var + "=" +
-           quoted(env.raw(tpn_var)) + " does not match " + name_val(ntasks_var, r->size) + " over " +
-           name_val(nnodes_var, nnodes));
+      fail(std::string("cannot tell how many tasks run on this node: ") + tpn_var + "=" + quoted(env.raw(tpn_var)) +
+           " does not match " + name_val(ntasks_var, r->size) + " over " + name_val(nnodes_var, nnodes));
     r->local_size = r->size / nnodes;
     r->cross_rank = node_id;
     r->cross_size = nnodes;
@@ -296,8 +291,7 @@ void from_slurm(const Env& env, RankInfo* r) {
 #endif
   r->backend = backend_pref(env, mpi_ok ? "mpi" : "gloo");
   if (!env.has("BARESGD_JOB_ID"))
-    r->job_id = "slurm-" + env.str("SLURM_JOB_ID", "0") + "." +
-                env.str("SLURM_STEP_ID", env.str("SLURM_STEPID", "0"));
+    r->job_id = "slurm-" + env.str("SLURM_JOB_ID", "0") + "." + env.str("SLURM_STEP_ID", env.str("SLURM_STEPID", "0"));
   r->slurm_job = env.str("SLURM_JOB_ID", env.str("SLURM_JOBID"));
   r->slurm_step = env.str("SLURM_STEP_ID", env.str("SLURM_STEPID"));
   r->slurm_nodelist = env.str("SLURM_STEP_NODELIST", env.str("SLURM_JOB_NODELIST", env.str("SLURM_NODELIST")));
@@ -328,15 +322,17 @@ RankInfo discover_rank_info(const EnvLookup& get) {
     r.backend = backend_pref(env, r.backend);
   } else if (env.has("SLURM_PROCID")) {
     std::string step_var;
-    if (slurm_non_task_step(env, &step_var)) from_slurm_batch(env, step_var, &r);
-    else from_slurm(env, &r);
+    if (slurm_non_task_step(env, &step_var))
+      from_slurm_batch(env, step_var, &r);
+    else
+      from_slurm(env, &r);
   } else {
     r.source = "none";
     r.backend = "single";
   }
   if (r.backend == "single" && r.size != 1)
-    fail("BARESGD_COMM=single but the " + r.source + " environment says the world has " +
-         std::to_string(r.size) + " ranks");
+    fail("BARESGD_COMM=single but the " + r.source + " environment says the world has " + std::to_string(r.size) +
+         " ranks");
   return r;
 }
 

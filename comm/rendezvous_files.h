@@ -11,8 +11,8 @@
 class RendezvousFiles {
  public:
   explicit RendezvousFiles(std::string dir) : dir_(std::move(dir)) {}
-  void set(const std::string& key, const std::vector<char>& value);    // throws naming the file
-  bool get(const std::string& key, std::vector<char>* value) const;   // false: not there (yet)
+  void set(const std::string& key, const std::vector<char>& value);  // throws naming the file
+  bool get(const std::string& key, std::vector<char>* value) const;  // false: not there (yet)
   bool has(const std::string& key) const;
   bool claim(const std::string& name);  // true for the first process only; throws on I/O errors
   void remove_own_files();              // best effort: a file already gone is fine

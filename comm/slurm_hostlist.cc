@@ -80,7 +80,9 @@ class HostListParser {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& why) const { throw SlurmListError(slurm_quoted(what_, text_) + ": " + why); }
+  [[noreturn]] void fail(const std::string& why) const {
+    throw SlurmListError(slurm_quoted(what_, text_) + ": " + why);
+  }
   std::string part(Span s) const { return "'" + shown_text(text_.substr(s.begin, s.end - s.begin)) + "'"; }
 
   // Items split on the commas outside brackets; brackets balanced and not nested.
@@ -230,8 +232,7 @@ std::vector<int> expand_slurm_tasks_per_node(const std::string& text, const std:
       fail("a count of " + count_text + " tasks" + at(e.begin) + " is more than " +
            std::to_string(kSlurmMaxTasksPerNode));
     if (reps == 0) fail("a repetition of (x0)" + at(e.begin + paren));
-    if (reps > kSlurmMaxHosts - out.size())
-      fail("lists more than " + std::to_string(kSlurmMaxHosts) + " nodes");
+    if (reps > kSlurmMaxHosts - out.size()) fail("lists more than " + std::to_string(kSlurmMaxHosts) + " nodes");
     out.insert(out.end(), static_cast<size_t>(reps), static_cast<int>(count));
   }
   return out;

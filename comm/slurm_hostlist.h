@@ -32,13 +32,11 @@ constexpr size_t kSlurmMaxHostName = 255;
 constexpr int kSlurmMaxTasksPerNode = 65536;
 
 // "hpc[01-02],gpu" -> {"hpc01", "hpc02", "gpu"}. what names the input in errors (the variable).
-std::vector<std::string> expand_slurm_hostlist(const std::string& text,
-                                               const std::string& what = "SLURM_JOB_NODELIST");
+std::vector<std::string> expand_slurm_hostlist(const std::string& text, const std::string& what = "SLURM_JOB_NODELIST");
 
 // "2(x3),1" -> {2, 2, 2, 1}: counts >= 1 (at most kSlurmMaxTasksPerNode), repetitions >= 1, at
 // most kSlurmMaxHosts nodes in all.
-std::vector<int> expand_slurm_tasks_per_node(const std::string& text,
-                                             const std::string& what = "SLURM_TASKS_PER_NODE");
+std::vector<int> expand_slurm_tasks_per_node(const std::string& text, const std::string& what = "SLURM_TASKS_PER_NODE");
 
 // The variable and its value as errors show them: NAME='value' (a value longer than 200
 // characters is cut, with "..."; bytes outside printable ASCII shown as \xNN, so one line).

@@ -25,8 +25,8 @@ std::string node_ipv4(const std::string& host) {
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   if (int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res); rc != 0 || res == nullptr)
-    throw std::runtime_error("cannot resolve rank 0's node " + host + " to an IPv4 address: " +
-                             (rc != 0 ? gai_strerror(rc) : "no address"));
+    throw std::runtime_error("cannot resolve rank 0's node " + host +
+                             " to an IPv4 address: " + (rc != 0 ? gai_strerror(rc) : "no address"));
   char ip[INET_ADDRSTRLEN] = "";
   ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, ip, sizeof ip);
   ::freeaddrinfo(res);
@@ -37,19 +37,21 @@ std::string node_ipv4(const std::string& host) {
 
 SlurmStore open_slurm_store(const RankInfo& info, std::chrono::milliseconds timeout) {
   if (!munge_available())
-    throw std::runtime_error("srun started the ranks without MPI and this ./train was built without libmunge, "
-                             "which its Gloo rendezvous under srun needs (install libmunge-dev and rebuild, use "
-                             "srun --mpi=pmix, or pass --rendezvous-dir DIR)");
+    throw std::runtime_error(
+        "srun started the ranks without MPI and this ./train was built without libmunge, "
+        "which its Gloo rendezvous under srun needs (install libmunge-dev and rebuild, use "
+        "srun --mpi=pmix, or pass --rendezvous-dir DIR)");
   SlurmStorePlan plan;
   try {
-    plan = plan_slurm_store(info.slurm_job, info.slurm_step, info.slurm_nodelist, info.slurm_tasks_per_node,
-                            info.size);
+    plan = plan_slurm_store(info.slurm_job, info.slurm_step, info.slurm_nodelist, info.slurm_tasks_per_node, info.size);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(std::string("cannot find rank 0's node: ") + e.what());
   }
   if (info.rank == 0 && !info.hostname.empty() && info.hostname != plan.rank0_node)
-    throw std::runtime_error("this is rank 0 on node " + info.hostname + ", but SLURM_STEP_NODELIST and "
-                             "SLURM_STEP_TASKS_PER_NODE put rank 0 on " + plan.rank0_node +
+    throw std::runtime_error("this is rank 0 on node " + info.hostname +
+                             ", but SLURM_STEP_NODELIST and "
+                             "SLURM_STEP_TASKS_PER_NODE put rank 0 on " +
+                             plan.rank0_node +
                              " (a task distribution other than block or cyclic?): the other ranks would not find "
                              "its store");
   SlurmStore s;

@@ -15,8 +15,8 @@ std::string node_of_task(const std::vector<std::string>& nodes, const std::vecto
   return "";
 }
 
-SlurmStorePlan plan_slurm_store(const std::string& job_id, const std::string& step_id,
-                                const std::string& nodelist, const std::string& tasks_per_node, int size) {
+SlurmStorePlan plan_slurm_store(const std::string& job_id, const std::string& step_id, const std::string& nodelist,
+                                const std::string& tasks_per_node, int size) {
   std::vector<std::string> nodes;
   std::vector<int> counts;
   try {

@@ -10,16 +10,16 @@
 #include <vector>
 
 struct SlurmStorePlan {
-  std::string rank0_node;   // the node rank 0 runs on, as Slurm names it
-  std::vector<int> ports;   // rank 0 binds the first free one; clients try them in order
-  std::string step_payload; // munge_step_payload(job, step): what credentials must carry
+  std::string rank0_node;    // the node rank 0 runs on, as Slurm names it
+  std::vector<int> ports;    // rank 0 binds the first free one; clients try them in order
+  std::string step_payload;  // munge_step_payload(job, step): what credentials must carry
 };
 
 // The plan for task `rank` of `size` in job step job.step. Throws std::invalid_argument with one
 // line naming the variable and its value when the lists are malformed, do not describe `size`
 // tasks, or the ids are not numbers.
-SlurmStorePlan plan_slurm_store(const std::string& job_id, const std::string& step_id,
-                                const std::string& nodelist, const std::string& tasks_per_node, int size);
+SlurmStorePlan plan_slurm_store(const std::string& job_id, const std::string& step_id, const std::string& nodelist,
+                                const std::string& tasks_per_node, int size);
 
 // The node task `rank` runs on under block distribution; "" when rank is outside the counts.
 std::string node_of_task(const std::vector<std::string>& nodes, const std::vector<int>& tasks_per_node, int rank);

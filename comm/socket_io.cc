@@ -16,8 +16,6 @@
 
 namespace socket_io {
 
-
-
 // Milliseconds left until deadline, rounded up, >= 0, capped to fit poll()'s int.
 int ms_left(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
@@ -81,10 +79,14 @@ IoResult recv_exact(int fd, std::string* out, size_t n, Clock::time_point deadli
 
 std::string io_text(IoResult r) {
   switch (r.status) {
-    case Io::kOk: return "ok";
-    case Io::kTimeout: return "timed out";
-    case Io::kClosed: return "connection closed";
-    case Io::kError: return r.err == EMSGSIZE ? "oversized frame" : std::strerror(r.err);
+    case Io::kOk:
+      return "ok";
+    case Io::kTimeout:
+      return "timed out";
+    case Io::kClosed:
+      return "connection closed";
+    case Io::kError:
+      return r.err == EMSGSIZE ? "oversized frame" : std::strerror(r.err);
   }
   return "?";
 }

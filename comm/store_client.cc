@@ -41,8 +41,7 @@ std::string quoted(const std::string& key) { return "'" + printable_key(key) + "
 
 }  // namespace
 
-StoreClient::StoreClient(const std::string& addr, const std::string& secret,
-                         std::chrono::milliseconds timeout)
+StoreClient::StoreClient(const std::string& addr, const std::string& secret, std::chrono::milliseconds timeout)
     : addr_(addr), io_timeout_(std::max(timeout, kMinIoTimeout)) {
   const std::string prefix = "rendezvous store " + addr;
   const AddrList res = resolve_host_port(addr, prefix);
@@ -59,10 +58,8 @@ StoreClient::StoreClient(const std::string& addr, const std::string& secret,
     if (fd_ >= 0) return;
     const int left = ms_left(deadline);
     if (left <= 0)
-      throw std::runtime_error(prefix + " not reachable within " + std::to_string(timeout.count()) +
-                               " ms: " + why);
-    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(
-        backoff, std::chrono::milliseconds(left)));
+      throw std::runtime_error(prefix + " not reachable within " + std::to_string(timeout.count()) + " ms: " + why);
+    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(backoff, std::chrono::milliseconds(left)));
     backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::milliseconds(250));
   }
 }
@@ -82,8 +79,7 @@ void StoreClient::fail(const std::string& what) {
   throw std::runtime_error("rendezvous store " + addr_ + " " + what);
 }
 
-StoreClient::Handshake StoreClient::handshake(const std::string& secret,
-                                              Clock::time_point deadline, std::string* why) {
+StoreClient::Handshake StoreClient::handshake(const std::string& secret, Clock::time_point deadline, std::string* why) {
   const std::string greeting_prefix = kStoreGreeting;
   std::string greeting;
   IoResult r = recv_frame(fd_, &greeting, 1024, deadline);
@@ -116,16 +112,14 @@ StoreClient::Handshake StoreClient::handshake(const std::string& secret,
   fail("answered the handshake with an unexpected reply");
 }
 
-std::string StoreClient::request(const std::string& body, const char* what,
-                                 const std::string& key) {
+std::string StoreClient::request(const std::string& body, const char* what, const std::string& key) {
   const std::string op = std::string(what) + " of key " + quoted(key);
   if (fd_ < 0)
     throw std::runtime_error("rendezvous store " + addr_ + ": cannot " + op +
                              ": the connection was closed after an earlier error");
   if (body.size() > kMaxFrameBytes)
-    throw std::runtime_error("rendezvous store " + addr_ + ": " + op + " is " +
-                             std::to_string(body.size()) + " bytes, over the frame limit of " +
-                             std::to_string(kMaxFrameBytes));
+    throw std::runtime_error("rendezvous store " + addr_ + ": " + op + " is " + std::to_string(body.size()) +
+                             " bytes, over the frame limit of " + std::to_string(kMaxFrameBytes));
   const Clock::time_point deadline = Clock::now() + io_timeout_;
   std::string head;
   put_u32be(&head, static_cast<uint32_t>(body.size()));
@@ -151,8 +145,7 @@ std::string StoreClient::request(const std::string& body, const char* what,
   }
   const size_t plen = std::strlen(kStoreErrorPrefix);
   if (reply.size() > 8 && reply.compare(0, plen, kStoreErrorPrefix) == 0)
-    throw std::runtime_error("rendezvous store " + addr_ + ": " + op +
-                             " failed: " + reply.substr(plen));
+    throw std::runtime_error("rendezvous store " + addr_ + ": " + op + " failed: " + reply.substr(plen));
   return reply;
 }
 
@@ -177,10 +170,9 @@ std::string StoreClient::wait_get(const std::string& key, std::chrono::milliseco
     if (try_get(key, &value)) return value;
     const int left = ms_left(deadline);
     if (left <= 0)
-      throw std::runtime_error("rendezvous store " + addr_ + ": key " + quoted(key) +
-                               " not set within " + std::to_string(timeout.count()) + " ms");
-    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(
-        backoff, std::chrono::milliseconds(left)));
+      throw std::runtime_error("rendezvous store " + addr_ + ": key " + quoted(key) + " not set within " +
+                               std::to_string(timeout.count()) + " ms");
+    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(backoff, std::chrono::milliseconds(left)));
     backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::milliseconds(50));
   }
 }

@@ -27,8 +27,7 @@ class StoreClient {
 
  private:
   enum class Handshake { kOk, kRetry };
-  Handshake handshake(const std::string& secret, std::chrono::steady_clock::time_point deadline,
-                      std::string* why);
+  Handshake handshake(const std::string& secret, std::chrono::steady_clock::time_point deadline, std::string* why);
   // Sends one request frame and returns the reply frame's body.
   std::string request(const std::string& body, const char* what, const std::string& key);
   [[noreturn]] void fail(const std::string& what);  // closes the socket, throws naming addr_

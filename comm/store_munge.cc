@@ -15,13 +15,20 @@ const char* kDefaultSocket = "/run/munge/munge.socket.2";
 
 MungeStatus status_of(munge_err_t e) {
   switch (e) {
-    case EMUNGE_SUCCESS: return MungeStatus::kOk;
-    case EMUNGE_CRED_EXPIRED: return MungeStatus::kExpired;
-    case EMUNGE_CRED_REPLAYED: return MungeStatus::kReplayed;
-    case EMUNGE_CRED_REWOUND: return MungeStatus::kRewound;
-    case EMUNGE_CRED_INVALID: return MungeStatus::kInvalid;
-    case EMUNGE_SOCKET: return MungeStatus::kSocket;
-    default: return MungeStatus::kOther;
+    case EMUNGE_SUCCESS:
+      return MungeStatus::kOk;
+    case EMUNGE_CRED_EXPIRED:
+      return MungeStatus::kExpired;
+    case EMUNGE_CRED_REPLAYED:
+      return MungeStatus::kReplayed;
+    case EMUNGE_CRED_REWOUND:
+      return MungeStatus::kRewound;
+    case EMUNGE_CRED_INVALID:
+      return MungeStatus::kInvalid;
+    case EMUNGE_SOCKET:
+      return MungeStatus::kSocket;
+    default:
+      return MungeStatus::kOther;
   }
 }
 
@@ -36,9 +43,7 @@ munge_ctx_t context_for(const std::string& socket) {
   return ctx;
 }
 
-std::string socket_name(const std::string& socket) {
-  return socket.empty() ? kDefaultSocket : socket;
-}
+std::string socket_name(const std::string& socket) { return socket.empty() ? kDefaultSocket : socket; }
 
 }  // namespace
 
@@ -55,9 +60,9 @@ std::string munge_encode_payload(const std::string& payload, const std::string& 
   std::string why = e == EMUNGE_SUCCESS ? "" : munge_ctx_strerror(ctx);
   munge_ctx_destroy(ctx);
   if (e != EMUNGE_SUCCESS) {
-    throw std::runtime_error("MUNGE: cannot make a credential with munged at socket " +
-                             socket_name(socket) + ": " + why +
-                             (socket.empty() ? " (BARESGD_MUNGE_SOCKET names munged's socket when it is elsewhere)" : ""));
+    throw std::runtime_error(
+        "MUNGE: cannot make a credential with munged at socket " + socket_name(socket) + ": " + why +
+        (socket.empty() ? " (BARESGD_MUNGE_SOCKET names munged's socket when it is elsewhere)" : ""));
   }
   std::string out(cred);
   std::free(cred);

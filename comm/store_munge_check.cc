@@ -22,12 +22,18 @@ namespace {
 
 const char* status_reason(MungeStatus s) {
   switch (s) {
-    case MungeStatus::kExpired: return "expired";
-    case MungeStatus::kReplayed: return "replayed";
-    case MungeStatus::kRewound: return "rewound (created in the future: clocks differ)";
-    case MungeStatus::kInvalid: return "invalid";
-    case MungeStatus::kSocket: return "munged unreachable";
-    default: return "refused by munge";
+    case MungeStatus::kExpired:
+      return "expired";
+    case MungeStatus::kReplayed:
+      return "replayed";
+    case MungeStatus::kRewound:
+      return "rewound (created in the future: clocks differ)";
+    case MungeStatus::kInvalid:
+      return "invalid";
+    case MungeStatus::kSocket:
+      return "munged unreachable";
+    default:
+      return "refused by munge";
   }
 }
 
@@ -52,16 +58,15 @@ uint64_t parse_slurm_id(const std::string& text, const char* variable) {
 std::string check_munge_credential(const DecodedCredential& cred, uid_t expected_uid,
                                    const std::string& expected_payload, const std::string& peer) {
   if (cred.status != MungeStatus::kOk) {
-    return "MUNGE credential from " + peer + " is " + status_reason(cred.status) + ": " +
-           shown_text(cred.status_text);
+    return "MUNGE credential from " + peer + " is " + status_reason(cred.status) + ": " + shown_text(cred.status_text);
   }
   if (cred.uid != expected_uid) {
-    return "MUNGE credential from " + peer + " belongs to uid " + std::to_string(cred.uid) +
-           ", not this job's uid " + std::to_string(expected_uid);
+    return "MUNGE credential from " + peer + " belongs to uid " + std::to_string(cred.uid) + ", not this job's uid " +
+           std::to_string(expected_uid);
   }
   if (cred.payload != expected_payload) {
-    return "MUNGE credential from " + peer + " is for " + shown_text(cred.payload) +
-           ", not this job step (" + expected_payload + ")";
+    return "MUNGE credential from " + peer + " is for " + shown_text(cred.payload) + ", not this job step (" +
+           expected_payload + ")";
   }
   return "";
 }

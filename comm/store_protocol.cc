@@ -65,8 +65,8 @@ class Sha256 {
   void block(const unsigned char* p) {
     uint32_t w[64];
     for (int i = 0; i < 16; ++i)
-      w[i] = (uint32_t(p[4 * i]) << 24) | (uint32_t(p[4 * i + 1]) << 16) |
-             (uint32_t(p[4 * i + 2]) << 8) | uint32_t(p[4 * i + 3]);
+      w[i] = (uint32_t(p[4 * i]) << 24) | (uint32_t(p[4 * i + 1]) << 16) | (uint32_t(p[4 * i + 2]) << 8) |
+             uint32_t(p[4 * i + 3]);
     for (int i = 16; i < 64; ++i) {
       uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
       uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
@@ -89,20 +89,23 @@ class Sha256 {
       b = a;
       a = t1 + t2;
     }
-    h_[0] += a; h_[1] += b; h_[2] += c; h_[3] += d;
-    h_[4] += e; h_[5] += f; h_[6] += g; h_[7] += h;
+    h_[0] += a;
+    h_[1] += b;
+    h_[2] += c;
+    h_[3] += d;
+    h_[4] += e;
+    h_[5] += f;
+    h_[6] += g;
+    h_[7] += h;
   }
 
-  uint32_t h_[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  uint32_t h_[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
   unsigned char buf_[64];
   size_t buffered_ = 0;
   uint64_t total_ = 0;
 };
 
-const unsigned char* bytes(const std::string& s) {
-  return reinterpret_cast<const unsigned char*>(s.data());
-}
+const unsigned char* bytes(const std::string& s) { return reinterpret_cast<const unsigned char*>(s.data()); }
 
 }  // namespace
 
@@ -276,7 +279,7 @@ bool parse_decimal_i64(const std::string& text, int64_t* v) {
     ++i;
   }
   if (i == text.size()) return false;
-  if (text[i] == '0' && text.size() - i > 1) return false;  // leading zeros
+  if (text[i] == '0' && text.size() - i > 1) return false;               // leading zeros
   if (negative && text.size() - i == 1 && text[i] == '0') return false;  // "-0"
   // Accumulate as a negative number so INT64_MIN parses without overflow.
   int64_t acc = 0;

@@ -56,8 +56,8 @@ std::string encode_add_request(const std::string& key, int64_t delta);
 struct StoreRequest {
   char op = 0;  // 'S', 'G' or 'A'
   std::string key;
-  std::string value;   // 'S' only
-  int64_t delta = 0;   // 'A' only
+  std::string value;  // 'S' only
+  int64_t delta = 0;  // 'A' only
 };
 // Parses one request body; false if it is malformed (unknown op, short, trailing bytes).
 bool parse_store_request(const char* body, size_t n, StoreRequest* req);

@@ -38,15 +38,13 @@ void check_below(const char* name, int v, const char* bound_name, int bound) {
 
 }  // namespace
 
-bool torchrun_env_present(const EnvLookup& get) {
-  return get("RANK") || get("WORLD_SIZE") || get("LOCAL_RANK");
-}
+bool torchrun_env_present(const EnvLookup& get) { return get("RANK") || get("WORLD_SIZE") || get("LOCAL_RANK"); }
 
 void read_torchrun_env(const EnvLookup& get, RankInfo* r) {
   r->source = "torchrun";
   r->backend = "gloo";
   if (!get("RANK") || !get("WORLD_SIZE"))
-    fail(std::string(get("RANK") ? "RANK is set but WORLD_SIZE is not"
+    fail(std::string(get("RANK")         ? "RANK is set but WORLD_SIZE is not"
                      : get("WORLD_SIZE") ? "WORLD_SIZE is set but RANK is not"
                                          : "LOCAL_RANK is set but RANK and WORLD_SIZE are not"));
   r->size = integer(get, "WORLD_SIZE");
@@ -63,8 +61,7 @@ void read_torchrun_env(const EnvLookup& get, RankInfo* r) {
       fail(nv("LOCAL_WORLD_SIZE", r->local_size) + " is larger than " + nv("WORLD_SIZE", r->size));
     r->local_rank = integer(get, "LOCAL_RANK");
     check_below("LOCAL_RANK", r->local_rank, "LOCAL_WORLD_SIZE", r->local_size);
-    if (r->local_rank > r->rank)
-      fail(nv("LOCAL_RANK", r->local_rank) + " is larger than " + nv("RANK", r->rank));
+    if (r->local_rank > r->rank) fail(nv("LOCAL_RANK", r->local_rank) + " is larger than " + nv("RANK", r->rank));
   } else {
     r->local_rank = r->rank;
     r->local_size = r->size;

@@ -5,13 +5,12 @@
 
 // A is stored (M,K) or, transposed, (K,M); B is stored (K,N) or (N,K); C is (M,N).
 // Row-major leading dimensions are the stored row lengths.
-void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
-           const float* B, float beta, float* C) {
+void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+           float* C) {
   if (M <= 0 || N <= 0) return;
   const int lda = trans_a ? M : K;
   const int ldb = trans_b ? K : N;
   const int ldc = N;
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda > 0 ? lda : 1, B,
-              ldb > 0 ? ldb : 1, beta, C, ldc);
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha,
+              A, lda > 0 ? lda : 1, B, ldb > 0 ? ldb : 1, beta, C, ldc);
 }

@@ -82,13 +82,12 @@ double sum_floats(const float* v, size_t n) {
 
 size_t conv2d_workspace_floats(int N, int C, int H, int W, int OC, int KH, int KW) {
   const ConvShape s{N, C, H, W, OC, KH, KW};
-  return static_cast<size_t>(s.K) * s.P + static_cast<size_t>(s.OC) * s.P +
-         static_cast<size_t>(s.K) * s.OC;
+  return static_cast<size_t>(s.K) * s.P + static_cast<size_t>(s.OC) * s.P + static_cast<size_t>(s.K) * s.OC;
 }
 
 // x (N,C,H,W), w (OC,C,KH,KW), b (OC) -> y (N,OC,OH,OW); work >= conv2d_workspace_floats(...)
-void conv2d_forward(float* y, const float* x, const float* w, const float* b, float* work, int N,
-                    int C, int H, int W, int OC, int KH, int KW) {
+void conv2d_forward(float* y, const float* x, const float* w, const float* b, float* work, int N, int C, int H, int W,
+                    int OC, int KH, int KW) {
   const ConvShape s{N, C, H, W, OC, KH, KW};
   float* col = work;
   float* yt = work + static_cast<size_t>(s.K) * s.P;
@@ -104,9 +103,8 @@ void conv2d_forward(float* y, const float* x, const float* w, const float* b, fl
 }
 
 // dy (N,OC,OH,OW), x (N,C,H,W), w (OC,C,KH,KW) -> dx (N,C,H,W) or skipped, dw (OC,C,KH,KW), db (OC)
-void conv2d_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
-                     const float* w, float* work, int N, int C, int H, int W, int OC, int KH,
-                     int KW) {
+void conv2d_backward(float* dx, float* dw, float* db, const float* dy, const float* x, const float* w, float* work,
+                     int N, int C, int H, int W, int OC, int KH, int KW) {
   const ConvShape s{N, C, H, W, OC, KH, KW};
   float* col = work;
   float* dyt = work + static_cast<size_t>(s.K) * s.P;
@@ -131,8 +129,8 @@ void conv2d_backward(float* dx, float* dw, float* db, const float* dy, const flo
 }
 
 // Naive references: direct loops, sums accumulated in double.
-void conv2d_forward_naive(float* y, const float* x, const float* w, const float* b, int N, int C,
-                          int H, int W, int OC, int KH, int KW) {
+void conv2d_forward_naive(float* y, const float* x, const float* w, const float* b, int N, int C, int H, int W, int OC,
+                          int KH, int KW) {
   const int OH = H - KH + 1, OW = W - KW + 1;
   for (int n = 0; n < N; ++n)
     for (int oc = 0; oc < OC; ++oc)
@@ -148,8 +146,8 @@ void conv2d_forward_naive(float* y, const float* x, const float* w, const float*
         }
 }
 
-void conv2d_backward_naive(float* dx, float* dw, float* db, const float* dy, const float* x,
-                           const float* w, int N, int C, int H, int W, int OC, int KH, int KW) {
+void conv2d_backward_naive(float* dx, float* dw, float* db, const float* dy, const float* x, const float* w, int N,
+                           int C, int H, int W, int OC, int KH, int KW) {
   const int OH = H - KH + 1, OW = W - KW + 1;
   for (int oc = 0; oc < OC; ++oc) {
     double acc = 0.0;

@@ -69,36 +69,32 @@ void unpack_lanes(float* x, const float* xb, int N, int F) {
     convpool_avx2::unpack(x, xb, N, F);
 }
 
-void conv2d_pool_relu_forward_n16(float* y, uint16_t* sel, const float* x, const float* w,
-                                  const float* b, const float* scale, int N, int C, int H, int W,
-                                  int OC, int KH, int KW) {
+void conv2d_pool_relu_forward_n16(float* y, uint16_t* sel, const float* x, const float* w, const float* b,
+                                  const float* scale, int N, int C, int H, int W, int OC, int KH, int KW) {
   if (use_avx512())
     convpool_avx512::forward(y, sel, x, w, b, scale, N, C, H, W, OC, KH, KW);
   else
     convpool_avx2::forward(y, sel, x, w, b, scale, N, C, H, W, OC, KH, KW);
 }
 
-void conv2d_pool_relu_backward_weights_n16(float* dw, float* db, const float* dy,
-                                           const uint16_t* sel, const float* scale, const float* x,
-                                           int N, int C, int H, int W, int OC, int KH, int KW) {
+void conv2d_pool_relu_backward_weights_n16(float* dw, float* db, const float* dy, const uint16_t* sel,
+                                           const float* scale, const float* x, int N, int C, int H, int W, int OC,
+                                           int KH, int KW) {
   if (use_avx512())
     convpool_avx512::backward_weights(dw, db, dy, sel, scale, x, N, C, H, W, OC, KH, KW);
   else
     convpool_avx2::backward_weights(dw, db, dy, sel, scale, x, N, C, H, W, OC, KH, KW);
 }
 
-size_t conv2d_pool_relu_sparse_workspace_floats(int N, int C, int H, int W, int OC, int KH,
-                                                int KW) {
+size_t conv2d_pool_relu_sparse_workspace_floats(int N, int C, int H, int W, int OC, int KH, int KW) {
   return convpool_avx2::sparse_layout(N, C, H, W, OC, KH, KW).total;
 }
 
-void conv2d_pool_relu_backward_sparse(float* dx, float* dw, float* db, const float* dy,
-                                      const uint16_t* sel, const float* scale, const float* x,
-                                      const float* w, float* work, int N, int C, int H, int W,
-                                      int OC, int KH, int KW) {
+void conv2d_pool_relu_backward_sparse(float* dx, float* dw, float* db, const float* dy, const uint16_t* sel,
+                                      const float* scale, const float* x, const float* w, float* work, int N, int C,
+                                      int H, int W, int OC, int KH, int KW) {
   if (use_avx512())
-    convpool_avx512::backward_sparse(dx, dw, db, dy, sel, scale, x, w, work, N, C, H, W, OC, KH,
-                                     KW);
+    convpool_avx512::backward_sparse(dx, dw, db, dy, sel, scale, x, w, work, N, C, H, W, OC, KH, KW);
   else
     convpool_avx2::backward_sparse(dx, dw, db, dy, sel, scale, x, w, work, N, C, H, W, OC, KH, KW);
 }

@@ -39,25 +39,23 @@ void unpack_lanes(float* x, const float* xb, int N, int F);
 //   -> y (NB,OC,PH,PW,16) = relu(max_pool2d(scale[n][oc] * (conv2d(x, w) + b), 2)),
 //      sel (NB,OC,PH,PW,4) lane masks (see above);
 //   OH = H-KH+1, OW = W-KW+1, PH = OH/2, PW = OW/2 (floor: an odd last row/column is never used).
-void conv2d_pool_relu_forward_n16(float* y, uint16_t* sel, const float* x, const float* w,
-                                  const float* b, const float* scale, int N, int C, int H, int W,
-                                  int OC, int KH, int KW);
+void conv2d_pool_relu_forward_n16(float* y, uint16_t* sel, const float* x, const float* w, const float* b,
+                                  const float* scale, int N, int C, int H, int W, int OC, int KH, int KW);
 
 // dy (NB,OC,PH,PW,16) (gradient of y), sel, scale (N,OC) or nullptr, x (NB,C,H,W,16)
 //   -> dw (OC,C,KH,KW), db (OC). Overwrites dw, db.
-void conv2d_pool_relu_backward_weights_n16(float* dw, float* db, const float* dy,
-                                           const uint16_t* sel, const float* scale, const float* x,
-                                           int N, int C, int H, int W, int OC, int KH, int KW);
+void conv2d_pool_relu_backward_weights_n16(float* dw, float* db, const float* dy, const uint16_t* sel,
+                                           const float* scale, const float* x, int N, int C, int H, int W, int OC,
+                                           int KH, int KW);
 
 // Floats of workspace conv2d_pool_relu_backward_sparse needs (any alignment).
 size_t conv2d_pool_relu_sparse_workspace_floats(int N, int C, int H, int W, int OC, int KH, int KW);
 
 // dy (NB,OC,PH,PW,16), sel, scale (N,OC) or nullptr, x (NB,C,H,W,16), w (OC,C,KH,KW)
 //   -> dx (NB,C,H,W,16) (skipped when nullptr), dw (OC,C,KH,KW), db (OC). Overwrites all three.
-void conv2d_pool_relu_backward_sparse(float* dx, float* dw, float* db, const float* dy,
-                                      const uint16_t* sel, const float* scale, const float* x,
-                                      const float* w, float* work, int N, int C, int H, int W,
-                                      int OC, int KH, int KW);
+void conv2d_pool_relu_backward_sparse(float* dx, float* dw, float* db, const float* dy, const uint16_t* sel,
+                                      const float* scale, const float* x, const float* w, float* work, int N, int C,
+                                      int H, int W, int OC, int KH, int KW);
 
 // For tests: force the AVX2 kernels even on an AVX-512 machine (false: pick by CPU, the default).
 // Process-wide; do not flip it while kernels run. Returns whether AVX-512 kernels are in use.

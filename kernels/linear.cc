@@ -6,8 +6,7 @@
 #include "kernels/blas.h"
 
 // x (N,IN), w (OUT,IN), b (OUT) -> y (N,OUT): y = b broadcast, then y += x (N,IN) * w^T (IN,OUT).
-void linear_forward(float* y, const float* x, const float* w, const float* b, int N, int IN,
-                    int OUT) {
+void linear_forward(float* y, const float* x, const float* w, const float* b, int N, int IN, int OUT) {
   for (int n = 0; n < N; ++n)
     for (int o = 0; o < OUT; ++o) y[static_cast<size_t>(n) * OUT + o] = b[o];
   sgemm(false, true, N, OUT, IN, 1.0f, x, w, 1.0f, y);
@@ -15,8 +14,8 @@ void linear_forward(float* y, const float* x, const float* w, const float* b, in
 
 // dy (N,OUT), x (N,IN), w (OUT,IN) -> dx (N,IN) = dy w (or skipped), dw (OUT,IN) = dy^T x,
 // db (OUT) = column sums of dy.
-void linear_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
-                     const float* w, int N, int IN, int OUT) {
+void linear_backward(float* dx, float* dw, float* db, const float* dy, const float* x, const float* w, int N, int IN,
+                     int OUT) {
   if (dx != nullptr) sgemm(false, false, N, IN, OUT, 1.0f, dy, w, 0.0f, dx);
   sgemm(true, false, OUT, IN, N, 1.0f, dy, x, 0.0f, dw);
   for (int o = 0; o < OUT; ++o) db[o] = 0.0f;
@@ -25,8 +24,7 @@ void linear_backward(float* dx, float* dw, float* db, const float* dy, const flo
 }
 
 // Naive references, sums in double.
-void linear_forward_naive(float* y, const float* x, const float* w, const float* b, int N, int IN,
-                          int OUT) {
+void linear_forward_naive(float* y, const float* x, const float* w, const float* b, int N, int IN, int OUT) {
   for (int n = 0; n < N; ++n)
     for (int o = 0; o < OUT; ++o) {
       double acc = b[o];
@@ -35,8 +33,8 @@ void linear_forward_naive(float* y, const float* x, const float* w, const float*
     }
 }
 
-void linear_backward_naive(float* dx, float* dw, float* db, const float* dy, const float* x,
-                           const float* w, int N, int IN, int OUT) {
+void linear_backward_naive(float* dx, float* dw, float* db, const float* dy, const float* x, const float* w, int N,
+                           int IN, int OUT) {
   if (dx != nullptr)
     for (int n = 0; n < N; ++n)
       for (int i = 0; i < IN; ++i) {

@@ -25,8 +25,7 @@ void log_softmax_backward(float* dx, const float* dy, const float* y, int N, int
     float* dxr = dx + static_cast<size_t>(n) * C;
     double s = 0.0;
     for (int c = 0; c < C; ++c) s += dyr[c];
-    for (int c = 0; c < C; ++c)
-      dxr[c] = static_cast<float>(dyr[c] - std::exp(static_cast<double>(yr[c])) * s);
+    for (int c = 0; c < C; ++c) dxr[c] = static_cast<float>(dyr[c] - std::exp(static_cast<double>(yr[c])) * s);
   }
 }
 

@@ -58,8 +58,7 @@ void max_pool2d_forward(float* y, int32_t* idx, const float* x, int N, int C, in
 }
 
 // dy (N,C,H/k,W/k), idx -> dx (N,C,H,W): zero, then route each dy to its window's argmax.
-void max_pool2d_backward(float* dx, const float* dy, const int32_t* idx, int N, int C, int H, int W,
-                         int k) {
+void max_pool2d_backward(float* dx, const float* dy, const int32_t* idx, int N, int C, int H, int W, int k) {
   const int OH = H / k, OW = W / k;
   std::memset(dx, 0, sizeof(float) * static_cast<size_t>(N) * C * H * W);
   for (int p = 0; p < N * C; ++p) {

@@ -32,6 +32,4 @@ inline uint64_t rng_next_u64(Rng* rng) {
 }
 
 // Top 24 bits -> k * 2^-24, exactly representable, in [0, 1).
-inline float rng_uniform(Rng* rng) {
-  return static_cast<float>(rng_next_u64(rng) >> 40) * (1.0f / 16777216.0f);
-}
+inline float rng_uniform(Rng* rng) { return static_cast<float>(rng_next_u64(rng) >> 40) * (1.0f / 16777216.0f); }

@@ -2,8 +2,7 @@
 #include "kernels/sgd.h"
 
 // p (n), buf (n), g (n): buf = g (first) or momentum*buf + g; then p -= lr*buf.
-void sgd_momentum_step(float* p, float* buf, const float* g, size_t n, float lr, float momentum,
-                       bool first) {
+void sgd_momentum_step(float* p, float* buf, const float* g, size_t n, float lr, float momentum, bool first) {
   if (first) {
     for (size_t i = 0; i < n; ++i) {
       buf[i] = g[i];

@@ -33,8 +33,7 @@ void twist(TorchGenerator* g) {
 
 void torch_manual_seed(TorchGenerator* g, uint64_t seed) {
   g->state[0] = uint32_t(seed);
-  for (int j = 1; j < kN; ++j)
-    g->state[j] = 1812433253u * (g->state[j - 1] ^ (g->state[j - 1] >> 30)) + uint32_t(j);
+  for (int j = 1; j < kN; ++j) g->state[j] = 1812433253u * (g->state[j - 1] ^ (g->state[j - 1] >> 30)) + uint32_t(j);
   g->index = kN;
 }
 
@@ -99,6 +98,4 @@ std::vector<uint32_t> torch_randperm(size_t n, TorchGenerator* g) {
   return r;
 }
 
-int64_t torch_random_int64(TorchGenerator* g) {
-  return int64_t(torch_random64(g) % (uint64_t(1) << 63));
-}
+int64_t torch_random_int64(TorchGenerator* g) { return int64_t(torch_random64(g) % (uint64_t(1) << 63)); }

@@ -143,8 +143,7 @@ bool prepare_rank_exec(const AgentRequest& req, RankExec* x) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != agent_pid) _exit(127);
   char b;
-  while (read(go_fd, &b, 1) < 0 && errno == EINTR) {
-  }
+  while (read(go_fd, &b, 1) < 0 && errno == EINTR) {}
   for (int s = 1; s < NSIG; ++s)
     if (s != SIGKILL && s != SIGSTOP) signal(s, SIG_DFL);
   if (devnull >= 0) dup2(devnull, 0);

@@ -9,8 +9,7 @@
 namespace {
 
 void put_u32(std::string* out, uint32_t v) {
-  char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-               static_cast<char>(v)};
+  char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
   out->append(b, 4);
 }
 
@@ -76,8 +75,7 @@ bool decode_agent_request(const std::string& body, AgentRequest* req) {
   req->env.clear();
   for (long k = 0; k < n; ++k) {
     std::string e;
-    if (!r.str(&e) || e.find('=') == std::string::npos || e[0] == '=' ||
-        e.find('\0') != std::string::npos)
+    if (!r.str(&e) || e.find('=') == std::string::npos || e[0] == '=' || e.find('\0') != std::string::npos)
       return false;
     req->env.push_back(std::move(e));
   }
@@ -102,21 +100,31 @@ bool decode_agent_request(const std::string& body, AgentRequest* req) {
 
 char agent_control_byte(int sig) {
   switch (sig) {
-    case SIGTERM: return 'T';
-    case SIGINT: return 'I';
-    case SIGHUP: return 'H';
-    case SIGKILL: return 'K';
-    default: return 0;
+    case SIGTERM:
+      return 'T';
+    case SIGINT:
+      return 'I';
+    case SIGHUP:
+      return 'H';
+    case SIGKILL:
+      return 'K';
+    default:
+      return 0;
   }
 }
 
 int agent_control_signal(char c) {
   switch (c) {
-    case 'T': return SIGTERM;
-    case 'I': return SIGINT;
-    case 'H': return SIGHUP;
-    case 'K': return SIGKILL;
-    default: return 0;
+    case 'T':
+      return SIGTERM;
+    case 'I':
+      return SIGINT;
+    case 'H':
+      return SIGHUP;
+    case 'K':
+      return SIGKILL;
+    default:
+      return 0;
   }
 }
 
@@ -136,8 +144,8 @@ std::string agent_alive_line(const std::string& nonce, long agent_pid) {
   return agent_marker_prefix(nonce) + "alive " + std::to_string(agent_pid) + "\n";
 }
 
-bool parse_agent_marker(const std::string& text, const std::string& nonce, std::string* before,
-                        std::string* kind, long* value) {
+bool parse_agent_marker(const std::string& text, const std::string& nonce, std::string* before, std::string* kind,
+                        long* value) {
   std::string prefix = agent_marker_prefix(nonce);
   size_t at = text.rfind(prefix);
   if (at == std::string::npos) return false;

@@ -32,8 +32,8 @@ constexpr uint32_t kAgentMaxFrame = 64u << 20;
 struct AgentRequest {
   std::string nonce;
   int openblas_local_size = 0;
-  std::vector<std::string> env;   // "NAME=value"
-  std::vector<std::string> argv;  // argv[0] is looked up in PATH (of env) when it has no '/'
+  std::vector<std::string> env;    // "NAME=value"
+  std::vector<std::string> argv;   // argv[0] is looked up in PATH (of env) when it has no '/'
   long heartbeat_timeout_ms = 0;   // 0 = no heartbeats (and the two fields are not encoded)
   long heartbeat_interval_ms = 0;  // > 0 and < heartbeat_timeout_ms when heartbeats are on
 };
@@ -58,5 +58,5 @@ std::string agent_alive_line(const std::string& nonce, long agent_pid);
 // What a marker line says. Returns false if text holds no marker of this nonce. Otherwise sets
 // *before to the bytes in front of the marker (a partial line of the rank's, usually empty) and
 // fills kind ("pid", "exit", "signal", "alive") and value.
-bool parse_agent_marker(const std::string& text, const std::string& nonce, std::string* before,
-                        std::string* kind, long* value);
+bool parse_agent_marker(const std::string& text, const std::string& nonce, std::string* before, std::string* kind,
+                        long* value);

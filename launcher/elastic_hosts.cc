@@ -67,8 +67,10 @@ std::vector<HostSlots> ElasticHosts::next_hosts() const {
 std::string ElasticHosts::describe() const {
   std::string usable, black;
   for (const std::string& name : order_) {
-    if (blacklisted(name)) black += (black.empty() ? "" : ", ") + name;
-    else if (slots_.count(name)) usable += (usable.empty() ? "" : ", ") + name + ":" + std::to_string(slots_.at(name));
+    if (blacklisted(name))
+      black += (black.empty() ? "" : ", ") + name;
+    else if (slots_.count(name))
+      usable += (usable.empty() ? "" : ", ") + name + ":" + std::to_string(slots_.at(name));
   }
   std::string s = std::to_string(usable_slots()) + " usable slots (" + (usable.empty() ? "none" : usable);
   if (!black.empty()) s += "; blacklisted: " + black;

@@ -11,7 +11,7 @@
 
 struct ElasticLimits {
   int min_np = 1;
-  int max_np = 0;              // 0: as many as the usable slots
+  int max_np = 0;  // 0: as many as the usable slots
   int failures_to_blacklist = 2;
 };
 
@@ -42,8 +42,8 @@ class ElasticHosts {
   std::string blacklist(const std::string& host, const std::string& why);
 
   ElasticLimits limits_;
-  std::vector<std::string> order_;     // every host ever seen, first-seen order
-  std::map<std::string, int> slots_;   // the last discovery's hosts only
+  std::vector<std::string> order_;    // every host ever seen, first-seen order
+  std::map<std::string, int> slots_;  // the last discovery's hosts only
   std::map<std::string, int> failures_;
   std::map<std::string, std::string> blacklisted_;  // host -> why
 };

@@ -54,8 +54,9 @@ void check_elastic_options(const LaunchOptions& o, ElasticOptions* e, bool timeo
   }
   const std::string mode = e->discovery_script.empty() ? "--min-np" : "--host-discovery-script";
   if (o.transport == Transport::kMpi)
-    throw UsageError(mode + " needs --gloo: elastic jobs restart their ranks with a new world size, which mpirun's "
-                            "fixed MPI world cannot",
+    throw UsageError(mode +
+                         " needs --gloo: elastic jobs restart their ranks with a new world size, which mpirun's "
+                         "fixed MPI world cannot",
                      false);
   if (!e->discovery_script.empty() && (!o.hosts.empty() || !o.hostfile.empty()))
     throw UsageError(std::string("--host-discovery-script and ") + (o.hosts.empty() ? "--hostfile" : "-H") +

@@ -7,10 +7,10 @@
 #include <string>
 
 struct ElasticOptions {
-  int min_np = 0;                  // 0: not given
-  int max_np = 0;                  // 0: no upper bound
-  std::string discovery_script;    // run through /bin/sh -c, prints host[:slots] lines
-  int slots_per_host = 1;          // for discovered hosts printed without ":slots"
+  int min_np = 0;                // 0: not given
+  int max_np = 0;                // 0: no upper bound
+  std::string discovery_script;  // run through /bin/sh -c, prints host[:slots] lines
+  int slots_per_host = 1;        // for discovered hosts printed without ":slots"
   bool slots_given = false;
   double elastic_timeout_s = 600;  // how long to wait for --min-np slots (HOROVOD_ELASTIC_TIMEOUT)
   bool enabled() const { return min_np > 0 || !discovery_script.empty(); }

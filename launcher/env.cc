@@ -34,10 +34,10 @@ const std::string* env_find(const std::vector<std::string>& env, const std::stri
 }
 
 const std::vector<std::string>& launch_rank_env_names() {
-  static const std::vector<std::string> kNames = {
-      "BARESGD_RANK",       "BARESGD_SIZE",       "BARESGD_LOCAL_RANK", "BARESGD_LOCAL_SIZE",
-      "BARESGD_CROSS_RANK", "BARESGD_CROSS_SIZE", "BARESGD_COMM",       "BARESGD_HOSTNAME",
-      "BARESGD_HOST_ADDR",  "BARESGD_STORE_ADDR", "BARESGD_SECRET",     "BARESGD_JOB_ID"};
+  static const std::vector<std::string> kNames = {"BARESGD_RANK",       "BARESGD_SIZE",       "BARESGD_LOCAL_RANK",
+                                                  "BARESGD_LOCAL_SIZE", "BARESGD_CROSS_RANK", "BARESGD_CROSS_SIZE",
+                                                  "BARESGD_COMM",       "BARESGD_HOSTNAME",   "BARESGD_HOST_ADDR",
+                                                  "BARESGD_STORE_ADDR", "BARESGD_SECRET",     "BARESGD_JOB_ID"};
   return kNames;
 }
 
@@ -48,9 +48,9 @@ bool is_launch_rank_env(const std::string& name) {
 }
 
 bool is_host_specific_env(const std::string& name) {
-  static const std::set<std::string> kExact = {"HOSTNAME", "PWD", "OLDPWD", "SHLVL", "_", "DISPLAY",
-                                               "XAUTHORITY", "TERMCAP", "WINDOWID", "TMUX", "TMUX_PANE",
-                                               "STY", "PS1", "PROMPT_COMMAND", "MAIL"};
+  static const std::set<std::string> kExact = {"HOSTNAME",  "PWD",        "OLDPWD",  "SHLVL",          "_",
+                                               "DISPLAY",   "XAUTHORITY", "TERMCAP", "WINDOWID",       "TMUX",
+                                               "TMUX_PANE", "STY",        "PS1",     "PROMPT_COMMAND", "MAIL"};
   if (kExact.count(name)) return true;
   if (name.compare(0, 4, "SSH_") == 0) return true;
   if (name.compare(0, 10, "BASH_FUNC_") == 0) return true;

@@ -83,9 +83,9 @@ void parse_scalar(const std::string& raw, const std::string& file, int line, Con
 std::vector<ConfigEntry> parse_config_text(const std::string& text, const std::string& file) {
   std::vector<ConfigEntry> out;
   std::set<std::string> seen;
-  std::string section;    // the top-level key whose map we are in ("" = none)
+  std::string section;  // the top-level key whose map we are in ("" = none)
   int section_line = 0;
-  size_t indent = 0;      // the section's indent, once its first key sets it
+  size_t indent = 0;  // the section's indent, once its first key sets it
   bool section_has_keys = false;
   int line = 0;
   size_t pos = 0;
@@ -106,8 +106,8 @@ std::vector<ConfigEntry> parse_config_text(const std::string& text, const std::s
     if (raw[lead] == '\t') fail(file, line, "tab in the indentation (YAML indents with spaces)");
     size_t k = lead;
     while (k < raw.size() && is_key_char(raw[k])) ++k;
-    if (k == lead || k >= raw.size() || raw[k] != ':' || (k + 1 < raw.size() && raw[k + 1] != ' ' && raw[k + 1] != '\t' &&
-                                                          raw[k + 1] != '\r'))
+    if (k == lead || k >= raw.size() || raw[k] != ':' ||
+        (k + 1 < raw.size() && raw[k + 1] != ' ' && raw[k + 1] != '\t' && raw[k + 1] != '\r'))
       fail(file, line, "expected 'key: value', got '" + shown_text(body) + "'");
     std::string key = raw.substr(lead, k - lead);
     std::string rest = raw.substr(k + 1);
@@ -131,8 +131,9 @@ std::vector<ConfigEntry> parse_config_text(const std::string& text, const std::s
     if (section.empty()) fail(file, line, "indented key '" + shown_text(key) + "' outside a section");
     if (indent == 0) indent = lead;
     if (lead != indent)
-      fail(file, line, "indentation " + std::to_string(lead) + " where '" + shown_text(section) + "' uses " +
-                           std::to_string(indent) + " (maps nest one level)");
+      fail(file, line,
+           "indentation " + std::to_string(lead) + " where '" + shown_text(section) + "' uses " +
+               std::to_string(indent) + " (maps nest one level)");
     parse_scalar(rest, file, line, &e);
     if (e.null && !e.quoted && strip_comment(rest).empty()) {
       // "key:" with nothing after it inside a section would open a deeper map.
@@ -142,7 +143,8 @@ std::vector<ConfigEntry> parse_config_text(const std::string& text, const std::s
         std::string nr = text.substr(next, nn == std::string::npos ? std::string::npos : nn - next);
         std::string nb = strip_comment(nr);
         if (!nb.empty()) {
-          if (nr.find_first_not_of(' ') > indent) fail(file, line, "maps nest one level: '" + shown_text(key) + "' holds a map");
+          if (nr.find_first_not_of(' ') > indent)
+            fail(file, line, "maps nest one level: '" + shown_text(key) + "' holds a map");
           break;
         }
         next = nn == std::string::npos ? text.size() : nn + 1;
@@ -165,8 +167,8 @@ enum class Kind { kInt, kFloat, kFraction, kSeconds, kBool, kString, kLevel, kCo
 struct KeyRule {
   const char* key;
   Kind kind;
-  const char* flag;        // value flag, or the flag `true` means
-  const char* false_flag;  // booleans: the flag `false` means
+  const char* flag;                     // value flag, or the flag `true` means
+  const char* false_flag;               // booleans: the flag `false` means
   bool ignored_unless_enabled = false;  // autotune.*: horovodrun reads them only with autotune on
 };
 

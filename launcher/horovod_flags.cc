@@ -13,8 +13,11 @@ constexpr FlagStatus kRef = FlagStatus::kRefused;
 const char kAutotune[] = "autotune-only: baresgd has no autotuner (no fusion buffer or cycle time to tune)";
 const char kCooldown[] =
     "a blacklisted host stays out for the rest of an elastic job: ./launch has no cooldown that lets it back";
-const char kNoStall[] = "./train has no stall check: a collective that waits longer than its --comm-timeout fails the job";
+const char kNoStall[] =
+    "./train has no stall check: a collective that waits longer than its --comm-timeout fails the job";
 
+// One row per flag, kept as the table it is (not reflowed).
+// clang-format off
 std::vector<HorovodFlag> make_table() {
   return {
       {{"--version", "-v"}, 0, kImpl, "prints the version and the backends built in, and exits", "", ""},
@@ -100,6 +103,7 @@ std::vector<HorovodFlag> make_table() {
       {{"--help", "-h"}, 0, kImpl, "prints the help", "", ""},
   };
 }
+// clang-format on
 
 }  // namespace
 
@@ -117,9 +121,12 @@ const HorovodFlag* find_horovod_flag(const std::string& flag) {
 
 const char* flag_status_name(FlagStatus s) {
   switch (s) {
-    case FlagStatus::kImplemented: return "implemented";
-    case FlagStatus::kNoOp: return "no-op";
-    case FlagStatus::kRefused: return "refused";
+    case FlagStatus::kImplemented:
+      return "implemented";
+    case FlagStatus::kNoOp:
+      return "no-op";
+    case FlagStatus::kRefused:
+      return "refused";
   }
   return "?";
 }

@@ -16,9 +16,9 @@ struct HorovodFlag {
   std::vector<std::string> names;  // the first is the long name; the rest are aliases
   int values;                      // words the flag takes: 0, 1 or 2 (--blacklist-cooldown-range)
   FlagStatus status;
-  std::string meaning;   // kImplemented/kNoOp: what ./launch does; kRefused: why it does not apply
-  std::string env;       // the HOROVOD_* variable horovodrun sets for it ("" = none)
-  std::string env_off;   // kRefused: the value of `env` that means "off" and is accepted ("" = none)
+  std::string meaning;  // kImplemented/kNoOp: what ./launch does; kRefused: why it does not apply
+  std::string env;      // the HOROVOD_* variable horovodrun sets for it ("" = none)
+  std::string env_off;  // kRefused: the value of `env` that means "off" and is accepted ("" = none)
 };
 
 // The table, in horovodrun's --help order.

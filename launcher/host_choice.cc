@@ -15,8 +15,8 @@ HostChoice from_slurm(const LaunchOptions& o, const EnvMap& env) {
   c.np = o.np_given ? o.np : c.slurm.ntasks;
   if (c.np > c.slurm.slots)
     throw HostError("-np " + std::to_string(c.np) + " but the Slurm allocation " + c.slurm.job_id + " holds " +
-                    std::to_string(c.slurm.slots) + (c.slurm.slots == 1 ? " task (" : " tasks (") +
-                    c.slurm.summary() + ")");
+                    std::to_string(c.slurm.slots) + (c.slurm.slots == 1 ? " task (" : " tasks (") + c.slurm.summary() +
+                    ")");
   return c;
 }
 

@@ -31,8 +31,7 @@ std::string reason_of(const std::string& message) {
 
 }  // namespace
 
-std::vector<HostSlots> parse_discovery_output(const std::string& text, const std::string& script,
-                                              int default_slots) {
+std::vector<HostSlots> parse_discovery_output(const std::string& text, const std::string& script, int default_slots) {
   std::vector<HostSlots> hosts;
   std::set<std::string> seen;
   size_t pos = 0;
@@ -49,8 +48,7 @@ std::vector<HostSlots> parse_discovery_output(const std::string& text, const std
     } catch (const HostError& e) {
       throw HostError(where + ": " + shown_text(line) + ": " + shown_text(reason_of(e.what())));
     }
-    if (!seen.insert(h.name).second)
-      throw HostError(where + ": host " + shown_text(h.name) + " is printed twice");
+    if (!seen.insert(h.name).second) throw HostError(where + ": host " + shown_text(h.name) + " is printed twice");
     hosts.push_back(h);
   }
   return hosts;

@@ -11,5 +11,4 @@
 // Hosts in the order the script printed them. Throws HostError with one line naming the script
 // and the line ("--host-discovery-script S: line 3: ...") for a bad name, a bad slot count or a
 // host listed twice.
-std::vector<HostSlots> parse_discovery_output(const std::string& text, const std::string& script,
-                                              int default_slots);
+std::vector<HostSlots> parse_discovery_output(const std::string& text, const std::string& script, int default_slots);

@@ -34,8 +34,8 @@ std::string bad_name_reason(const std::string& name) {
   for (char c : name) {
     if (is_space(c)) return "host name '" + name + "' contains whitespace";
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return "host name contains a control character";
-    if (c == ',' || c == ':' || c == '\'' || c == '"' || c == '\\' || c == '`' || c == '$' || c == ';' ||
-        c == '|' || c == '&' || c == '<' || c == '>' || c == '(' || c == ')' || c == '*' || c == '?')
+    if (c == ',' || c == ':' || c == '\'' || c == '"' || c == '\\' || c == '`' || c == '$' || c == ';' || c == '|' ||
+        c == '&' || c == '<' || c == '>' || c == '(' || c == ')' || c == '*' || c == '?')
       return "host name '" + name + "' contains '" + std::string(1, c) + "'";
   }
   return "";
@@ -45,8 +45,7 @@ void check_duplicates(const std::vector<HostSlots>& hosts, const std::string& wh
   std::set<std::string> seen;
   for (const HostSlots& h : hosts) {
     if (!seen.insert(h.name).second)
-      throw HostError(where + ": host '" + h.name + "' is listed twice (list it once with " + h.name +
-                      ":K slots)");
+      throw HostError(where + ": host '" + h.name + "' is listed twice (list it once with " + h.name + ":K slots)");
   }
 }
 
@@ -109,21 +108,19 @@ std::vector<HostSlots> parse_hostfile_text(const std::string& text, const std::s
     h.name = tok[0];
     std::string why = bad_name_reason(h.name);
     if (!why.empty()) throw HostError(where + ": " + why + " (expected 'host slots=K')");
-    if (tok.size() > 2)
-      throw HostError(where + ": unexpected '" + tok[2] + "' (expected 'host slots=K')");
+    if (tok.size() > 2) throw HostError(where + ": unexpected '" + tok[2] + "' (expected 'host slots=K')");
     if (tok.size() == 2) {
       const std::string& kv = tok[1];
       if (kv.compare(0, 6, "slots=") != 0 && kv.compare(0, 10, "max_slots=") != 0)
         throw HostError(where + ": unexpected '" + kv + "' (expected 'host slots=K')");
-      if (kv.compare(0, 6, "slots=") != 0)
-        throw HostError(where + ": only slots=K is supported, not '" + kv + "'");
+      if (kv.compare(0, 6, "slots=") != 0) throw HostError(where + ": only slots=K is supported, not '" + kv + "'");
       if (!parse_slots(kv.substr(6), &h.slots))
         throw HostError(where + ": bad slot count '" + kv.substr(6) + "' (need a whole number >= 1)");
     }
     auto it = first_line.find(h.name);
     if (it != first_line.end())
-      throw HostError(where + ": host '" + h.name + "' is listed twice (first at line " +
-                      std::to_string(it->second) + ")");
+      throw HostError(where + ": host '" + h.name + "' is listed twice (first at line " + std::to_string(it->second) +
+                      ")");
     first_line[h.name] = lineno;
     out.push_back(h);
   }
@@ -147,8 +144,8 @@ std::vector<RankPlacement> layout_ranks(const std::vector<HostSlots>& hosts, int
   if (np > total) {
     std::string list;
     for (const HostSlots& h : hosts) list += (list.empty() ? "" : ",") + h.name + ":" + std::to_string(h.slots);
-    throw HostError("-np " + std::to_string(np) + " is more than the " + std::to_string(total) +
-                    " slots in " + (list.empty() ? std::string("the host list") : list));
+    throw HostError("-np " + std::to_string(np) + " is more than the " + std::to_string(total) + " slots in " +
+                    (list.empty() ? std::string("the host list") : list));
   }
   std::vector<RankPlacement> out;
   std::vector<int> per_host;  // ranks placed on each used host

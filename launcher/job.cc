@@ -34,8 +34,7 @@ constexpr int kGoOn = -1;
 void reap_leftovers() {
   for (int i = 0; i < 20; ++i) {
     pid_t w;
-    while ((w = waitpid(-1, nullptr, WNOHANG)) > 0) {
-    }
+    while ((w = waitpid(-1, nullptr, WNOHANG)) > 0) {}
     if (w < 0) return;  // ECHILD: none left
     usleep(10 * 1000);
   }
@@ -145,8 +144,10 @@ int run_mpirun(const JobPlan& plan, const JobIdentity& id, Supervisor* sup) {
 
 void say_rank_command(const RankStart& r) {
   std::string rank = "rank " + std::to_string(r.place->rank) + ": ";
-  if (!r.via_agent) say_launch(rank + display_command(r.spec.argv));
-  else say_launch(rank + display_command(r.spec.argv) + "  (agent runs: " + display_command(r.request.argv) + ")");
+  if (!r.via_agent)
+    say_launch(rank + display_command(r.spec.argv));
+  else
+    say_launch(rank + display_command(r.spec.argv) + "  (agent runs: " + display_command(r.request.argv) + ")");
 }
 
 // Every rank, local, over ssh or as a job step, in rank order; the first that cannot start stops those started.
@@ -156,8 +157,10 @@ int start_gloo_ranks(const JobPlan& plan, const std::string& store_addr, const J
     try {
       RankStart r = plan_gloo_rank(plan, p, store_addr, id);
       if (plan.opts.verbose) say_rank_command(r);
-      if (!r.via_agent) sup->add_local(p.rank, h.name, spawn_process(r.spec));
-      else sup->add_remote(p.rank, h.name, spawn_process(r.spec), encode_agent_request(r.request), r.kill_spec, r.via);
+      if (!r.via_agent)
+        sup->add_local(p.rank, h.name, spawn_process(r.spec));
+      else
+        sup->add_remote(p.rank, h.name, spawn_process(r.spec), encode_agent_request(r.request), r.kill_spec, r.via);
     } catch (const std::exception& e) {
       return sup->abort_start("launch: cannot start rank " + std::to_string(p.rank) + " on " + h.name + ": " + e.what(),
                               1);
@@ -285,7 +288,8 @@ int next_elastic_plan(const JobPlan& base, ElasticHosts* hosts, OutputSink* sink
       continue;
     }
     if (e.discovery_script.empty()) {  // -H's hosts never change: nothing to wait for
-      sink->message("launch: the job cannot run: " + hosts->describe() + " (-H hosts; a --host-discovery-script could add more)");
+      sink->message("launch: the job cannot run: " + hosts->describe() +
+                    " (-H hosts; a --host-discovery-script could add more)");
       return 1;
     }
     if (Clock::now() >= deadline) {
@@ -329,7 +333,8 @@ int run_elastic(const JobPlan& base, OutputSink* sink, Watchdog* watchdog) {
     code = run_attempt(plan, sink, watchdog, &end);
     if (!end.failed) return code;
     if (!end.host.empty()) {
-      std::string notice = end.host_lost ? hosts.record_lost(end.host, end.cause) : hosts.record_failure(end.host, end.cause);
+      std::string notice =
+          end.host_lost ? hosts.record_lost(end.host, end.cause) : hosts.record_failure(end.host, end.cause);
       if (!notice.empty()) sink->message(notice);
     }
     if (base.opts.restarts_given && restarts == base.opts.max_restarts) {

@@ -7,4 +7,3 @@
 
 // args = argv[1..]. Returns the process exit status.
 int run_launch(const std::vector<std::string>& args);
-

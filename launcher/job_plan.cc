@@ -68,7 +68,8 @@ int lay_out_ranks(JobPlan* plan) {
       o.np_given = true;
     }
     HostChoice choice = choose_hosts(o, env_map(current_environment()));
-    std::vector<HostSlots> host_list = choice.source == HostSource::kHostfile ? read_hostfile(o.hostfile) : choice.hosts;
+    std::vector<HostSlots> host_list =
+        choice.source == HostSource::kHostfile ? read_hostfile(o.hostfile) : choice.hosts;
     o.np = choice.np;
     plan->host_source = choice.described();
     plan->offered = host_list;
@@ -374,7 +375,8 @@ RankStart plan_gloo_rank(const JobPlan& plan, const RankPlacement& p, const std:
 
 std::string find_mpirun() {
   std::string why, path = find_executable("mpirun", path_env(), &why);
-  if (path.empty()) throw std::runtime_error("--mpi: mpirun not found in PATH (install Open MPI: apt-get install openmpi-bin)");
+  if (path.empty())
+    throw std::runtime_error("--mpi: mpirun not found in PATH (install Open MPI: apt-get install openmpi-bin)");
   return path;
 }
 

@@ -25,11 +25,11 @@ struct HostInfo {
 struct JobPlan {
   LaunchOptions opts;
   std::vector<RankPlacement> layout;
-  std::vector<HostSlots> used;          // the hosts that run ranks, slots = ranks there
-  std::vector<HostSlots> offered;       // every host of -H / the hostfile / the allocation, all slots
-  std::vector<HostInfo> hosts;          // the same hosts, indexed by RankPlacement::host_index
-  std::string host_source;              // "the Slurm allocation 1234 (hpc[01-02]: 2(x2))" or ""
-  std::string cmd_path;                 // CMD found on PATH
+  std::vector<HostSlots> used;     // the hosts that run ranks, slots = ranks there
+  std::vector<HostSlots> offered;  // every host of -H / the hostfile / the allocation, all slots
+  std::vector<HostInfo> hosts;     // the same hosts, indexed by RankPlacement::host_index
+  std::string host_source;         // "the Slurm allocation 1234 (hpc[01-02]: 2(x2))" or ""
+  std::string cmd_path;            // CMD found on PATH
   SshOptions ssh;
   bool all_loopback = true;             // every remote host is a 127.x address
   std::string bind_addr;                // the store's, and local ranks' BARESGD_HOST_ADDR

@@ -100,8 +100,7 @@ Vars rank_variables(const RankStart& r) {
 }
 
 std::vector<std::string> host_command(const RankStart& r) {
-  if (r.via_agent)
-    return {display_command(r.spec.argv), "then the agent runs: " + display_command(r.request.argv)};
+  if (r.via_agent) return {display_command(r.spec.argv), "then the agent runs: " + display_command(r.request.argv)};
   std::string cmd = display_command(r.spec.argv);
   if (r.spec.path != r.spec.argv[0]) cmd += "   (program " + r.spec.path + ")";
   return {cmd};
@@ -133,8 +132,9 @@ std::string mpi_sections(const JobPlan& plan) {
   find_mpirun();
   MpirunPlan mp = build_mpirun_plan(plan_mpirun(plan, dry_run_identity()));
   std::vector<Vars> vars(plan.layout.size(), shown_variables(mp.env));
-  return environment_sections(vars, "mpirun passes each with -x; Open MPI adds OMPI_COMM_WORLD_RANK and the "
-                                    "other per-rank variables; ") +
+  return environment_sections(vars,
+                              "mpirun passes each with -x; Open MPI adds OMPI_COMM_WORLD_RANK and the "
+                              "other per-rank variables; ") +
          "\ncommand:\n" + display_command(mp.argv) + "\n";
 }
 
@@ -148,7 +148,9 @@ std::vector<std::string> rank_table(const JobPlan& plan) {
     const HostInfo& h = plan.hosts[p.host_index];
     rows.push_back({std::to_string(p.rank), h.name, std::to_string(p.local_rank) + "/" + std::to_string(p.local_size),
                     std::to_string(p.cross_rank) + "/" + std::to_string(p.cross_size),
-                    plan.srun_steps ? "srun" : h.local ? "local" : "ssh",
+                    plan.srun_steps ? "srun"
+                    : h.local       ? "local"
+                                    : "ssh",
                     h.addr});
   }
   return align(rows);

@@ -54,9 +54,9 @@ std::vector<std::string> mpirun_argv(const MpirunInputs& in, const std::vector<s
   if (in.as_root) argv.push_back("--allow-run-as-root");
   std::string hl;
   for (const HostSlots& h : in.hosts) hl += (hl.empty() ? "" : ",") + h.name + ":" + std::to_string(h.slots);
-  argv.insert(argv.end(), {"-np", std::to_string(in.np), "-H", hl, "-bind-to", in.bind_to, "-map-by", in.map_by,
-                           "--tag-output", "-x", "BARESGD_COMM=mpi", "-x", "OPENBLAS_NUM_THREADS", "-x",
-                           "BARESGD_JOB_ID", "-x", "BARESGD_SECRET"});
+  argv.insert(argv.end(),
+              {"-np", std::to_string(in.np), "-H", hl, "-bind-to", in.bind_to, "-map-by", in.map_by, "--tag-output",
+               "-x", "BARESGD_COMM=mpi", "-x", "OPENBLAS_NUM_THREADS", "-x", "BARESGD_JOB_ID", "-x", "BARESGD_SECRET"});
   for (const std::string& e : env)
     if (forwarded_with_x(e)) argv.insert(argv.end(), {"-x", e.substr(0, e.find('='))});
   std::string rsh = ssh_user_args(in.ssh);

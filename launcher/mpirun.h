@@ -9,15 +9,15 @@
 
 struct MpirunInputs {
   int np = 0;
-  std::vector<HostSlots> hosts;        // hosts with the ranks placed on them (slots = ranks there)
-  std::vector<std::string> command;    // CMD ARGS (CMD already resolved to a path or as given)
-  std::vector<std::string> base_env;   // the launcher's environment
-  SshOptions ssh;                      // -p/-i/-F -> plm_rsh_args
-  bool as_root = false;                // --allow-run-as-root
-  bool all_loopback = false;           // every host is this machine or a 127.x address
-  std::string network_interface;       // --network-interface
-  int openblas_threads = 1;            // used unless the user set OPENBLAS_NUM_THREADS
-  bool oversubscribed = false;         // some host runs more ranks than this machine has cores
+  std::vector<HostSlots> hosts;       // hosts with the ranks placed on them (slots = ranks there)
+  std::vector<std::string> command;   // CMD ARGS (CMD already resolved to a path or as given)
+  std::vector<std::string> base_env;  // the launcher's environment
+  SshOptions ssh;                     // -p/-i/-F -> plm_rsh_args
+  bool as_root = false;               // --allow-run-as-root
+  bool all_loopback = false;          // every host is this machine or a 127.x address
+  std::string network_interface;      // --network-interface
+  int openblas_threads = 1;           // used unless the user set OPENBLAS_NUM_THREADS
+  bool oversubscribed = false;        // some host runs more ranks than this machine has cores
   std::string job_id, secret;
   std::vector<std::string> extra_env;  // -x VAR[=VALUE], as given
   std::vector<std::string> mpi_args;   // --mpi-args words, before CMD

@@ -32,10 +32,7 @@ bool is_connectable_ipv4(const std::string& addr) {
   return (h >> 24) != 0 && (h >> 28) < 14;  // not 0/8, not 224/4 (multicast) nor 240/4 (reserved)
 }
 
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 std::string bind_addr_problem(const std::string& addr) {
   if (!is_ipv4_literal(addr)) return "--bind-addr '" + shown_text(addr) + "' is not an IPv4 address";
@@ -54,7 +51,8 @@ std::string resolve_ipv4(const std::string& host) {
   hints.ai_socktype = SOCK_STREAM;
   struct addrinfo* res = nullptr;
   int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
-  if (rc != 0 || !res) throw std::runtime_error("cannot resolve '" + host + "' to an IPv4 address: " + gai_strerror(rc));
+  if (rc != 0 || !res)
+    throw std::runtime_error("cannot resolve '" + host + "' to an IPv4 address: " + gai_strerror(rc));
   char buf[INET_ADDRSTRLEN] = {0};
   inet_ntop(AF_INET, &reinterpret_cast<struct sockaddr_in*>(res->ai_addr)->sin_addr, buf, sizeof buf);
   freeaddrinfo(res);

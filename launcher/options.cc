@@ -107,7 +107,8 @@ void read_horovod_env(const EnvLookup& env, const std::vector<std::string>& give
     throw UsageError("HOROVOD_GLOO_TIMEOUT_SECONDS='" + shown_text(v) + kSecondsRange, false);
   v = env("HOROVOD_LOG_LEVEL");
   if (v && *v && !is_given("--log-level") && horovod_log_level(v).empty())
-    throw UsageError("HOROVOD_LOG_LEVEL='" + shown_text(v) + "' is not one of TRACE, DEBUG, INFO, WARNING, ERROR, FATAL", false);
+    throw UsageError(
+        "HOROVOD_LOG_LEVEL='" + shown_text(v) + "' is not one of TRACE, DEBUG, INFO, WARNING, ERROR, FATAL", false);
   v = env("HOROVOD_LOG_HIDE_TIME");
   if (v && *v && !is_given("--log-with-timestamp") && std::strcmp(v, "0") != 0 && std::strcmp(v, "1") != 0)
     throw UsageError("HOROVOD_LOG_HIDE_TIME='" + shown_text(v) + "' is not 0 or 1", false);
@@ -142,110 +143,110 @@ const char* launch_usage_line() {
 
 namespace {
 const char kHelpText[] =
-         "usage: launch -np N (--gloo|--mpi) [-H host:slots,...|--hostfile FILE] [options] CMD [ARGS...]\n"
-         "\n"
-         "Starts N ranks of CMD over the hosts' slots (filled in order) and tags their output.\n"
-         "\n"
-         "  -np, --num-proc N         number of ranks (required, except inside a Slurm allocation:\n"
-         "                            there the allocation's task count, see below)\n"
-         "  -H, --hosts LIST          host or host:slots, comma separated (default localhost:N)\n"
-         "      --hostfile FILE       lines 'host slots=K'; '#' comments\n"
-         "      --gloo                start the ranks ourselves (local fork, ssh + agent) with a\n"
-         "                            rendezvous store for Gloo\n"
-         "      --mpi                 start the ranks with Open MPI's mpirun; every exported variable\n"
-         "                            reaches every rank (-x NAME) except host-specific ones (HOSTNAME,\n"
-         "                            PWD, OLDPWD, SHLVL, SSH_*, XDG_*, BASH_FUNC_*, DISPLAY, ...)\n"
-         "  -x VAR[=VALUE]            --mpi: send VAR (with VALUE, or this shell's value) to every\n"
-         "                            rank (repeatable)\n"
-         "      --mpi-args \"ARGS\"     --mpi: extra mpirun arguments, split as a shell would,\n"
-         "                            before CMD (repeatable)\n"
-         "      --bind-to V           --mpi: mpirun -bind-to V (default none)\n"
-         "      --binding-args \"ARGS\" --mpi: horovodrun's: -bind-to/-map-by values replace the\n"
-         "                            defaults, other words go to mpirun\n"
-         "      --map-by V            --mpi: mpirun -map-by V (default slot)\n"
-         "  -p, --ssh-port PORT       ssh port (passed to ssh and mpirun)\n"
-         "  -i, --ssh-identity-file F ssh identity file\n"
-         "  -F, --ssh-config FILE     ssh config file (default: $BARESGD_SSH_CONFIG if set)\n"
-         "      --tag-format FMT      horovod ([0]<stdout>:, default), mpi ([1,0]<stdout>:),\n"
-         "                            short ([0]:) or host ([host:0]<stdout>:)\n"
-         "      --output-filename DIR also write DIR/rank.N/stdout and DIR/rank.N/stderr, N\n"
-         "                            zero-padded to sort (rank.00 .. rank.11 for 12 ranks)\n"
-         "      --timestamp           prefix each line with the time\n"
-         "      --verbose             print the rank table and the commands run\n"
-         "      --config-file FILE    horovodrun's YAML config (controller, timeline.filename,\n"
-         "                            library_options.gloo_timeout_seconds, logging.level, ...);\n"
-         "                            command-line flags win over the file\n"
-         "      --gloo-timeout-seconds N  every rank gets HOROVOD_GLOO_TIMEOUT_SECONDS=N: ./train's\n"
-         "                            collectives time out after N s (its --comm-timeout default)\n"
-         "      --log-level LEVEL     every rank gets HOROVOD_LOG_LEVEL (TRACE .. FATAL)\n"
-         "      --log-with-timestamp, --log-without-timestamp  HOROVOD_LOG_HIDE_TIME=0 / 1\n"
-         "      --start-timeout SEC   give up when hosts cannot be reached in SEC (default\n"
-         "                            $HOROVOD_START_TIMEOUT, else 30)\n"
-         "      --timeout SEC         stop the job after SEC seconds (exit 124)\n"
-         "      --heartbeat-timeout SEC  a remote host whose agent is silent for SEC (default 30;\n"
-         "                            0.5..100000) is named, the job's processes there are killed\n"
-         "                            over a new ssh and the job stopped (exit 255); an agent that\n"
-         "                            hears nothing from the launcher for SEC stops its rank, exits\n"
-         "      --heartbeat-interval SEC  heartbeat period both ways (default: SEC/6, at most 5;\n"
-         "                            at least 0.05, less than --heartbeat-timeout)\n"
-         "      --network-interface(s) IF  bind the store to IF's address; ranks use it (and mpirun's\n"
-         "                            btl/oob_tcp_if_include)\n"
-         "      --bind-addr ADDR      bind the store to ADDR; local ranks get it as BARESGD_HOST_ADDR\n"
-         "                            (an IPv4 address of this machine; 0.0.0.0, broadcast and\n"
-         "                            multicast are refused: ranks must connect to it)\n"
-         "      --timeline-filename FILE  every rank gets HOROVOD_TIMELINE=FILE (./train records its\n"
-         "                            timeline there; as horovodrun); FILE's directory must be\n"
-         "                            writable. HOROVOD_TIMELINE set for ./launch reaches every rank\n"
-         "                            too (the flag wins)\n"
-         "      --max-restarts N      after a job failure (a rank exits non-zero or is killed, a\n"
-         "                            host is lost) stop the job as usual, then start it again, up to\n"
-         "                            N times (default 0: never), after 1 s, 2 s, 4 s ... (at most\n"
-         "                            30 s); a CMD with --checkpoint-dir gets --resume. A clean exit,\n"
-         "                            --timeout and a signal to launch never restart\n"
-         "      --reset-limit N       the same (Horovod's name)\n"
-         "      --min-np N            elastic (Horovod's meaning, --gloo): after a failure the job\n"
-         "                            restarts with --resume on the hosts still usable, with as many\n"
-         "                            ranks as their slots give (at least N, at most --max-np). A host\n"
-         "                            whose ranks failed twice, or that stopped answering, is\n"
-         "                            blacklisted. Restarts are unlimited unless --max-restarts says\n"
-         "      --max-np N            at most N ranks in an elastic job (default: every usable slot)\n"
-         "      --host-discovery-script CMD  elastic: CMD (run by /bin/sh) prints the usable hosts,\n"
-         "                            one \"host\" or \"host:slots\" per line; run before every start\n"
-         "      --slots-per-host N    slots of a discovered host printed without \":slots\" (default 1)\n"
-         "      --elastic-timeout S   how long an elastic job waits for --min-np usable slots before\n"
-         "                            it fails (default 600; HOROVOD_ELASTIC_TIMEOUT)\n"
-         "      --dry-run             print what would be started (below) and start nothing\n"
-         "      --no-srun             --gloo inside a Slurm allocation: start the ranks locally and\n"
-         "                            over ssh, not as job steps through srun (below)\n"
-         "  -h, --help                this text\n"
-         "  -v, --version             the version and the backends built in (also -cb,\n"
-         "                            --check-build)\n"
-         "\n"
-         "--dry-run prints on stdout, in aligned columns:\n"
-         "  the rank table: rank, host, local rank/size, cross rank/size, how the rank starts (local,\n"
-         "    ssh or srun) and its address (BARESGD_HOST_ADDR, which Gloo binds);\n"
-         "  the environment every rank gets (the BARESGD_*, OMPI_*, HOROVOD_* and\n"
-         "    OPENBLAS_NUM_THREADS variables), then a table of the variables that differ per rank;\n"
-         "  the command per host: the rank's own command line, the full ssh (or srun) command with\n"
-         "    what the agent then runs, or the exact mpirun command for --mpi.\n"
-         "  The secret shows as ******; the store's port, the job id and a remote host's core count,\n"
-         "  known only when the job starts, as <port>, <job id> and <cores>. Host addresses are read\n"
-         "  from the ssh config with `ssh -G` (no connection is made); nothing else runs.\n"
-         "  With --max-restarts N > 0, a last line gives the restart policy.\n"
-         "\n"
-         "Inside a Slurm allocation (SLURM_JOB_ID and SLURM_JOB_NODELIST set) and without -H or\n"
-         "--hostfile, the hosts and their slots are the allocation's (SLURM_JOB_NODELIST,\n"
-         "SLURM_TASKS_PER_NODE) and -np defaults to SLURM_NTASKS; a larger -np is refused.\n"
-         "With --gloo every rank then starts as a job step of the allocation (srun --overlap ...\n"
-         "launch --agent on its node), so scancel stops it and accounting counts it; --no-srun\n"
-         "starts them locally and over ssh instead, as -H does.\n"
-         "\n"
-         "Exit status: the first failing rank's (128+signal for a signal; with --max-restarts, that of\n"
-         "the last attempt's first failure), 124 on --timeout,\n"
-         "128+signal when the launcher itself is stopped by a signal, 2 for a bad command line,\n"
-         "1 for other launch errors.\n"
-         "\n"
-         "horovodrun's flags that are no-ops here (accepted) or refused, and why (README.md lists all):\n";
+    "usage: launch -np N (--gloo|--mpi) [-H host:slots,...|--hostfile FILE] [options] CMD [ARGS...]\n"
+    "\n"
+    "Starts N ranks of CMD over the hosts' slots (filled in order) and tags their output.\n"
+    "\n"
+    "  -np, --num-proc N         number of ranks (required, except inside a Slurm allocation:\n"
+    "                            there the allocation's task count, see below)\n"
+    "  -H, --hosts LIST          host or host:slots, comma separated (default localhost:N)\n"
+    "      --hostfile FILE       lines 'host slots=K'; '#' comments\n"
+    "      --gloo                start the ranks ourselves (local fork, ssh + agent) with a\n"
+    "                            rendezvous store for Gloo\n"
+    "      --mpi                 start the ranks with Open MPI's mpirun; every exported variable\n"
+    "                            reaches every rank (-x NAME) except host-specific ones (HOSTNAME,\n"
+    "                            PWD, OLDPWD, SHLVL, SSH_*, XDG_*, BASH_FUNC_*, DISPLAY, ...)\n"
+    "  -x VAR[=VALUE]            --mpi: send VAR (with VALUE, or this shell's value) to every\n"
+    "                            rank (repeatable)\n"
+    "      --mpi-args \"ARGS\"     --mpi: extra mpirun arguments, split as a shell would,\n"
+    "                            before CMD (repeatable)\n"
+    "      --bind-to V           --mpi: mpirun -bind-to V (default none)\n"
+    "      --binding-args \"ARGS\" --mpi: horovodrun's: -bind-to/-map-by values replace the\n"
+    "                            defaults, other words go to mpirun\n"
+    "      --map-by V            --mpi: mpirun -map-by V (default slot)\n"
+    "  -p, --ssh-port PORT       ssh port (passed to ssh and mpirun)\n"
+    "  -i, --ssh-identity-file F ssh identity file\n"
+    "  -F, --ssh-config FILE     ssh config file (default: $BARESGD_SSH_CONFIG if set)\n"
+    "      --tag-format FMT      horovod ([0]<stdout>:, default), mpi ([1,0]<stdout>:),\n"
+    "                            short ([0]:) or host ([host:0]<stdout>:)\n"
+    "      --output-filename DIR also write DIR/rank.N/stdout and DIR/rank.N/stderr, N\n"
+    "                            zero-padded to sort (rank.00 .. rank.11 for 12 ranks)\n"
+    "      --timestamp           prefix each line with the time\n"
+    "      --verbose             print the rank table and the commands run\n"
+    "      --config-file FILE    horovodrun's YAML config (controller, timeline.filename,\n"
+    "                            library_options.gloo_timeout_seconds, logging.level, ...);\n"
+    "                            command-line flags win over the file\n"
+    "      --gloo-timeout-seconds N  every rank gets HOROVOD_GLOO_TIMEOUT_SECONDS=N: ./train's\n"
+    "                            collectives time out after N s (its --comm-timeout default)\n"
+    "      --log-level LEVEL     every rank gets HOROVOD_LOG_LEVEL (TRACE .. FATAL)\n"
+    "      --log-with-timestamp, --log-without-timestamp  HOROVOD_LOG_HIDE_TIME=0 / 1\n"
+    "      --start-timeout SEC   give up when hosts cannot be reached in SEC (default\n"
+    "                            $HOROVOD_START_TIMEOUT, else 30)\n"
+    "      --timeout SEC         stop the job after SEC seconds (exit 124)\n"
+    "      --heartbeat-timeout SEC  a remote host whose agent is silent for SEC (default 30;\n"
+    "                            0.5..100000) is named, the job's processes there are killed\n"
+    "                            over a new ssh and the job stopped (exit 255); an agent that\n"
+    "                            hears nothing from the launcher for SEC stops its rank, exits\n"
+    "      --heartbeat-interval SEC  heartbeat period both ways (default: SEC/6, at most 5;\n"
+    "                            at least 0.05, less than --heartbeat-timeout)\n"
+    "      --network-interface(s) IF  bind the store to IF's address; ranks use it (and mpirun's\n"
+    "                            btl/oob_tcp_if_include)\n"
+    "      --bind-addr ADDR      bind the store to ADDR; local ranks get it as BARESGD_HOST_ADDR\n"
+    "                            (an IPv4 address of this machine; 0.0.0.0, broadcast and\n"
+    "                            multicast are refused: ranks must connect to it)\n"
+    "      --timeline-filename FILE  every rank gets HOROVOD_TIMELINE=FILE (./train records its\n"
+    "                            timeline there; as horovodrun); FILE's directory must be\n"
+    "                            writable. HOROVOD_TIMELINE set for ./launch reaches every rank\n"
+    "                            too (the flag wins)\n"
+    "      --max-restarts N      after a job failure (a rank exits non-zero or is killed, a\n"
+    "                            host is lost) stop the job as usual, then start it again, up to\n"
+    "                            N times (default 0: never), after 1 s, 2 s, 4 s ... (at most\n"
+    "                            30 s); a CMD with --checkpoint-dir gets --resume. A clean exit,\n"
+    "                            --timeout and a signal to launch never restart\n"
+    "      --reset-limit N       the same (Horovod's name)\n"
+    "      --min-np N            elastic (Horovod's meaning, --gloo): after a failure the job\n"
+    "                            restarts with --resume on the hosts still usable, with as many\n"
+    "                            ranks as their slots give (at least N, at most --max-np). A host\n"
+    "                            whose ranks failed twice, or that stopped answering, is\n"
+    "                            blacklisted. Restarts are unlimited unless --max-restarts says\n"
+    "      --max-np N            at most N ranks in an elastic job (default: every usable slot)\n"
+    "      --host-discovery-script CMD  elastic: CMD (run by /bin/sh) prints the usable hosts,\n"
+    "                            one \"host\" or \"host:slots\" per line; run before every start\n"
+    "      --slots-per-host N    slots of a discovered host printed without \":slots\" (default 1)\n"
+    "      --elastic-timeout S   how long an elastic job waits for --min-np usable slots before\n"
+    "                            it fails (default 600; HOROVOD_ELASTIC_TIMEOUT)\n"
+    "      --dry-run             print what would be started (below) and start nothing\n"
+    "      --no-srun             --gloo inside a Slurm allocation: start the ranks locally and\n"
+    "                            over ssh, not as job steps through srun (below)\n"
+    "  -h, --help                this text\n"
+    "  -v, --version             the version and the backends built in (also -cb,\n"
+    "                            --check-build)\n"
+    "\n"
+    "--dry-run prints on stdout, in aligned columns:\n"
+    "  the rank table: rank, host, local rank/size, cross rank/size, how the rank starts (local,\n"
+    "    ssh or srun) and its address (BARESGD_HOST_ADDR, which Gloo binds);\n"
+    "  the environment every rank gets (the BARESGD_*, OMPI_*, HOROVOD_* and\n"
+    "    OPENBLAS_NUM_THREADS variables), then a table of the variables that differ per rank;\n"
+    "  the command per host: the rank's own command line, the full ssh (or srun) command with\n"
+    "    what the agent then runs, or the exact mpirun command for --mpi.\n"
+    "  The secret shows as ******; the store's port, the job id and a remote host's core count,\n"
+    "  known only when the job starts, as <port>, <job id> and <cores>. Host addresses are read\n"
+    "  from the ssh config with `ssh -G` (no connection is made); nothing else runs.\n"
+    "  With --max-restarts N > 0, a last line gives the restart policy.\n"
+    "\n"
+    "Inside a Slurm allocation (SLURM_JOB_ID and SLURM_JOB_NODELIST set) and without -H or\n"
+    "--hostfile, the hosts and their slots are the allocation's (SLURM_JOB_NODELIST,\n"
+    "SLURM_TASKS_PER_NODE) and -np defaults to SLURM_NTASKS; a larger -np is refused.\n"
+    "With --gloo every rank then starts as a job step of the allocation (srun --overlap ...\n"
+    "launch --agent on its node), so scancel stops it and accounting counts it; --no-srun\n"
+    "starts them locally and over ssh instead, as -H does.\n"
+    "\n"
+    "Exit status: the first failing rank's (128+signal for a signal; with --max-restarts, that of\n"
+    "the last attempt's first failure), 124 on --timeout,\n"
+    "128+signal when the launcher itself is stopped by a signal, 2 for a bad command line,\n"
+    "1 for other launch errors.\n"
+    "\n"
+    "horovodrun's flags that are no-ops here (accepted) or refused, and why (README.md lists all):\n";
 }  // namespace
 
 const char* launch_help_text() {
@@ -319,7 +320,8 @@ LaunchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup&
       seen.insert(seen.end(), {"--log-with-timestamp", "--log-without-timestamp"});
     if (name == "-np" || name == "--num-proc" || name == "-n") {
       o.np = parse_int_flag(name, need_value(name));
-      if (o.np > 65536) throw UsageError(name + " " + std::to_string(o.np) + " is more ranks than launch supports (65536)", false);
+      if (o.np > 65536)
+        throw UsageError(name + " " + std::to_string(o.np) + " is more ranks than launch supports (65536)", false);
       o.np_given = true;
     } else if (name == "-H" || name == "--hosts") {
       o.hosts = need_value(name);
@@ -364,11 +366,14 @@ LaunchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup&
     } else if (name == "--heartbeat-timeout") {
       o.heartbeat_timeout = parse_seconds_flag(name, need_value(name));
       if (o.heartbeat_timeout < 0.5 || o.heartbeat_timeout > 100000)
-        throw UsageError("--heartbeat-timeout must be 0.5..100000 seconds (got " + value_text(args, i, has_inline, value) + ")", true);
+        throw UsageError(
+            "--heartbeat-timeout must be 0.5..100000 seconds (got " + value_text(args, i, has_inline, value) + ")",
+            true);
     } else if (name == "--heartbeat-interval") {
       o.heartbeat_interval = parse_seconds_flag(name, need_value(name));
       if (o.heartbeat_interval < 0.05)
-        throw UsageError("--heartbeat-interval must be >= 0.05 seconds (got " + value_text(args, i, has_inline, value) + ")", true);
+        throw UsageError(
+            "--heartbeat-interval must be >= 0.05 seconds (got " + value_text(args, i, has_inline, value) + ")", true);
     } else if (name == "--network-interface" || name == "--network-interfaces") {
       std::string v = need_value(name);
       for (size_t b = 0; b <= v.size();) {  // horovodrun's comma list; baresgd binds one interface
@@ -422,7 +427,8 @@ LaunchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup&
     } else if (name == "--log-level") {
       std::string v = need_value(name), level = horovod_log_level(v);
       if (level.empty())
-        throw UsageError(name + " '" + shown_text(v) + "' is not one of TRACE, DEBUG, INFO, WARNING, ERROR, FATAL", false);
+        throw UsageError(name + " '" + shown_text(v) + "' is not one of TRACE, DEBUG, INFO, WARNING, ERROR, FATAL",
+                         false);
       set_horovod_env(&o, "HOROVOD_LOG_LEVEL", level);
     } else if (name == "--log-with-timestamp" || name == "--no-log-hide-timestamp" ||
                name == "--log-without-timestamp" || name == "--log-hide-timestamp") {
@@ -450,16 +456,17 @@ LaunchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup&
       if (n < 0) throw UsageError(name + " must be >= 0 (got " + v + ")", false);
       if (n > 1000000) throw UsageError(name + " " + v + " is more restarts than launch supports (1000000)", false);
       if (!restart_flag.empty() && n != o.max_restarts)
-        throw UsageError(name + " " + v + " contradicts " + restart_flag + " " + std::to_string(o.max_restarts) +
-                             ": give one",
-                         false);
+        throw UsageError(
+            name + " " + v + " contradicts " + restart_flag + " " + std::to_string(o.max_restarts) + ": give one",
+            false);
       restart_flag = name;
       o.max_restarts = n;
       o.restarts_given = true;
     } else if (name == "-h" || name == "--help") {
       o.help = true;
       return o;
-    } else if (parse_elastic_flag(name, [&] { return need_value(name); }, &o.elastic)) {
+    } else if (parse_elastic_flag(
+                   name, [&] { return need_value(name); }, &o.elastic)) {
       elastic_timeout_given = elastic_timeout_given || name == "--elastic-timeout";
     } else if (row && row->status == FlagStatus::kRefused) {
       throw UsageError(refusal_line(*row, name), false);
@@ -493,7 +500,8 @@ LaunchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup&
   if (o.heartbeat_interval == 0) o.heartbeat_interval = std::min(5.0, o.heartbeat_timeout / 6);
   if (o.heartbeat_interval >= o.heartbeat_timeout)
     throw UsageError("--heartbeat-interval must be shorter than --heartbeat-timeout (" +
-                     seconds_text(o.heartbeat_interval) + " >= " + seconds_text(o.heartbeat_timeout) + " s)", false);
+                         seconds_text(o.heartbeat_interval) + " >= " + seconds_text(o.heartbeat_timeout) + " s)",
+                     false);
   check_elastic_options(o, &o.elastic, elastic_timeout_given, env("HOROVOD_ELASTIC_TIMEOUT"));
   if (o.command.empty()) throw UsageError("missing CMD: what should each rank run?", false);
   if (o.command[0].empty()) throw UsageError("CMD is an empty string", false);

@@ -21,8 +21,8 @@ enum class Transport { kNone, kGloo, kMpi };
 struct LaunchOptions {
   int np = 0;
   bool np_given = false;  // -np on the command line (else the Slurm allocation's, host_choice.h)
-  std::string hosts;     // -H
-  std::string hostfile;  // --hostfile
+  std::string hosts;      // -H
+  std::string hostfile;   // --hostfile
   Transport transport = Transport::kNone;
   std::string ssh_port;      // -p
   std::string ssh_identity;  // -i
@@ -31,10 +31,10 @@ struct LaunchOptions {
   std::string output_dir;  // --output-filename
   bool timestamp = false;
   bool verbose = false;
-  double start_timeout = 30;  // seconds
-  double timeout = 0;         // seconds, 0 = none
-  double heartbeat_timeout = 30;   // seconds without a heartbeat before a host is declared lost
-  double heartbeat_interval = 0;   // seconds between heartbeats; 0 = min(5, heartbeat_timeout / 6)
+  double start_timeout = 30;      // seconds
+  double timeout = 0;             // seconds, 0 = none
+  double heartbeat_timeout = 30;  // seconds without a heartbeat before a host is declared lost
+  double heartbeat_interval = 0;  // seconds between heartbeats; 0 = min(5, heartbeat_timeout / 6)
   std::string network_interface;
   std::string bind_addr;
   std::string timeline_file;  // --timeline-filename: every rank gets HOROVOD_TIMELINE

@@ -110,8 +110,8 @@ void OutputSink::flush_files() {
       if (f.fd[s] >= 0 && !write_all(f.fd[s], f.buf[s])) {
         int e = errno;
         if (file_error_.empty()) {
-          file_error_ = "launch: cannot write " + f.path[s] + ": " + std::strerror(e) +
-                        "; no more output goes to that file";
+          file_error_ =
+              "launch: cannot write " + f.path[s] + ": " + std::strerror(e) + "; no more output goes to that file";
           std::string line = file_error_ + "\n";
           if (!err_broken_) write_all(err_fd_, line);
         }

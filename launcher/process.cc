@@ -180,8 +180,7 @@ SpawnedChild spawn_process(const SpawnSpec& spec) {
   if (spec.new_process_group) setpgid(pid, pid);  // both sides, so a kill(-pid) right away works
   if (int child_errno = read_exec_errno(&p)) {
     int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
     close_our_ends(&p);
     throw std::runtime_error("cannot run '" + prog + "': " + std::strerror(child_errno));
   }
@@ -211,8 +210,10 @@ bool capture_until_exit(SpawnedChild* c, Clock::time_point deadline, std::string
     if (now >= deadline) return false;
     int wait_ms = static_cast<int>(
         std::min<long>(50, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1));
-    if (np > 0) poll(p, np, wait_ms);
-    else std::this_thread::sleep_for(std::chrono::milliseconds(std::min(wait_ms, 10)));
+    if (np > 0)
+      poll(p, np, wait_ms);
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(wait_ms, 10)));
     drain_into(&c->out_fd, o);
     drain_into(&c->err_fd, e);
   }
@@ -257,25 +258,44 @@ int run_capture(const std::vector<std::string>& argv, std::chrono::milliseconds 
 
 std::string signal_name(int sig) {
   switch (sig) {
-    case SIGHUP: return "SIGHUP";
-    case SIGINT: return "SIGINT";
-    case SIGQUIT: return "SIGQUIT";
-    case SIGILL: return "SIGILL";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGKILL: return "SIGKILL";
-    case SIGUSR1: return "SIGUSR1";
-    case SIGSEGV: return "SIGSEGV";
-    case SIGUSR2: return "SIGUSR2";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGALRM: return "SIGALRM";
-    case SIGTERM: return "SIGTERM";
-    case SIGXCPU: return "SIGXCPU";
-    case SIGXFSZ: return "SIGXFSZ";
-    case SIGSYS: return "SIGSYS";
-    default: return "signal " + std::to_string(sig);
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGINT:
+      return "SIGINT";
+    case SIGQUIT:
+      return "SIGQUIT";
+    case SIGILL:
+      return "SIGILL";
+    case SIGTRAP:
+      return "SIGTRAP";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGUSR2:
+      return "SIGUSR2";
+    case SIGPIPE:
+      return "SIGPIPE";
+    case SIGALRM:
+      return "SIGALRM";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGXCPU:
+      return "SIGXCPU";
+    case SIGXFSZ:
+      return "SIGXFSZ";
+    case SIGSYS:
+      return "SIGSYS";
+    default:
+      return "signal " + std::to_string(sig);
   }
 }
 

@@ -36,8 +36,8 @@ SpawnedChild spawn_process(const SpawnSpec& spec);
 
 // Runs argv (no stdin), captures stdout and stderr, kills it after timeout. Returns the wait status,
 // or -1 if it could not be started or timed out (*err says why).
-int run_capture(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                std::string* out, std::string* err);
+int run_capture(const std::vector<std::string>& argv, std::chrono::milliseconds timeout, std::string* out,
+                std::string* err);
 
 // Human name of a signal: "SIGKILL".
 std::string signal_name(int sig);

@@ -136,8 +136,7 @@ int signal_descendants(pid_t root, int sig, const std::set<pid_t>& keep) {
 int stop_descendants(pid_t root, int grace_ms, const std::set<pid_t>& keep, bool reap) {
   auto reap_ours = [&] {
     if (!reap) return;
-    while (waitpid(-1, nullptr, WNOHANG) > 0) {
-    }
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {}
   };
   if (signal_descendants(root, SIGTERM, keep) == 0) return 0;
   for (int waited = 0; waited < grace_ms; waited += 20) {

@@ -21,8 +21,10 @@ std::string checkpoint_dir_of(const std::vector<std::string>& command) {
   std::string dir;
   const std::string eq = std::string(kDirFlag) + "=";
   for (size_t i = 1; i < command.size(); ++i) {
-    if (command[i] == kDirFlag && i + 1 < command.size()) dir = command[++i];
-    else if (command[i].compare(0, eq.size(), eq) == 0) dir = command[i].substr(eq.size());
+    if (command[i] == kDirFlag && i + 1 < command.size())
+      dir = command[++i];
+    else if (command[i].compare(0, eq.size(), eq) == 0)
+      dir = command[i].substr(eq.size());
   }
   return dir;
 }
@@ -60,7 +62,7 @@ std::string resume_point(const std::string& dir, bool readable_here) {
     struct stat st;
     if (!checkpoint_step_of_name(e->d_name, &step) || ::stat((dir + "/" + e->d_name).c_str(), &st) != 0) continue;
     const struct timespec t = st.st_mtim;
-    const bool later = t.tv_sec != newest_time.tv_sec ? t.tv_sec > newest_time.tv_sec
+    const bool later = t.tv_sec != newest_time.tv_sec     ? t.tv_sec > newest_time.tv_sec
                        : t.tv_nsec != newest_time.tv_nsec ? t.tv_nsec > newest_time.tv_nsec
                                                           : step > newest;
     if (newest < 0 || later) newest = step, newest_time = t, name = e->d_name;
@@ -70,7 +72,8 @@ std::string resume_point(const std::string& dir, bool readable_here) {
   return "resuming from step " + std::to_string(newest) + " (" + shown_text(dir + "/" + name) + ")";
 }
 
-std::string restart_line(int k, int max_restarts, double backoff_s, const std::string& cause, const std::string& point) {
+std::string restart_line(int k, int max_restarts, double backoff_s, const std::string& cause,
+                         const std::string& point) {
   return "launch: restart " + std::to_string(k) + " of " + std::to_string(max_restarts) + " in " +
          seconds_text(backoff_s) + " s after " + cause + "; " + point;
 }

@@ -38,8 +38,9 @@ SlurmAllocation read_slurm_allocation(const EnvMap& env) {
   a.nodelist = *find(env, "SLURM_JOB_NODELIST");
   const std::string* tpn = find(env, "SLURM_TASKS_PER_NODE");
   if (!tpn)
-    fail("SLURM_JOB_NODELIST is set but SLURM_TASKS_PER_NODE is not: cannot tell how many tasks each node holds "
-         "(pass -H or --hostfile)");
+    fail(
+        "SLURM_JOB_NODELIST is set but SLURM_TASKS_PER_NODE is not: cannot tell how many tasks each node holds "
+        "(pass -H or --hostfile)");
   a.tasks_per_node = *tpn;
   const std::vector<std::string> names = expand_slurm_hostlist(a.nodelist, "SLURM_JOB_NODELIST");
   const std::vector<int> tasks = expand_slurm_tasks_per_node(a.tasks_per_node, "SLURM_TASKS_PER_NODE");

@@ -53,8 +53,10 @@ std::string shell_quote(const std::string& s) {
   if (plain) return s;
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   return out + "'";
 }
@@ -75,7 +77,6 @@ std::string last_line(const std::string& s) {
   return nl == std::string::npos ? t : t.substr(nl + 1);
 }
 
-
 std::string ssh_config_hostname(const SshOptions& o, const std::string& host) {
   std::vector<std::string> argv = {"ssh", "-G"};
   if (!o.port.empty()) argv.insert(argv.end(), {"-p", o.port});
@@ -85,7 +86,8 @@ std::string ssh_config_hostname(const SshOptions& o, const std::string& host) {
   std::string out, err;
   int st = run_capture(argv, std::chrono::milliseconds(10000), &out, &err);
   if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    throw std::runtime_error("ssh -G " + host + " failed: " + (last_line(err).empty() ? "status " + std::to_string(st) : last_line(err)));
+    throw std::runtime_error("ssh -G " + host +
+                             " failed: " + (last_line(err).empty() ? "status " + std::to_string(st) : last_line(err)));
   size_t pos = 0;
   while (pos < out.size()) {
     size_t nl = out.find('\n', pos);

@@ -33,8 +33,12 @@ struct Check {
 };
 
 bool retryable(const std::string& why) {
-  static const char* kFinal[] = {"Permission denied", "Host key verification failed", "Could not resolve",
-                                 "REMOTE HOST IDENTIFICATION HAS CHANGED", "No such file", "Bad configuration",
+  static const char* kFinal[] = {"Permission denied",
+                                 "Host key verification failed",
+                                 "Could not resolve",
+                                 "REMOTE HOST IDENTIFICATION HAS CHANGED",
+                                 "No such file",
+                                 "Bad configuration",
                                  "Too many authentication failures"};
   for (const char* f : kFinal)
     if (why.find(f) != std::string::npos) return false;
@@ -94,8 +98,9 @@ void stop_open_checks(std::vector<Check>* checks, bool cancel, Clock::time_point
     char buf[64];
     snprintf(buf, sizeof buf, "%.1f", secs);
     std::string last = last_line(c.err_text);
-    c.result = cancel ? "cancelled"
-                      : "no answer within " + std::string(buf) + " s (--start-timeout)" + (last.empty() ? "" : ": " + last);
+    c.result =
+        cancel ? "cancelled"
+               : "no answer within " + std::string(buf) + " s (--start-timeout)" + (last.empty() ? "" : ": " + last);
   }
 }
 
@@ -106,8 +111,10 @@ void wait_for_output(const std::vector<Check>& checks) {
     if (c.out_fd >= 0) p.push_back({c.out_fd, POLLIN, 0});
     if (c.err_fd >= 0) p.push_back({c.err_fd, POLLIN, 0});
   }
-  if (!p.empty()) poll(p.data(), p.size(), 20);
-  else std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!p.empty())
+    poll(p.data(), p.size(), 20);
+  else
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
 // An ssh that exited: reachable, a final reason, or another attempt after a backoff.

@@ -42,12 +42,10 @@ struct StoreServer::Connection {
       : fd(fd_in), auth_deadline(deadline), session(table, secret, nonce, limits) {}
 };
 
-StoreServer::StoreServer(const std::string& bind_addr, int port, const std::string& secret,
-                         const StoreLimits& limits)
+StoreServer::StoreServer(const std::string& bind_addr, int port, const std::string& secret, const StoreLimits& limits)
     : bind_addr_(bind_addr), secret_(secret), limits_(limits), table_(limits.max_stored_bytes) {
   const std::string where = "rendezvous store server on " + bind_addr + ":" + std::to_string(port);
-  if (bind_addr.empty())
-    throw std::runtime_error("rendezvous store server: empty bind address (give an IPv4 address)");
+  if (bind_addr.empty()) throw std::runtime_error("rendezvous store server: empty bind address (give an IPv4 address)");
   if (secret.empty()) throw std::runtime_error(where + ": empty job secret");
   if (port < 0 || port > 65535) throw std::runtime_error(where + ": port out of range");
   sockaddr_in sa{};
@@ -63,8 +61,7 @@ StoreServer::StoreServer(const std::string& bind_addr, int port, const std::stri
     ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0)
       throw std::runtime_error(where + ": bind: " + errno_text(errno));
-    if (::listen(listen_fd_, SOMAXCONN) != 0)
-      throw std::runtime_error(where + ": listen: " + errno_text(errno));
+    if (::listen(listen_fd_, SOMAXCONN) != 0) throw std::runtime_error(where + ": listen: " + errno_text(errno));
     socklen_t len = sizeof(sa);
     if (::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len) != 0)
       throw std::runtime_error(where + ": getsockname: " + errno_text(errno));
@@ -86,8 +83,8 @@ StoreServer::~StoreServer() {
 void StoreServer::start() {
   std::lock_guard<std::mutex> lock(lifecycle_mu_);
   if (stopped_)
-    throw std::runtime_error("rendezvous store server on " + bind_addr_ + ":" +
-                             std::to_string(port_) + " was stopped and cannot be restarted");
+    throw std::runtime_error("rendezvous store server on " + bind_addr_ + ":" + std::to_string(port_) +
+                             " was stopped and cannot be restarted");
   if (thread_.joinable()) return;
   running_ = true;
   thread_ = std::thread(&StoreServer::serve, this);
@@ -158,8 +155,7 @@ void StoreServer::serve_once() {
   }
   if (fds[0].revents & POLLIN) {
     char buf[64];
-    while (::read(wake_pipe_[0], buf, sizeof(buf)) > 0) {
-    }
+    while (::read(wake_pipe_[0], buf, sizeof(buf)) > 0) {}
   }
   if (!running_) return;
 
@@ -239,8 +235,7 @@ void StoreServer::read_from(Connection* c) {
 
 void StoreServer::write_to(Connection* c) {
   while (c->session.output_size() > 0) {
-    ssize_t w = ::send(c->fd, c->session.output_data(), c->session.output_size(),
-                       MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t w = ::send(c->fd, c->session.output_data(), c->session.output_size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w > 0) {
       c->session.on_output_written(static_cast<size_t>(w));
     } else if (w < 0 && errno == EINTR) {
@@ -284,8 +279,7 @@ void StoreServer::admit(int fd) {
   if (conns_.size() >= limits_.max_connections) {
     // Full: make room by evicting the oldest connection that has not authenticated (they are
     // in accept order); if every slot is an authenticated rank, refuse the newcomer instead.
-    auto oldest = std::find_if(conns_.begin(), conns_.end(),
-                               [](const auto& c) { return !c->session.authenticated(); });
+    auto oldest = std::find_if(conns_.begin(), conns_.end(), [](const auto& c) { return !c->session.authenticated(); });
     dropped_++;
     if (oldest == conns_.end()) {
       ::close(fd);
@@ -296,8 +290,8 @@ void StoreServer::admit(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   try {
-    auto c = std::make_unique<Connection>(fd, Clock::now() + limits_.auth_timeout, &table_,
-                                          secret_, random_bytes(kStoreNonceBytes), limits_);
+    auto c = std::make_unique<Connection>(fd, Clock::now() + limits_.auth_timeout, &table_, secret_,
+                                          random_bytes(kStoreNonceBytes), limits_);
     Connection* raw = c.get();
     conns_.push_back(std::move(c));
     write_to(raw);  // the greeting; a new socket's send buffer takes it at once

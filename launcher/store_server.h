@@ -29,8 +29,8 @@ class StoreServer {
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;
   int port() const { return port_; }
-  void start();    // serve in a background thread
-  void stop();     // idempotent; the server cannot be restarted afterwards
+  void start();  // serve in a background thread
+  void stop();   // idempotent; the server cannot be restarted afterwards
   // Counters for tests and --verbose.
   uint64_t denied_count() const { return denied_.load(); }
   uint64_t dropped_count() const { return dropped_.load(); }

@@ -138,8 +138,7 @@ void StoreSession::handle_request(const char* body, size_t n) {
   }
   switch (req_.op) {
     case 'S':
-      reply(table_->set(req_.key, req_.value) ? std::string("OK")
-                                              : std::string(kStoreErrorPrefix) + "store full");
+      reply(table_->set(req_.key, req_.value) ? std::string("OK") : std::string(kStoreErrorPrefix) + "store full");
       break;
     case 'G': {
       const std::string* v = table_->find(req_.key);

@@ -55,8 +55,7 @@ class StoreSession {
   };
 
   // Queues the greeting (kStoreGreeting + nonce) at once. nonce must be kStoreNonceBytes long.
-  StoreSession(StoreTable* table, const std::string& secret, const std::string& nonce,
-               const StoreLimits& limits);
+  StoreSession(StoreTable* table, const std::string& secret, const std::string& nonce, const StoreLimits& limits);
 
   // Bytes received from the client. Call only while wants_input(); bytes after close are ignored.
   void on_input(const char* data, size_t n);

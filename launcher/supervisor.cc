@@ -40,8 +40,7 @@ void on_signal(int sig) {
 
 void drain_signal_pipe() {
   unsigned char buf[256];
-  while (g_sig_pipe[0] >= 0 && read(g_sig_pipe[0], buf, sizeof buf) > 0) {
-  }
+  while (g_sig_pipe[0] >= 0 && read(g_sig_pipe[0], buf, sizeof buf) > 0) {}
 }
 
 // Death by SIGPIPE: a rank that wrote to the socket of a peer that died first (Gloo) — the peer's
@@ -72,7 +71,7 @@ struct Supervisor::Child {
   Kind kind = Kind::kLocal;
   int rank = -1;
   std::string host;
-  pid_t pid = -1;  // the local process: rank, ssh or mpirun (each leads its own process group)
+  pid_t pid = -1;        // the local process: rank, ssh or mpirun (each leads its own process group)
   int fd[2] = {-1, -1};  // stdout, stderr
   int ctl_fd = -1;       // ssh stdin
   std::string ctl_buf;
@@ -84,14 +83,14 @@ struct Supervisor::Child {
   Clock::time_point reaped_at;
   bool leftovers_killed = false;
   long remote_pid = -1;
-  long agent_pid = -1;               // from its "alive" lines
-  Clock::time_point last_heard;      // the last marker line of the agent (or the spawn)
+  long agent_pid = -1;           // from its "alive" lines
+  Clock::time_point last_heard;  // the last marker line of the agent (or the spawn)
   Clock::time_point next_ping;
-  bool heard = false;                // a marker line came
-  bool lost = false;                 // named silent; its ssh was killed
-  std::string carry;                 // a partial rank stderr line cut by an "alive" marker
-  SpawnSpec kill_spec;               // ssh host 'launch --kill-job ID' (or srun's), for when it is lost
-  std::string via = "ssh";           // what carries the agent: "ssh", or "srun" for a job step
+  bool heard = false;         // a marker line came
+  bool lost = false;          // named silent; its ssh was killed
+  std::string carry;          // a partial rank stderr line cut by an "alive" marker
+  SpawnSpec kill_spec;        // ssh host 'launch --kill-job ID' (or srun's), for when it is lost
+  std::string via = "ssh";    // what carries the agent: "ssh", or "srun" for a job step
   bool status_known = false;  // rank status known (local: reaped; remote: agent said)
   int status = 0;
   bool reported = false;  // failure judged
@@ -277,7 +276,8 @@ void Supervisor::on_rank_status(Child* c, int wait_status, bool from_agent) {
     // that was an exit status is the likelier cause: its peers fail at once when it dies ("lost the
     // connection to rank 0") and can be seen first. It becomes the first failure; its status, the job's.
     if (first_failure_exited_ && !killed_ && c->kind != Kind::kMpirun && WIFSIGNALED(wait_status) &&
-        WTERMSIG(wait_status) != SIGTERM && !is_echo_death(wait_status) && Clock::now() - first_failure_at_ < std::chrono::milliseconds(500)) {
+        WTERMSIG(wait_status) != SIGTERM && !is_echo_death(wait_status) &&
+        Clock::now() - first_failure_at_ < std::chrono::milliseconds(500)) {
       first_failure_exited_ = false;
       failure_code_ = wait_status_code(wait_status);
       if (job_failed_) {
@@ -329,8 +329,10 @@ void Supervisor::signal_child(Child* c, int sig) {
       }
       break;
     case Kind::kMpirun:
-      if (!c->reaped) kill(c->pid, sig);
-      else kill(-c->pid, sig);
+      if (!c->reaped)
+        kill(c->pid, sig);
+      else
+        kill(-c->pid, sig);
       break;
   }
 }
@@ -421,8 +423,8 @@ void Supervisor::check_timeout(Clock::time_point now) {
 // talk to), and the job stopped as on a failure.
 void Supervisor::lose_host(Child* c, double silent_s) {
   c->lost = true;
-  std::string agent =
-      c->agent_pid > 0 ? ", agent pid " + std::to_string(c->agent_pid) : ", " + c->via + " pid " + std::to_string(c->pid);
+  std::string agent = c->agent_pid > 0 ? ", agent pid " + std::to_string(c->agent_pid)
+                                       : ", " + c->via + " pid " + std::to_string(c->pid);
   sink_->message("launch: " + c->host + " (rank " + std::to_string(c->rank) + agent + ") sent no heartbeat for " +
                  seconds_text(silent_s) + " s; stopping the job");
   kill(-c->pid, SIGKILL);
@@ -453,7 +455,8 @@ void Supervisor::kill_on_host(Child* c) {
   k->host = c->host;
   k->via = c->via;
   k->rank = c->rank;
-  k->deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cfg_.kill_timeout_s));
+  k->deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cfg_.kill_timeout_s));
   try {
     SpawnedChild sc = spawn_process(c->kill_spec);
     k->pid = sc.pid;
@@ -489,14 +492,15 @@ bool Supervisor::settle_host_kills(bool give_up) {
       }
       if (k->fd[w] >= 0 && n == 0) close_fd(&k->fd[w]);
     }
-    const std::string what =
-        "launch: could not kill the job's processes on " + k->host + " (rank " + std::to_string(k->rank) + ") over " + k->via + ": ";
+    const std::string what = "launch: could not kill the job's processes on " + k->host + " (rank " +
+                             std::to_string(k->rank) + ") over " + k->via + ": ";
     if (k->reaped) {
       close_fd(&k->fd[0]);
       close_fd(&k->fd[1]);
       k->done = true;
       if (!k->killed && (!WIFEXITED(k->status) || WEXITSTATUS(k->status) != 0))  // killed: already said
-        sink_->message(what + (last_line(k->err).empty() ? k->via + " " + describe_wait_status(k->status) : last_line(k->err)));
+        sink_->message(
+            what + (last_line(k->err).empty() ? k->via + " " + describe_wait_status(k->status) : last_line(k->err)));
       continue;
     }
     if (now >= k->deadline && !k->killed) {
@@ -616,8 +620,10 @@ bool Supervisor::poll_children(int poll_ms) {
     if (!pfds[k].revents) continue;
     Child* c = who[k].first;
     int w = who[k].second;
-    if (w < 2) read_child(c, w, false);
-    else if (c->ctl_fd >= 0) write_control(c, pfds[k].revents);
+    if (w < 2)
+      read_child(c, w, false);
+    else if (c->ctl_fd >= 0)
+      write_control(c, pfds[k].revents);
   }
   return true;
 }
@@ -664,8 +670,8 @@ bool Supervisor::settle_children(bool give_up) {
       continue;
     }
     if (give_up && !c->reaped) {
-      sink_->message("launch: giving up on " + (c->rank >= 0 ? "rank " + std::to_string(c->rank) : c->host) +
-                     " (pid " + std::to_string(c->pid) + "), which does not exit");
+      sink_->message("launch: giving up on " + (c->rank >= 0 ? "rank " + std::to_string(c->rank) : c->host) + " (pid " +
+                     std::to_string(c->pid) + "), which does not exit");
       c->finished = true;
       continue;
     }
@@ -697,8 +703,7 @@ int Supervisor::abort_start(const std::string& message, int exit_code) {
 }
 
 int Supervisor::run() {
-  while (step(stopping_ ? 20 : 100)) {
-  }
+  while (step(stopping_ ? 20 : 100)) {}
   sink_->flush();
   for (auto& c : children_) {
     close_fd(&c->ctl_fd);

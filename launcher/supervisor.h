@@ -69,7 +69,7 @@ class Supervisor {
 
  private:
   struct Child;
-  struct HostKill;  // a running `launch --kill-job` over ssh
+  struct HostKill;                                                 // a running `launch --kill-job` over ssh
   Child* adopt(std::unique_ptr<Child> c, const SpawnedChild& sc);  // its process, pipes and watchdog
   void read_child(Child* c, int which, bool to_eof);
   void handle_lines(Child* c, int which, std::vector<Line>* lines);
@@ -104,13 +104,14 @@ class Supervisor {
   std::vector<std::unique_ptr<Child>> children_;
   std::vector<std::unique_ptr<HostKill>> host_kills_;
   bool stopping_ = false, killed_ = false, hard_killed_ = false;
-  int stop_code_ = 0;       // from a signal or --timeout
-  int failure_code_ = -1;   // from the first failing rank
+  int stop_code_ = 0;      // from a signal or --timeout
+  int failure_code_ = -1;  // from the first failing rank
   bool job_failed_ = false;
   std::string failure_cause_;
   std::string failure_host_;
   bool failure_host_lost_ = false;
-  bool first_failure_exited_ = false;  // it exited with a status or died of SIGPIPE (a signal death soon after may replace it)
+  bool first_failure_exited_ =
+      false;  // it exited with a status or died of SIGPIPE (a signal death soon after may replace it)
   std::chrono::steady_clock::time_point first_failure_at_;
   int seen_stop_count_ = 0;  // signals handled so far
   std::chrono::steady_clock::time_point start_, kill_at_, hard_kill_at_, give_up_at_;

@@ -4,11 +4,16 @@
 #include <cstring>
 
 bool parse_tag_format(const std::string& name, TagFormat* out) {
-  if (name == "horovod") *out = TagFormat::kHorovod;
-  else if (name == "mpi") *out = TagFormat::kMpi;
-  else if (name == "short") *out = TagFormat::kShort;
-  else if (name == "host") *out = TagFormat::kHost;
-  else return false;
+  if (name == "horovod")
+    *out = TagFormat::kHorovod;
+  else if (name == "mpi")
+    *out = TagFormat::kMpi;
+  else if (name == "short")
+    *out = TagFormat::kShort;
+  else if (name == "host")
+    *out = TagFormat::kHost;
+  else
+    return false;
   return true;
 }
 
@@ -16,10 +21,14 @@ std::string make_tag(TagFormat format, int rank, Stream stream, const std::strin
   const char* s = stream == Stream::kStdout ? "<stdout>:" : "<stderr>:";
   std::string r = std::to_string(rank);
   switch (format) {
-    case TagFormat::kHorovod: return "[" + r + "]" + s;
-    case TagFormat::kMpi: return "[1," + r + "]" + s;
-    case TagFormat::kShort: return "[" + r + "]:";
-    case TagFormat::kHost: return "[" + host + ":" + r + "]" + s;
+    case TagFormat::kHorovod:
+      return "[" + r + "]" + s;
+    case TagFormat::kMpi:
+      return "[1," + r + "]" + s;
+    case TagFormat::kShort:
+      return "[" + r + "]:";
+    case TagFormat::kHost:
+      return "[" + host + ":" + r + "]" + s;
   }
   return "[" + r + "]" + s;
 }
@@ -157,8 +166,10 @@ bool parse_mpi_tag_at(const std::string& line, size_t pos, int* rank, Stream* st
   }
   if (i == start || i >= n || line[i] != ']') return false;
   ++i;
-  static const struct { const char* tag; Stream stream; } kTags[] = {
-      {"<stdout>:", Stream::kStdout}, {"<stderr>:", Stream::kStderr}, {"<stddiag>:", Stream::kStderr}};
+  static const struct {
+    const char* tag;
+    Stream stream;
+  } kTags[] = {{"<stdout>:", Stream::kStdout}, {"<stderr>:", Stream::kStderr}, {"<stddiag>:", Stream::kStderr}};
   for (const auto& t : kTags) {
     size_t len = std::strlen(t.tag);
     if (line.compare(i, len, t.tag) == 0) {

@@ -74,8 +74,10 @@ bool group_alive(pid_t pgid) {
       }
       pid_t pg = static_cast<pid_t>(std::strtol(cmd.c_str() + 1, nullptr, 10));
       if (pg <= 1) continue;
-      if (cmd[0] == '+') groups.insert(pg);
-      else if (cmd[0] == '-') groups.erase(pg);
+      if (cmd[0] == '+')
+        groups.insert(pg);
+      else if (cmd[0] == '-')
+        groups.erase(pg);
     }
   }
   if (groups.empty()) _exit(0);
@@ -173,8 +175,7 @@ void Watchdog::stop() {
   }
   if (pid_ > 0) {
     int st;
-    while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {}
     pid_ = -1;
   }
 }

@@ -251,8 +251,8 @@ std::string accuracy_chart(const Metrics& m) {
   s += svg_polyline(f, pts, series_color(0), "class=\"accuracy-line\"", "test accuracy");
   s += svg_markers(f, pts, series_color(0), "", titles);
   s += svg_end();
-  s += "<p class=\"caption\">Averaged over ranks, as the Test line prints. Last: " +
-       num(tests.back().accuracy * 100) + " % after epoch " + std::to_string(tests.back().epoch) + ".</p>\n";
+  s += "<p class=\"caption\">Averaged over ranks, as the Test line prints. Last: " + num(tests.back().accuracy * 100) +
+       " % after epoch " + std::to_string(tests.back().epoch) + ".</p>\n";
   return s + "</section>\n";
 }
 
@@ -288,7 +288,8 @@ std::string step_time_chart(const Metrics& m) {
   static const char* const classes[4] = {"part-data", "part-compute", "part-comm", "part-wait"};
   static const char* const colors[4] = {"#9ecae1", "#3182bd", "#fd8d3c", "#d62728"};
   double top = 0;
-  for (const auto& kv : means) top = std::max(top, (kv.second.part[0] + kv.second.part[1] + kv.second.part[2] + kv.second.part[3]) * 1e3);
+  for (const auto& kv : means)
+    top = std::max(top, (kv.second.part[0] + kv.second.part[1] + kv.second.part[2] + kv.second.part[3]) * 1e3);
   Frame f;
   f.width = std::max(600.0, std::min(1100.0, 120.0 + 70.0 * double(means.size())));
   f.x.lo = 0, f.x.hi = double(means.size());
@@ -351,14 +352,16 @@ std::string bytes_chart(const Metrics& m) {
   std::string body = svg_axes(f, "step", "kB per allreduce (1 kB = 1000 bytes)");
   for (const auto& kv : by_step) {
     const double kb = kv.second.first / kv.second.second / 1e3;
-    body += svg_rect(f.px(kv.first) - bar / 2, f.py(kb), bar, f.py(0) - f.py(kb), series_color(0), "class=\"bar bytes-bar\"",
+    body += svg_rect(f.px(kv.first) - bar / 2, f.py(kb), bar, f.py(0) - f.py(kb), series_color(0),
+                     "class=\"bar bytes-bar\"",
                      "step " + std::to_string(kv.first) + ": " + num(kb * 1e3, 9) + " bytes (mean of " +
                          std::to_string(kv.second.second) + " ranks)");
   }
   s += svg_begin("bytes-chart", f.width, f.height, "allreduce bytes per logged step") + body + svg_end();
   s += "<p class=\"caption\">Mean over ranks of each rank's gradient allreduce bytes; " +
        (lo == hi ? "every rank reported " + num(hi, 9) + " bytes at every logged step."
-                 : "ranks and steps differ: " + num(lo, 9) + " to " + num(hi, 9) + " bytes.") + "</p>\n";
+                 : "ranks and steps differ: " + num(lo, 9) + " to " + num(hi, 9) + " bytes.") +
+       "</p>\n";
   return s + "</section>\n";
 }
 
@@ -484,7 +487,8 @@ std::string inspect_table(const Metrics& m) {
 
 std::string layer_norm_chart(const Metrics& m) {
   std::string s = "<section>\n<h2>Per-layer gradient norms at the inspected steps</h2>\n";
-  if (m.inspects.empty()) return s + no_data("layer-norm-chart", "no inspect records (run with --inspect STEPS)") + "</section>\n";
+  if (m.inspects.empty())
+    return s + no_data("layer-norm-chart", "no inspect records (run with --inspect STEPS)") + "</section>\n";
   const InspectView v = inspect_view(m);
   const size_t panels = std::min(v.steps.size(), kMaxPanels);
   const double slot = std::max(110.0, 16.0 * double(v.ranks.size()));
@@ -495,8 +499,10 @@ std::string layer_norm_chart(const Metrics& m) {
   double used = 0;
   const std::string legend_svg = svg_legend(70, 10, width - 90, legend, used);
   std::string body;
-  for (size_t p = 0; p < panels; ++p) body += layer_panel(m, v, v.steps[p], 14 + used + kPanelHeight * double(p), width);
-  s += svg_begin("layer-norm-chart", width, 20 + used + kPanelHeight * double(panels), "per-layer gradient norms per inspected step") +
+  for (size_t p = 0; p < panels; ++p)
+    body += layer_panel(m, v, v.steps[p], 14 + used + kPanelHeight * double(p), width);
+  s += svg_begin("layer-norm-chart", width, 20 + used + kPanelHeight * double(panels),
+                 "per-layer gradient norms per inspected step") +
        legend_svg + body + svg_end();
   if (v.steps.size() > panels)
     s += "<p class=\"caption\">First " + std::to_string(panels) + " of " + std::to_string(v.steps.size()) +
@@ -508,8 +514,9 @@ std::string layer_norm_chart(const Metrics& m) {
 
 std::string adasum_section(const Metrics& m) {
   if (m.adasums.empty()) return "";
-  std::string s = "<section>\n<h2>Adasum combination coefficients</h2>\n<table id=\"adasum-table\">\n"
-                  "<tr><th>step</th><th>rank</th><th>level</th><th>layer</th><th>a</th><th>b</th></tr>\n";
+  std::string s =
+      "<section>\n<h2>Adasum combination coefficients</h2>\n<table id=\"adasum-table\">\n"
+      "<tr><th>step</th><th>rank</th><th>level</th><th>layer</th><th>a</th><th>b</th></tr>\n";
   size_t rows = 0;
   for (const AdasumRecord& a : m.adasums) {
     if (++rows > 1000) break;
@@ -529,7 +536,9 @@ std::string lanes_part(const ReportInput& in) {
   const long step = in.lane_step >= 0 ? in.lane_step : default_lane_step(in.timeline);
   std::string s = "<h3 id=\"timeline-step\">One optimizer step across ranks</h3>\n";
   if (step < 0) return s + no_data("timeline-lanes", "the timeline's slices carry no step");
-  s += "<p class=\"caption\">Step " + std::to_string(step) + (in.lane_step >= 0 ? " (--step)" : " (the median-duration recorded step after the first; --step N picks another)") +
+  s += "<p class=\"caption\">Step " + std::to_string(step) +
+       (in.lane_step >= 0 ? " (--step)"
+                          : " (the median-duration recorded step after the first; --step N picks another)") +
        ": one lane per rank and thread track, every slice of the step on rank 0's clock; arrows are our allreduce "
        "algorithm's messages from sender to receiver. Hover a slice for its args.</p>\n";
   return s + timeline_lanes_svg(in.timeline, step);
@@ -540,7 +549,8 @@ std::string timeline_section(const ReportInput& in) {
   if (!in.has_timeline) return s + no_data("timeline-summary", "no timeline file given") + "</section>\n";
   const std::vector<ProcessSummary> procs = summarize_timeline(in.timeline);
   if (procs.empty()) return s + no_data("timeline-summary", "the timeline holds no slices") + "</section>\n";
-  s += "<table id=\"timeline-summary\">\n<tr><th>process</th><th>slices</th><th>span</th><th>top slices (total time, count)</th></tr>\n";
+  s += "<table id=\"timeline-summary\">\n<tr><th>process</th><th>slices</th><th>span</th><th>top slices (total time, "
+       "count)</th></tr>\n";
   for (const ProcessSummary& p : procs) {
     std::string top;
     for (size_t k = 0; k < p.by_name.size() && k < 6; ++k)
@@ -562,7 +572,8 @@ std::string build_report_html(const ReportInput& in) {
   std::string s = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>baresgd report: " +
                   esc(in.metrics_name) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
   s += header_section(in);
-  if (in.timeline_only) return s + timeline_section(in) + std::string("<script>") + kScript + "</script>\n</body>\n</html>\n";
+  if (in.timeline_only)
+    return s + timeline_section(in) + std::string("<script>") + kScript + "</script>\n</body>\n</html>\n";
   s += summary_section(in.metrics);
   s += loss_chart(in.metrics);
   s += accuracy_chart(in.metrics);

@@ -7,9 +7,11 @@
 #include <unordered_set>
 
 JsonError::JsonError(int line_, int column_, const std::string& reason_, bool at_end_)
-    : std::runtime_error("line " + std::to_string(line_) + ", column " + std::to_string(column_) + ": " +
-                         reason_),
-      line(line_), column(column_), reason(reason_), at_end(at_end_) {}
+    : std::runtime_error("line " + std::to_string(line_) + ", column " + std::to_string(column_) + ": " + reason_),
+      line(line_),
+      column(column_),
+      reason(reason_),
+      at_end(at_end_) {}
 
 const JsonValue* JsonValue::find(const std::string& key) const {
   if (kind != Kind::Object) return nullptr;
@@ -19,8 +21,7 @@ const JsonValue* JsonValue::find(const std::string& key) const {
 }
 
 size_t json_skip_space(const std::string& text, size_t pos) {
-  while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t' || text[pos] == '\n' || text[pos] == '\r'))
-    ++pos;
+  while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t' || text[pos] == '\n' || text[pos] == '\r')) ++pos;
   return pos;
 }
 
@@ -209,10 +210,14 @@ class Parser {
     const unsigned char c = static_cast<unsigned char>(s_[p]);
     size_t n = 0;
     unsigned cp = 0, min = 0;
-    if (c >= 0xc2 && c <= 0xdf) n = 2, cp = c & 0x1f, min = 0x80;
-    else if (c >= 0xe0 && c <= 0xef) n = 3, cp = c & 0x0f, min = 0x800;
-    else if (c >= 0xf0 && c <= 0xf4) n = 4, cp = c & 0x07, min = 0x10000;
-    else return 0;
+    if (c >= 0xc2 && c <= 0xdf)
+      n = 2, cp = c & 0x1f, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef)
+      n = 3, cp = c & 0x0f, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4)
+      n = 4, cp = c & 0x07, min = 0x10000;
+    else
+      return 0;
     if (p + n > s_.size()) return 0;
     for (size_t k = 1; k < n; ++k) {
       const unsigned char d = static_cast<unsigned char>(s_[p + k]);
@@ -254,22 +259,40 @@ class Parser {
     if (i_ >= s_.size()) fail_end("unexpected end of input in a string");
     const char e = s_[i_++];
     switch (e) {
-      case '"': out += '"'; break;
-      case '\\': out += '\\'; break;
-      case '/': out += '/'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
-      case 'u': append_utf8(out, unicode_escape(start)); break;
-      default: fail_at(start, invalid_escape(static_cast<unsigned char>(e)), false);
+      case '"':
+        out += '"';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '/':
+        out += '/';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'u':
+        append_utf8(out, unicode_escape(start));
+        break;
+      default:
+        fail_at(start, invalid_escape(static_cast<unsigned char>(e)), false);
     }
   }
 
   void check_depth(size_t depth) const {
-    if (depth > lim_.max_depth)
-      fail("nesting deeper than " + std::to_string(lim_.max_depth) + " levels");
+    if (depth > lim_.max_depth) fail("nesting deeper than " + std::to_string(lim_.max_depth) + " levels");
   }
 
   JsonValue array(size_t depth) {
@@ -291,7 +314,8 @@ class Parser {
         ++i_;
         return v;
       }
-      if (s_[i_] != ',') fail("unexpected " + describe_byte(static_cast<unsigned char>(s_[i_])) + ", expected ',' or ']'");
+      if (s_[i_] != ',')
+        fail("unexpected " + describe_byte(static_cast<unsigned char>(s_[i_])) + ", expected ',' or ']'");
       ++i_;
     }
   }
@@ -311,13 +335,15 @@ class Parser {
     for (;;) {
       skip();
       expect_more("a key");
-      if (s_[i_] != '"') fail("unexpected " + describe_byte(static_cast<unsigned char>(s_[i_])) + ", expected a key in quotes");
+      if (s_[i_] != '"')
+        fail("unexpected " + describe_byte(static_cast<unsigned char>(s_[i_])) + ", expected a key in quotes");
       const size_t key_at = i_;
       std::string key = string();
       if (!keys.insert(key).second) fail_at(key_at, "duplicate key \"" + shown_key(key) + "\"", false);
       skip();
       expect_more("':'");
-      if (s_[i_] != ':') fail("unexpected " + describe_byte(static_cast<unsigned char>(s_[i_])) + ", expected ':' after a key");
+      if (s_[i_] != ':')
+        fail("unexpected " + describe_byte(static_cast<unsigned char>(s_[i_])) + ", expected ':' after a key");
       ++i_;
       v.members.emplace_back(std::move(key), value(depth));
       skip();
@@ -326,7 +352,8 @@ class Parser {
         ++i_;
         return v;
       }
-      if (s_[i_] != ',') fail("unexpected " + describe_byte(static_cast<unsigned char>(s_[i_])) + ", expected ',' or '}'");
+      if (s_[i_] != ',')
+        fail("unexpected " + describe_byte(static_cast<unsigned char>(s_[i_])) + ", expected ',' or '}'");
       ++i_;
     }
   }
@@ -338,8 +365,10 @@ class Parser {
 
 void check_size(const std::string& text, const JsonLimits& limits) {
   if (text.size() > limits.max_bytes)
-    throw JsonError(1, 1, "input of " + std::to_string(text.size()) + " bytes is over the limit of " +
-                              std::to_string(limits.max_bytes), false);
+    throw JsonError(
+        1, 1,
+        "input of " + std::to_string(text.size()) + " bytes is over the limit of " + std::to_string(limits.max_bytes),
+        false);
 }
 
 void print(const JsonValue& v, std::string& out);
@@ -347,8 +376,10 @@ void print(const JsonValue& v, std::string& out);
 void print_string(const std::string& s, std::string& out) {
   out += '"';
   for (unsigned char c : s) {
-    if (c == '"') out += "\\\"";
-    else if (c == '\\') out += "\\\\";
+    if (c == '"')
+      out += "\\\"";
+    else if (c == '\\')
+      out += "\\\\";
     else if (c < 0x20) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\u%04x", c);
@@ -362,10 +393,18 @@ void print_string(const std::string& s, std::string& out) {
 
 void print(const JsonValue& v, std::string& out) {
   switch (v.kind) {
-    case JsonValue::Kind::Null: out += "null"; break;
-    case JsonValue::Kind::Bool: out += v.boolean ? "true" : "false"; break;
-    case JsonValue::Kind::Number: out += v.text; break;
-    case JsonValue::Kind::String: print_string(v.text, out); break;
+    case JsonValue::Kind::Null:
+      out += "null";
+      break;
+    case JsonValue::Kind::Bool:
+      out += v.boolean ? "true" : "false";
+      break;
+    case JsonValue::Kind::Number:
+      out += v.text;
+      break;
+    case JsonValue::Kind::String:
+      print_string(v.text, out);
+      break;
     case JsonValue::Kind::Array:
       out += '[';
       for (size_t k = 0; k < v.items.size(); ++k) {

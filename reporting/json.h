@@ -17,8 +17,8 @@ struct JsonError : std::runtime_error {
 };
 
 struct JsonLimits {
-  size_t max_depth = 64;              // arrays/objects nested deeper are an error
-  size_t max_bytes = 256u << 20;      // larger inputs are an error
+  size_t max_depth = 64;          // arrays/objects nested deeper are an error
+  size_t max_bytes = 256u << 20;  // larger inputs are an error
 };
 
 struct JsonValue {
@@ -26,8 +26,8 @@ struct JsonValue {
   Kind kind = Kind::Null;
   bool boolean = false;
   double number = 0;
-  std::string text;  // String: the decoded UTF-8; Number: the token as written (e.g. "1.0")
-  std::vector<JsonValue> items;                             // Array
+  std::string text;              // String: the decoded UTF-8; Number: the token as written (e.g. "1.0")
+  std::vector<JsonValue> items;  // Array
   std::vector<std::pair<std::string, JsonValue>> members;  // Object, in input order, keys unique
 
   bool is_number() const { return kind == Kind::Number; }

@@ -52,7 +52,8 @@ class Record {
     const JsonValue* v = obj_.find(name);
     if (!v) return out;
     if (!v->is_object()) fail(std::string("field \"") + name + "\" is not an object");
-    for (const auto& m : v->members) out.emplace_back(m.first, m.second.is_string() ? m.second.text : json_to_text(m.second));
+    for (const auto& m : v->members)
+      out.emplace_back(m.first, m.second.is_string() ? m.second.text : json_to_text(m.second));
     return out;
   }
   int rank(int world_size) const {
@@ -74,7 +75,8 @@ ReportHeader read_header(const Record& r) {
   if (h.version != 1)
     r.fail("format version " + std::to_string(h.version) + " is not supported (this report reads version 1)");
   h.world_size = r.integer("world_size");
-  if (h.world_size < 1 || h.world_size > 1 << 20) r.fail("world_size " + std::to_string(h.world_size) + " is not in 1..1048576");
+  if (h.world_size < 1 || h.world_size > 1 << 20)
+    r.fail("world_size " + std::to_string(h.world_size) + " is not in 1..1048576");
   h.backend = r.string("backend");
   h.algorithm = r.string("algorithm");
   const JsonValue& hosts = r.field("hosts");
@@ -84,7 +86,8 @@ ReportHeader read_header(const Record& r) {
     h.hosts.push_back(x.text);
   }
   if (int(h.hosts.size()) != h.world_size)
-    r.fail("\"hosts\" names " + std::to_string(h.hosts.size()) + " hosts for world size " + std::to_string(h.world_size));
+    r.fail("\"hosts\" names " + std::to_string(h.hosts.size()) + " hosts for world size " +
+           std::to_string(h.world_size));
   h.versions = r.object_texts("versions");
   h.flags = r.object_texts("flags");
   return h;
@@ -178,10 +181,14 @@ void add_record(Metrics& m, const JsonValue& v, const std::string& type, const s
   const Record r(v, where, type);
   const int w = m.header.world_size;
   if (type == "header") throw MetricsError(where + ": a second header record");
-  if (type == "step") m.steps.push_back(read_step(r, w));
-  else if (type == "test") m.tests.push_back(read_test(r));
-  else if (type == "inspect") m.inspects.push_back(read_inspect(r, w));
-  else if (type == "adasum") m.adasums.push_back(read_adasum(r, w));
+  if (type == "step")
+    m.steps.push_back(read_step(r, w));
+  else if (type == "test")
+    m.tests.push_back(read_test(r));
+  else if (type == "inspect")
+    m.inspects.push_back(read_inspect(r, w));
+  else if (type == "adasum")
+    m.adasums.push_back(read_adasum(r, w));
   else if (type == "summary") {
     if (m.has_summary) throw MetricsError(where + ": a second summary record");
     m.summary = read_summary(r);

@@ -16,7 +16,7 @@ struct ReportHeader {
   int version = 0;
   int world_size = 0;
   std::string backend, algorithm;
-  std::vector<std::string> hosts;                            // hosts[r] = rank r's host
+  std::vector<std::string> hosts;                             // hosts[r] = rank r's host
   std::vector<std::pair<std::string, std::string>> versions;  // name -> value as JSON text
   std::vector<std::pair<std::string, std::string>> flags;     // name -> value as JSON text
 };

@@ -33,7 +33,6 @@ struct Args {
   bool timeline_only = false;
 };
 
-
 [[noreturn]] void usage_error(const std::string& why) {
   std::fprintf(stderr, "report: %s (see report --help)\n", why.c_str());
   std::exit(2);
@@ -112,8 +111,10 @@ int main(int argc, char** argv) {
     const std::vector<long> steps = recorded_steps(in.timeline);
     if (!std::binary_search(steps.begin(), steps.end(), in.lane_step)) {
       std::fprintf(stderr, "report: --step %ld: not a step recorded in %s (it holds %s)\n", in.lane_step,
-                   in.timeline_name.c_str(), steps.empty() ? "no steps" :
-                   ("steps " + std::to_string(steps.front()) + "-" + std::to_string(steps.back())).c_str());
+                   in.timeline_name.c_str(),
+                   steps.empty()
+                       ? "no steps"
+                       : ("steps " + std::to_string(steps.front()) + "-" + std::to_string(steps.back())).c_str());
       return 1;
     }
   }

@@ -10,12 +10,23 @@ std::string xml_escape(const std::string& s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -53,7 +64,8 @@ std::string format_tick(double v, double step) {
   if (!std::isfinite(v) || !std::isfinite(step) || step <= 0) return format_number(v);
   if (std::fabs(v) >= 1e15 || step < 1e-9) return format_number(v, 3);
   int decimals = 0;
-  while (decimals < 9 && std::fabs(step * std::pow(10.0, decimals) - std::round(step * std::pow(10.0, decimals))) > 1e-6)
+  while (decimals < 9 &&
+         std::fabs(step * std::pow(10.0, decimals) - std::round(step * std::pow(10.0, decimals))) > 1e-6)
     ++decimals;
   return printf_double("%.*f", decimals, v);
 }
@@ -161,8 +173,7 @@ std::string svg_rect(double x, double y, double w, double h, const std::string& 
          "><title>" + xml_escape(title) + "</title></rect>\n";
 }
 
-std::string svg_legend(double x, double y, double width, const std::vector<LegendEntry>& entries,
-                       double& height_used) {
+std::string svg_legend(double x, double y, double width, const std::vector<LegendEntry>& entries, double& height_used) {
   std::string s = "<g class=\"legend\">\n";
   double cx = x, cy = y;
   const double row = 18;
@@ -170,7 +181,8 @@ std::string svg_legend(double x, double y, double width, const std::vector<Legen
     const double w = 26 + 7.0 * double(e.label.size());
     if (cx > x && cx + w > x + width) cx = x, cy += row;
     s += "<g class=\"legend-item\"" + (e.attrs.empty() ? "" : " " + e.attrs) + ">";
-    s += "<rect x=\"" + px_text(cx) + "\" y=\"" + px_text(cy) + "\" width=\"12\" height=\"12\" fill=\"" + e.color + "\"/>";
+    s += "<rect x=\"" + px_text(cx) + "\" y=\"" + px_text(cy) + "\" width=\"12\" height=\"12\" fill=\"" + e.color +
+         "\"/>";
     s += svg_text(cx + 16, cy + 10, e.label, "start");
     s += "</g>\n";
     cx += w;

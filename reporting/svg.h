@@ -62,8 +62,7 @@ struct LegendEntry {
 };
 // A row-wrapped legend of colour swatches starting at pixel (x, y), at most width wide; returns
 // the SVG and sets height_used to the pixels it took.
-std::string svg_legend(double x, double y, double width, const std::vector<LegendEntry>& entries,
-                       double& height_used);
+std::string svg_legend(double x, double y, double width, const std::vector<LegendEntry>& entries, double& height_used);
 
 // Distinct colour of series i (ranks, parts of a bar).
 std::string series_color(int i);

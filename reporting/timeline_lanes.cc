@@ -12,16 +12,20 @@ namespace {
 
 using TrackId = std::pair<long, long>;  // (pid, tid)
 
-constexpr double kWidth = 1140, kLeft = 190, kRight = 20, kTop = 24, kRowHeight = 16, kLaneGap = 6,
-                 kRankGap = 10, kAxisHeight = 40, kIdleHeight = 18;
+constexpr double kWidth = 1140, kLeft = 190, kRight = 20, kTop = 24, kRowHeight = 16, kLaneGap = 6, kRankGap = 10,
+                 kAxisHeight = 40, kIdleHeight = 18;
 
 struct Kind {
   const char* label;
   const char* color;
 };
-const Kind kKinds[] = {{"batch read", "#8c8c8c"},     {"forward", "#4e79a7"},       {"backward", "#f28e2b"},
-                       {"optimizer step", "#59a14f"}, {"allreduce (whole call)", "#b07aa1"},
-                       {"allreduce algorithm", "#e15759"}, {"algorithm step (send/recv)", "#76b7b2"},
+const Kind kKinds[] = {{"batch read", "#8c8c8c"},
+                       {"forward", "#4e79a7"},
+                       {"backward", "#f28e2b"},
+                       {"optimizer step", "#59a14f"},
+                       {"allreduce (whole call)", "#b07aa1"},
+                       {"allreduce algorithm", "#e15759"},
+                       {"algorithm step (send/recv)", "#76b7b2"},
                        {"other", "#bab0ac"}};
 
 int kind_of(const TraceSlice& s) {
@@ -59,9 +63,9 @@ std::vector<int> depths(const std::vector<const TraceSlice*>& lane) {
   std::vector<int> out;
   std::vector<double> open_ends;
   for (const TraceSlice* s : lane) {
-    open_ends.erase(std::remove_if(open_ends.begin(), open_ends.end(),
-                                   [&](double end) { return end <= s->ts_us + kTouchUs; }),
-                    open_ends.end());
+    open_ends.erase(
+        std::remove_if(open_ends.begin(), open_ends.end(), [&](double end) { return end <= s->ts_us + kTouchUs; }),
+        open_ends.end());
     out.push_back(int(open_ends.size()));
     open_ends.push_back(s->ts_us + s->dur_us);
   }
@@ -71,13 +75,16 @@ std::vector<int> depths(const std::vector<const TraceSlice*>& lane) {
 std::string lane_label(const Timeline& t, const TrackId& id) {
   auto p = t.process_names.find(id.first);
   auto th = t.thread_names.find(id);
-  const std::string proc = p != t.process_names.end() && !p->second.empty() ? p->second : "pid " + std::to_string(id.first);
-  const std::string thread = th != t.thread_names.end() && !th->second.empty() ? th->second : "tid " + std::to_string(id.second);
+  const std::string proc =
+      p != t.process_names.end() && !p->second.empty() ? p->second : "pid " + std::to_string(id.first);
+  const std::string thread =
+      th != t.thread_names.end() && !th->second.empty() ? th->second : "tid " + std::to_string(id.second);
   return proc + " \xc2\xb7 " + thread;
 }
 
 std::string slice_title(const TraceSlice& s, double t0) {
-  std::string title = s.name + "\nstart +" + format_number(s.ts_us - t0, 6) + " us, " + format_number(s.dur_us, 5) + " us";
+  std::string title =
+      s.name + "\nstart +" + format_number(s.ts_us - t0, 6) + " us, " + format_number(s.dur_us, 5) + " us";
   for (const auto& a : s.args) title += "\n" + a.first + ": " + a.second;
   return title;
 }
@@ -136,7 +143,8 @@ double place_lanes(std::map<TrackId, Lane>& lanes) {
 bool row_at(const Lane& l, double ts, double& y) {
   int best = -1;
   for (size_t i = 0; i < l.slices.size(); ++i)
-    if (l.slices[i]->ts_us - 1 <= ts && ts <= l.slices[i]->ts_us + l.slices[i]->dur_us + 1) best = std::max(best, l.depth[i]);
+    if (l.slices[i]->ts_us - 1 <= ts && ts <= l.slices[i]->ts_us + l.slices[i]->dur_us + 1)
+      best = std::max(best, l.depth[i]);
   if (best < 0) return false;
   y = l.y + (best + 0.5) * kRowHeight;
   return true;
@@ -148,13 +156,15 @@ std::string flow_arrows(const Timeline& t, const std::map<TrackId, Lane>& lanes,
   for (const TraceFlow& fl : t.flows) {
     auto a = lanes.find({fl.from_pid, fl.from_tid}), b = lanes.find({fl.to_pid, fl.to_tid});
     double y1 = 0, y2 = 0;
-    if (a == lanes.end() || b == lanes.end() || !row_at(a->second, fl.from_ts_us, y1) || !row_at(b->second, fl.to_ts_us, y2))
+    if (a == lanes.end() || b == lanes.end() || !row_at(a->second, fl.from_ts_us, y1) ||
+        !row_at(b->second, fl.to_ts_us, y2))
       continue;
     s += "<line class=\"flow\" x1=\"" + format_number(f.px(fl.from_ts_us - lo), 7) + "\" y1=\"" + format_number(y1, 7) +
          "\" x2=\"" + format_number(f.px(fl.to_ts_us - lo), 7) + "\" y2=\"" + format_number(y2, 7) +
          "\" stroke=\"#222\" stroke-width=\"1.2\" marker-end=\"url(#lane-arrow)\"><title>" +
-         xml_escape(fl.name + ": pid " + std::to_string(fl.from_pid) + " -> pid " + std::to_string(fl.to_pid) + ", sent +" +
-                    format_number(fl.from_ts_us - lo, 6) + " us, received +" + format_number(fl.to_ts_us - lo, 6) + " us") +
+         xml_escape(fl.name + ": pid " + std::to_string(fl.from_pid) + " -> pid " + std::to_string(fl.to_pid) +
+                    ", sent +" + format_number(fl.from_ts_us - lo, 6) + " us, received +" +
+                    format_number(fl.to_ts_us - lo, 6) + " us") +
          "</title></line>\n";
   }
   return s;
@@ -191,7 +201,8 @@ std::string timeline_lanes_svg(const Timeline& t, long step) {
   f.y = nice_axis(0, 1);
   std::string s = svg_begin("timeline-lanes", f.width, f.height,
                             "step " + std::to_string(step) + ": slices per rank and thread track over time");
-  s += "<defs><marker id=\"lane-arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" "
+  s += "<defs><marker id=\"lane-arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" "
+       "markerHeight=\"7\" "
        "orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#222\"/></marker></defs>\n";
   const double axis_y = kTop + lanes_height;
   for (double tick : f.x.ticks) {

@@ -120,8 +120,8 @@ void check_event(const JsonValue& e, const std::string& text, size_t at, const s
 }
 
 // "[ e, e, ..." element by element, tolerating a missing ']' after any element or comma.
-void read_array_form(const std::string& text, const std::string& filename, const JsonLimits& limits,
-                     Collector& c, Timeline& t) {
+void read_array_form(const std::string& text, const std::string& filename, const JsonLimits& limits, Collector& c,
+                     Timeline& t) {
   size_t pos = json_skip_space(text, 0) + 1;  // past '['
   for (;;) {
     pos = json_skip_space(text, pos);
@@ -162,8 +162,7 @@ void read_array_form(const std::string& text, const std::string& filename, const
   }
 }
 
-void read_object_form(const std::string& text, const std::string& filename, const JsonLimits& limits,
-                      Collector& c) {
+void read_object_form(const std::string& text, const std::string& filename, const JsonLimits& limits, Collector& c) {
   JsonValue doc;
   try {
     doc = parse_json(text, limits);
@@ -226,8 +225,10 @@ std::vector<ProcessSummary> summarize_timeline(const Timeline& t) {
     ++n.count;
     n.total_us += s.dur_us;
     auto it = extent.find(s.pid);
-    if (it == extent.end()) extent[s.pid] = {s.ts_us, s.ts_us + s.dur_us};
-    else it->second = {std::min(it->second.first, s.ts_us), std::max(it->second.second, s.ts_us + s.dur_us)};
+    if (it == extent.end())
+      extent[s.pid] = {s.ts_us, s.ts_us + s.dur_us};
+    else
+      it->second = {std::min(it->second.first, s.ts_us), std::max(it->second.second, s.ts_us + s.dur_us)};
   }
   std::vector<ProcessSummary> out;
   for (auto& kv : by_pid) {

@@ -17,7 +17,7 @@ struct TraceSlice {
   long pid = 0, tid = 0;
   std::string name, cat;
   double ts_us = 0, dur_us = 0;
-  long step = -1;  // args.step, -1 when absent
+  long step = -1;                                         // args.step, -1 when absent
   std::vector<std::pair<std::string, std::string>> args;  // every arg as written, in file order
 };
 
@@ -29,13 +29,13 @@ struct TraceFlow {
 };
 
 struct Timeline {
-  std::vector<TraceSlice> slices;          // "X" events, and "B"/"E" pairs matched per thread
-  std::map<long, std::string> process_names;  // from "M" process_name events
+  std::vector<TraceSlice> slices;                             // "X" events, and "B"/"E" pairs matched per thread
+  std::map<long, std::string> process_names;                  // from "M" process_name events
   std::map<std::pair<long, long>, std::string> thread_names;  // (pid, tid) from "M" thread_name events
-  std::vector<TraceFlow> flows;            // "s"/"f" pairs; an end without its other end is dropped
-  size_t events = 0;                       // trace events read (every phase)
-  bool cut_short = false;                  // the file ended inside the event array
-  size_t unclosed = 0;                     // "B" events with no "E" (dropped)
+  std::vector<TraceFlow> flows;                               // "s"/"f" pairs; an end without its other end is dropped
+  size_t events = 0;                                          // trace events read (every phase)
+  bool cut_short = false;                                     // the file ended inside the event array
+  size_t unclosed = 0;                                        // "B" events with no "E" (dropped)
 };
 
 Timeline parse_timeline_text(const std::string& text, const std::string& filename);
@@ -51,9 +51,9 @@ struct SliceTotal {
 
 struct ProcessSummary {
   long pid = 0;
-  std::string label;        // the process_name ("rank 0 @ hpc01"), or "pid N"
+  std::string label;  // the process_name ("rank 0 @ hpc01"), or "pid N"
   size_t slices = 0;
-  double span_us = 0;       // first slice start to last slice end
+  double span_us = 0;               // first slice start to last slice end
   std::vector<SliceTotal> by_name;  // every slice name, most total time first
 };
 

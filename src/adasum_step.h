@@ -10,10 +10,10 @@
 #include "comm/distributed_optimizer.h"
 
 struct AdasumStepArgs {
-  float lr = 0.01f;        // not scaled by the world size (Horovod's example on CPU)
+  float lr = 0.01f;  // not scaled by the world size (Horovod's example on CPU)
   float momentum = 0.5f;
-  bool first = false;      // the momentum buffer's first step (PyTorch: buf = g)
-  bool fp16 = false;       // --fp16-allreduce: the deltas travel and combine as halves
+  bool first = false;                                // the momentum buffer's first step (PyTorch: buf = g)
+  bool fp16 = false;                                 // --fp16-allreduce: the deltas travel and combine as halves
   std::vector<AdasumCoefficients>* trace = nullptr;  // optional, filled for this call
 };
 

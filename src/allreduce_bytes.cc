@@ -17,7 +17,10 @@ uint64_t adasum_bytes(int world_size, int rank, size_t n, size_t elem_bytes) {
     const size_t count = hi - lo, mid = lo + count / 2, big = count - count / 2;
     total += 2 * uint64_t(big) * elem_bytes;  // sent at this level, and again when rebuilding
     const bool left = (rank & d) == 0;
-    if (left) hi = mid; else lo = mid;
+    if (left)
+      hi = mid;
+    else
+      lo = mid;
   }
   return total;
 }

@@ -49,5 +49,6 @@ std::string divergence_message(uint64_t step, const std::vector<uint32_t>& crcs,
 void check_perturb_layer(const PerturbSpec& spec) { (void)layer_index(spec.layer); }
 
 void maybe_perturb(const PerturbSpec& spec, int rank, uint64_t step, float* params) {
-  if (spec.active && spec.rank == rank && spec.step == step) params[Net::kParams[layer_index(spec.layer)].offset] += 1e-3f;
+  if (spec.active && spec.rank == rank && spec.step == step)
+    params[Net::kParams[layer_index(spec.layer)].offset] += 1e-3f;
 }

@@ -21,8 +21,8 @@ constexpr char kMagic[8] = {'B', 'S', 'G', 'D', 'C', 'K', 'P', 'T'};
 constexpr uint32_t kVersion = 4;
 // magic, version, world, batch, seed, epoch, batch index, step, started, nparams
 constexpr size_t kHeaderBytesV2 = 8 + 4 + 4 + 4 + 8 + 4 + 8 + 8 + 4 + 8;
-constexpr size_t kHeaderBytesV3 = kHeaderBytesV2 + 4;  // + momentum buffers
-constexpr size_t kHeaderBytesV4 = kHeaderBytesV3 + 4;  // + configuration block bytes (the block follows)
+constexpr size_t kHeaderBytesV3 = kHeaderBytesV2 + 4;                 // + momentum buffers
+constexpr size_t kHeaderBytesV4 = kHeaderBytesV3 + 4;                 // + configuration block bytes (the block follows)
 constexpr size_t kGeneratorBytes = (TorchGenerator::kWords + 1) * 4;  // words, index
 
 template <class T>
@@ -71,9 +71,8 @@ std::vector<Listed> list_checkpoints(const std::string& dir) {
     }
   }
   ::closedir(d);
-  std::sort(found.begin(), found.end(), [](const Listed& a, const Listed& b) {
-    return a.step != b.step ? a.step > b.step : a.path > b.path;
-  });
+  std::sort(found.begin(), found.end(),
+            [](const Listed& a, const Listed& b) { return a.step != b.step ? a.step > b.step : a.path > b.path; });
   return found;
 }
 
@@ -121,8 +120,8 @@ std::string encode_checkpoint(const TrainState& s) {
     throw std::invalid_argument("encode_checkpoint: run id '" + s.run_id + "' is not 16 lowercase hex digits");
   if (s.momentum_buffers < 1 || s.momentum.size() != size_t(s.momentum_buffers) * s.params.size())
     throw std::invalid_argument("encode_checkpoint: " + std::to_string(s.momentum.size()) +
-                                " momentum floats are not " + std::to_string(s.momentum_buffers) +
-                                " buffers of " + std::to_string(s.params.size()));
+                                " momentum floats are not " + std::to_string(s.momentum_buffers) + " buffers of " +
+                                std::to_string(s.params.size()));
   std::string out;
   out.append(kMagic, 8);
   put<uint32_t>(out, kVersion);
@@ -147,14 +146,14 @@ std::string encode_checkpoint(const TrainState& s) {
 }
 
 TrainState decode_checkpoint(const std::string& in, size_t expect_params) {
-  if (in.size() < kHeaderBytesV2 + 4)
-    throw std::runtime_error("truncated (" + std::to_string(in.size()) + " bytes)");
+  if (in.size() < kHeaderBytesV2 + 4) throw std::runtime_error("truncated (" + std::to_string(in.size()) + " bytes)");
   if (std::memcmp(in.data(), kMagic, 8) != 0) throw std::runtime_error("bad magic (not a baresgd checkpoint)");
   size_t at = 8;
   uint32_t version = get<uint32_t>(in, &at);
   if (version == 1)
-    throw std::runtime_error("version 1 checkpoint (written before baresgd drew torch's random streams; "
-                             "it holds no generator state and cannot be resumed bit for bit)");
+    throw std::runtime_error(
+        "version 1 checkpoint (written before baresgd drew torch's random streams; "
+        "it holds no generator state and cannot be resumed bit for bit)");
   if (version < 2 || version > kVersion)
     throw std::runtime_error("unsupported version " + std::to_string(version) + " (expected 2 to " +
                              std::to_string(kVersion) + ")");
@@ -184,14 +183,14 @@ TrainState decode_checkpoint(const std::string& in, size_t expect_params) {
   // The floats: params and `buffers` momentum buffers, n each (a count too large for the file
   // cannot fit it; checked by division so no product overflows).
   const size_t float_room = (in.size() - header - kGeneratorBytes - 4) / sizeof(float);
-  const bool fits = in.size() >= header + kGeneratorBytes + 4 && buffers >= 1 &&
-                    (n == 0 || uint64_t(buffers) + 1 <= float_room / n);
+  const bool fits =
+      in.size() >= header + kGeneratorBytes + 4 && buffers >= 1 && (n == 0 || uint64_t(buffers) + 1 <= float_room / n);
   const size_t want = fits ? header + (1 + size_t(buffers)) * n * sizeof(float) + kGeneratorBytes + 4 : 0;
   if (in.size() != want)
     throw std::runtime_error("truncated or padded (" + std::to_string(in.size()) + " bytes, expected " +
                              (fits ? std::to_string(want)
-                                   : std::to_string(header + kGeneratorBytes + 4) + " + 4 x " +
-                                         std::to_string(n) + " x (1 + " + std::to_string(buffers) + ")") +
+                                   : std::to_string(header + kGeneratorBytes + 4) + " + 4 x " + std::to_string(n) +
+                                         " x (1 + " + std::to_string(buffers) + ")") +
                              ")");
   uint32_t stored;
   std::memcpy(&stored, in.data() + want - 4, 4);
@@ -200,8 +199,8 @@ TrainState decode_checkpoint(const std::string& in, size_t expect_params) {
     throw std::runtime_error("impossible training position in header");
   if (buffers != 1 && int64_t(buffers) != s.world_size)
     throw std::runtime_error("holds " + std::to_string(buffers) + " momentum buffers for a " +
-                             std::to_string(s.world_size) + "-rank run (expected 1 or " +
-                             std::to_string(s.world_size) + ")");
+                             std::to_string(s.world_size) + "-rank run (expected 1 or " + std::to_string(s.world_size) +
+                             ")");
   s.version = int(version);
   if (version >= 4) {
     const RunConfig c = parse_run_config(config_text);
@@ -296,8 +295,8 @@ std::string save_checkpoint(const std::string& dir, const TrainState& s, int kee
   return path;
 }
 
-bool load_newest_checkpoint(const std::string& dir, size_t expect_params, TrainState* out,
-                            std::string* path, std::vector<std::string>* warnings) {
+bool load_newest_checkpoint(const std::string& dir, size_t expect_params, TrainState* out, std::string* path,
+                            std::vector<std::string>* warnings) {
   for (const Listed& l : list_checkpoints(dir))
     if (decode_file(l.path, expect_params, out, warnings)) {
       *path = l.path;

@@ -19,21 +19,21 @@ struct TrainState {
   int world_size = 1;
   int batch_size = 64;
   int64_t seed = 42;
-  int epoch = 1;              // epoch to continue in (1-based)
-  int64_t batch = 0;          // next batch index inside that epoch (counted from epoch_first_sample)
+  int epoch = 1;      // epoch to continue in (1-based)
+  int64_t batch = 0;  // next batch index inside that epoch (counted from epoch_first_sample)
   // The epoch's sample at which this world size took it over (run_config.h; 0 unless continued at
   // another world size): batch b starts at sample epoch_first_sample + b * batch_size * world_size.
   int64_t epoch_first_sample = 0;
-  int64_t step = 0;           // optimizer steps taken so far (all epochs)
+  int64_t step = 0;  // optimizer steps taken so far (all epochs)
   bool momentum_started = false;
   // 1: one buffer every rank shares (rank 0's); world_size: every rank's own (--use-adasum).
   int momentum_buffers = 1;
   std::vector<float> params;    // n
   std::vector<float> momentum;  // momentum_buffers x n: rank r's buffer at [r*n, (r+1)*n)
-  TorchGenerator generator{};  // src/torch_streams.h: the state after the last step taken
-  std::string run_id;          // the run that wrote it (is_run_id); empty: a version 2 or 3 file
-  int version = 4;             // the format it was read from (decode_checkpoint)
-  bool has_settings = false;   // version 4: `settings` are the run's; false: unknown
+  TorchGenerator generator{};   // src/torch_streams.h: the state after the last step taken
+  std::string run_id;           // the run that wrote it (is_run_id); empty: a version 2 or 3 file
+  int version = 4;              // the format it was read from (decode_checkpoint)
+  bool has_settings = false;    // version 4: `settings` are the run's; false: unknown
   RunSettings settings;
 };
 
@@ -59,8 +59,8 @@ std::string save_checkpoint(const std::string& dir, const TrainState& s, int kee
 
 // The newest valid checkpoint in dir (highest step, of any run). Corrupt/truncated ones are
 // named on `warn` (one line each) and skipped. Returns false when dir holds none.
-bool load_newest_checkpoint(const std::string& dir, size_t expect_params, TrainState* out,
-                            std::string* path, std::vector<std::string>* warnings);
+bool load_newest_checkpoint(const std::string& dir, size_t expect_params, TrainState* out, std::string* path,
+                            std::vector<std::string>* warnings);
 
 // What --resume can continue from in a directory, newest (highest step) first: the newest valid
 // checkpoint whose configuration matches `now` (no change but kHarmless ones), and the newest

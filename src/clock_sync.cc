@@ -6,14 +6,13 @@
 namespace {
 
 // Rank 0's side with one peer: the best round's offset and bound.
-void measure_peer(Communicator& comm, int peer, int rounds, int64_t (*now)(), int64_t* offset,
-                  int64_t* bound) {
+void measure_peer(Communicator& comm, int peer, int rounds, int64_t (*now)(), int64_t* offset, int64_t* bound) {
   int64_t best_rtt = std::numeric_limits<int64_t>::max();
   for (int k = 0; k < rounds; ++k) {
     int64_t ping = k, ignored = 0, t_peer = 0;
     const int64_t t0 = now();
-    comm.sendrecv(&ping, &ignored, sizeof ping, peer);   // the ping (peer's reply is ignored)
-    comm.sendrecv(&ping, &t_peer, sizeof ping, peer);    // the peer's clock at arrival
+    comm.sendrecv(&ping, &ignored, sizeof ping, peer);  // the ping (peer's reply is ignored)
+    comm.sendrecv(&ping, &t_peer, sizeof ping, peer);   // the peer's clock at arrival
     const int64_t t1 = now();
     if (t1 - t0 < best_rtt) {
       best_rtt = t1 - t0;

@@ -13,8 +13,8 @@ DataDirChoice choose_data_dir(bool flag_given, const std::string& flag_value, co
   return {"./data", "the default"};
 }
 
-std::string missing_data_message(const DataDirChoice& choice, const std::string& file,
-                                 const std::string& raw_dir, const std::string& dir, bool installed) {
+std::string missing_data_message(const DataDirChoice& choice, const std::string& file, const std::string& raw_dir,
+                                 const std::string& dir, bool installed) {
   std::string where = "MNIST " + file + "[.gz] not found in " + raw_dir + "/ or " + dir + "/";
   std::string why = " (" + std::string(kOrder) + "; here " +
                     (choice.source == "the default" ? "the default ./data" : "from " + choice.source) + ")";

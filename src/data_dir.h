@@ -15,5 +15,5 @@ DataDirChoice choose_data_dir(bool flag_given, const std::string& flag_value, co
 // The error for a split file ("train-images-idx3-ubyte") found in neither candidate directory
 // (DIR/MNIST/raw and DIR). installed: the program runs as an installed baresgd-train, where
 // `make data` means nothing, so the message says how to fetch the files instead.
-std::string missing_data_message(const DataDirChoice& choice, const std::string& file,
-                                 const std::string& raw_dir, const std::string& dir, bool installed);
+std::string missing_data_message(const DataDirChoice& choice, const std::string& file, const std::string& raw_dir,
+                                 const std::string& dir, bool installed);

@@ -46,9 +46,13 @@ const char* const kColHead[7] = {"|g_r|", "cos", "|g|", "|dp|/|p|", "sent", "rec
 std::string group(const LayerStats& s) {
   char crc[16];
   std::snprintf(crc, sizeof crc, "%08x", s.param_checksum);
-  const std::string cells[7] = {fmt("%.4e", s.local_grad_norm), fmt("%+.4f", s.cosine_to_average),
-                                fmt("%.4e", s.average_grad_norm), fmt("%.3e", s.update_ratio),
-                                std::to_string(s.bytes_sent), std::to_string(s.bytes_received), crc};
+  const std::string cells[7] = {fmt("%.4e", s.local_grad_norm),
+                                fmt("%+.4f", s.cosine_to_average),
+                                fmt("%.4e", s.average_grad_norm),
+                                fmt("%.3e", s.update_ratio),
+                                std::to_string(s.bytes_sent),
+                                std::to_string(s.bytes_received),
+                                crc};
   std::string out;
   for (int c = 0; c < 7; ++c) out += pad(cells[c], kColW[c]);
   return out;
@@ -74,16 +78,17 @@ std::string verdict(const std::vector<LayerStats>& stats, int world) {
       lo = std::min(lo, stats[size_t(r) * L + l].local_grad_norm);
       hi = std::max(hi, stats[size_t(r) * L + l].local_grad_norm);
     }
-    if (same) ++equal_layers;
-    else if (first_bad.empty()) first_bad = Net::kParams[l].name;
+    if (same)
+      ++equal_layers;
+    else if (first_bad.empty())
+      first_bad = Net::kParams[l].name;
     if (hi > 0) max_rel_spread = std::max(max_rel_spread, (hi - lo) / hi);
   }
   std::string s = equal_layers == L ? "parameters identical on all ranks (" + std::to_string(L) + "/" +
                                           std::to_string(L) + " layer checksums equal)"
                                     : "PARAMETERS DIFFER between ranks (first: " + first_bad + ", " +
                                           std::to_string(L - equal_layers) + " layers)";
-  if (world > 1)
-    s += "; local gradient norms differ between ranks by up to " + fmt("%.1f", 100 * max_rel_spread) + "%";
+  if (world > 1) s += "; local gradient norms differ between ranks by up to " + fmt("%.1f", 100 * max_rel_spread) + "%";
   return s;
 }
 
@@ -114,8 +119,8 @@ std::string inspect_table(const InspectHeader& h, const std::vector<LayerStats>&
   std::string out = "inspect: step " + std::to_string(h.step) + " (epoch " + std::to_string(h.epoch) + ", batch " +
                     std::to_string(h.batch) + "), " + std::to_string(W) + (W == 1 ? " rank" : " ranks") + ", " +
                     h.backend + ", allreduce " + h.algorithm + "; |g_r| local gradient before averaging, cos to " +
-                    "the average g, |dp|/|p| update over parameter norm; bytes (" + h.bytes.source + "): " +
-                    h.bytes.how + "\n";
+                    "the average g, |dp|/|p| update over parameter norm; bytes (" + h.bytes.source +
+                    "): " + h.bytes.how + "\n";
   std::string ranks = pad_right("", kLayerW), heads = pad_right("layer", kLayerW);
   for (int r = 0; r < W; ++r) {
     ranks += " | " + (r + 1 < W ? pad_right("rank " + std::to_string(r), group_width()) : "rank " + std::to_string(r));
@@ -143,7 +148,8 @@ std::string adasum_lines(uint64_t step, const std::vector<std::vector<AdasumLeve
                std::to_string(level) + ":";
       }
       const bool named = c.segment >= 0 && c.segment < Net::kNumTensors;
-      const std::string layer = named ? std::string(Net::kParams[c.segment].name) : "segment " + std::to_string(c.segment);
+      const std::string layer =
+          named ? std::string(Net::kParams[c.segment].name) : "segment " + std::to_string(c.segment);
       out += " " + layer + " a=" + fmt("%.4f", c.a_coef) + " b=" + fmt("%.4f", c.b_coef);
     }
     if (level >= 0) out += "\n";
@@ -153,8 +159,7 @@ std::string adasum_lines(uint64_t step, const std::vector<std::vector<AdasumLeve
 
 void check_dump_dir(const std::string& dir) {
   struct stat st;
-  if (::stat(dir.c_str(), &st) != 0)
-    throw std::runtime_error("--inspect-dump " + dir + ": " + std::strerror(errno));
+  if (::stat(dir.c_str(), &st) != 0) throw std::runtime_error("--inspect-dump " + dir + ": " + std::strerror(errno));
   if (!S_ISDIR(st.st_mode)) throw std::runtime_error("--inspect-dump " + dir + ": not a directory");
   if (::access(dir.c_str(), W_OK) != 0)
     throw std::runtime_error("--inspect-dump " + dir + ": cannot write: " + std::strerror(errno));

@@ -15,12 +15,12 @@
 
 // One rank's view of one layer at an inspected step. Fixed size: gathered as raw bytes.
 struct LayerStats {
-  double local_grad_norm;    // |g_r|: this rank's gradient before averaging
-  double cosine_to_average;  // g_r . g / (|g_r| |g|), 0 when either is zero
-  double average_grad_norm;  // |g|: the averaged gradient the optimizer used
-  double update_ratio;       // |p_after - p_before| / |p_before| (0 when |p_before| = 0)
+  double local_grad_norm;               // |g_r|: this rank's gradient before averaging
+  double cosine_to_average;             // g_r . g / (|g_r| |g|), 0 when either is zero
+  double average_grad_norm;             // |g|: the averaged gradient the optimizer used
+  double update_ratio;                  // |p_after - p_before| / |p_before| (0 when |p_before| = 0)
   uint64_t bytes_sent, bytes_received;  // this layer's share of the step's allreduce
-  uint32_t param_checksum;   // CRC-32 of the layer's float32 parameters after the step
+  uint32_t param_checksum;              // CRC-32 of the layer's float32 parameters after the step
   uint32_t unused = 0;
 };
 

@@ -8,7 +8,7 @@
 class JsonLine {
  public:
   JsonLine& str(const char* name, const std::string& v);
-  JsonLine& num(const char* name, double v);       // %.10g; NaN/inf -> null
+  JsonLine& num(const char* name, double v);  // %.10g; NaN/inf -> null
   JsonLine& integer(const char* name, long long v);
   JsonLine& boolean(const char* name, bool v);
   JsonLine& null(const char* name);

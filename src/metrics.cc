@@ -107,7 +107,11 @@ std::vector<std::string> step_records(const StepPosition& p, const std::vector<S
 
 std::string test_record(int epoch, uint64_t steps, double loss, double accuracy) {
   JsonLine j;
-  j.str("type", "test").integer("epoch", epoch).integer("step", (long long)steps).num("loss", loss).num("accuracy", accuracy);
+  j.str("type", "test")
+      .integer("epoch", epoch)
+      .integer("step", (long long)steps)
+      .num("loss", loss)
+      .num("accuracy", accuracy);
   return j.object();
 }
 
@@ -154,8 +158,10 @@ std::string summary_record(const RunSummary& s) {
       .num("train_s", s.train_s)
       .num("samples_per_s", s.samples_per_s)
       .num("comm_share", s.comm_share);
-  if (s.has_accuracy) j.num("test_accuracy", s.test_accuracy);
-  else j.null("test_accuracy");
+  if (s.has_accuracy)
+    j.num("test_accuracy", s.test_accuracy);
+  else
+    j.null("test_accuracy");
   j.integer("steps", (long long)s.steps);
   return j.object();
 }
@@ -177,7 +183,8 @@ void MetricsFile::line(const std::string& record) {
 }
 
 void MetricsFile::flush() {
-  if (f_ && std::fflush(f_) != 0) throw std::runtime_error("--metrics " + path_ + ": write failed: " + std::strerror(errno));
+  if (f_ && std::fflush(f_) != 0)
+    throw std::runtime_error("--metrics " + path_ + ": write failed: " + std::strerror(errno));
 }
 
 void MetricsFile::close() {
@@ -185,5 +192,6 @@ void MetricsFile::close() {
   std::FILE* f = f_;
   f_ = nullptr;
   const bool bad = std::ferror(f) != 0;
-  if (std::fclose(f) != 0 || bad) throw std::runtime_error("--metrics " + path_ + ": write failed: " + std::strerror(errno));
+  if (std::fclose(f) != 0 || bad)
+    throw std::runtime_error("--metrics " + path_ + ": write failed: " + std::strerror(errno));
 }

@@ -14,7 +14,7 @@
 struct MetricsHeader {
   int world_size = 1;
   std::string backend, algorithm;
-  std::vector<std::string> hosts;  // hosts[r] = rank r's host
+  std::vector<std::string> hosts;            // hosts[r] = rank r's host
   std::string baresgd, openblas, gloo, mpi;  // versions: gloo "yes"/"no"; mpi its version or "yes"/"no"
 };
 // The versions of this build: kBaresgdVersion, openblas_get_config(), Gloo built in, and MPI's

@@ -20,9 +20,7 @@ uint32_t be32(const uint8_t* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | p[3];
 }
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw DataError(path + ": " + what);
-}
+[[noreturn]] void fail(const std::string& path, const std::string& what) { throw DataError(path + ": " + what); }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -92,7 +90,8 @@ void FileBytes::read(uint64_t offset, size_t n, uint8_t* out) const {
     ssize_t got = ::pread(fd_, out + done, n - done, off_t(offset + done));
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) fail(path_, std::string("read error: ") + std::strerror(errno));
-    if (got == 0) fail(path_, "shrank while in use (read past its end at offset " + std::to_string(offset + done) + ")");
+    if (got == 0)
+      fail(path_, "shrank while in use (read past its end at offset " + std::to_string(offset + done) + ")");
     done += size_t(got);
   }
 }
@@ -185,42 +184,41 @@ MnistSplit load_mnist_files(const std::string& images_path, const std::string& l
   uint8_t head[16];
   im.read(0, sizeof head, head);
   if (be32(head) != kImagesMagic)
-    fail(images_path, "bad magic " + hex32(be32(head)) + " (expected " + hex32(kImagesMagic) +
-                          ", IDX unsigned-byte images)");
+    fail(images_path,
+         "bad magic " + hex32(be32(head)) + " (expected " + hex32(kImagesMagic) + ", IDX unsigned-byte images)");
   uint32_t n = be32(head + 4), rows = be32(head + 8), cols = be32(head + 12);
   if (rows != 28 || cols != 28)
-    fail(images_path, "wrong image size " + std::to_string(rows) + "x" + std::to_string(cols) +
-                          " (MNIST images are 28x28)");
+    fail(images_path,
+         "wrong image size " + std::to_string(rows) + "x" + std::to_string(cols) + " (MNIST images are 28x28)");
   if (n == 0) fail(images_path, "holds no images");
   uint64_t want = 16 + uint64_t(n) * rows * cols;
   if (im.size() < want)
-    fail(images_path, "truncated: header says " + std::to_string(n) + " images (" +
-                          std::to_string(want) + " bytes) but the file has " + std::to_string(im.size()) + " bytes");
+    fail(images_path, "truncated: header says " + std::to_string(n) + " images (" + std::to_string(want) +
+                          " bytes) but the file has " + std::to_string(im.size()) + " bytes");
   if (im.size() > want)
-    fail(images_path, "has " + std::to_string(im.size() - want) + " bytes after the " +
-                          std::to_string(n) + " images its header announces");
+    fail(images_path, "has " + std::to_string(im.size() - want) + " bytes after the " + std::to_string(n) +
+                          " images its header announces");
 
   if (lb.size() == 0) fail(labels_path, "empty file");
   if (lb.size() < 8) fail(labels_path, "truncated IDX header (" + std::to_string(lb.size()) + " bytes, need 8)");
   if (be32(lb.data()) != kLabelsMagic)
-    fail(labels_path, "bad magic " + hex32(be32(lb.data())) + " (expected " + hex32(kLabelsMagic) +
-                          ", IDX unsigned-byte labels)");
+    fail(labels_path,
+         "bad magic " + hex32(be32(lb.data())) + " (expected " + hex32(kLabelsMagic) + ", IDX unsigned-byte labels)");
   uint32_t nl = be32(lb.data() + 4);
   if (lb.size() < 8 + uint64_t(nl))
-    fail(labels_path, "truncated: header says " + std::to_string(nl) + " labels (" +
-                          std::to_string(8 + uint64_t(nl)) + " bytes) but the file has " +
-                          std::to_string(lb.size()) + " bytes");
+    fail(labels_path, "truncated: header says " + std::to_string(nl) + " labels (" + std::to_string(8 + uint64_t(nl)) +
+                          " bytes) but the file has " + std::to_string(lb.size()) + " bytes");
   if (lb.size() > 8 + uint64_t(nl))
-    fail(labels_path, "has " + std::to_string(lb.size() - 8 - nl) + " bytes after the " +
-                          std::to_string(nl) + " labels its header announces");
+    fail(labels_path, "has " + std::to_string(lb.size() - 8 - nl) + " bytes after the " + std::to_string(nl) +
+                          " labels its header announces");
   if (nl != n)
-    fail(labels_path, "holds " + std::to_string(nl) + " labels but " + images_path + " holds " +
-                          std::to_string(n) + " images");
+    fail(labels_path,
+         "holds " + std::to_string(nl) + " labels but " + images_path + " holds " + std::to_string(n) + " images");
   const uint8_t* labels = lb.data() + 8;
   for (uint32_t i = 0; i < nl; ++i)
     if (labels[i] > 9)
-      fail(labels_path, "label " + std::to_string(labels[i]) + " at index " + std::to_string(i) +
-                            " (MNIST labels are 0..9)");
+      fail(labels_path,
+           "label " + std::to_string(labels[i]) + " at index " + std::to_string(i) + " (MNIST labels are 0..9)");
   s.pixels = im.data() ? im.data() + 16 : nullptr;
   s.labels = labels;
   s.count = int(n);
@@ -249,8 +247,10 @@ MnistLookup find_mnist(const std::string& data_dir, bool train) {
   for (const auto& c : l.candidates) {
     for (int k = 0; k < 2; ++k) {
       if (!l.found[k].empty()) continue;
-      if (exists(c + "/" + l.names[k])) l.found[k] = c + "/" + l.names[k];
-      else if (exists(c + "/" + l.names[k] + ".gz")) l.found[k] = c + "/" + l.names[k] + ".gz";
+      if (exists(c + "/" + l.names[k]))
+        l.found[k] = c + "/" + l.names[k];
+      else if (exists(c + "/" + l.names[k] + ".gz"))
+        l.found[k] = c + "/" + l.names[k] + ".gz";
     }
     if (!l.found[0].empty() || !l.found[1].empty()) break;  // one layout per split, never mixed
   }
@@ -261,7 +261,7 @@ MnistSplit load_mnist(const std::string& data_dir, bool train) {
   MnistLookup l = find_mnist(data_dir, train);
   for (int k = 0; k < 2; ++k)
     if (l.found[k].empty())
-      throw DataError("MNIST " + l.names[k] + "[.gz] not found in " + l.candidates[0] + "/ or " +
-                      l.candidates[1] + "/ (run `make data` to fetch it, or pass --data-dir)");
+      throw DataError("MNIST " + l.names[k] + "[.gz] not found in " + l.candidates[0] + "/ or " + l.candidates[1] +
+                      "/ (run `make data` to fetch it, or pass --data-dir)");
   return load_mnist_files(l.found[0], l.found[1]);
 }

@@ -31,8 +31,7 @@ namespace {
 constexpr int kC1 = 10, kC2 = 20, kK = 5, kIn = 28, kA1 = 24, kP1 = 12, kA2 = 8, kP2 = 4;
 constexpr int kFlat = kC2 * kP2 * kP2, kHidden = 50, kClasses = 10;
 static_assert(kFlat == 320, "fc1 input is 320");
-static_assert(kA1 == kIn - kK + 1 && kP1 == kA1 / 2 && kA2 == kP1 - kK + 1 && kP2 == kA2 / 2,
-              "conv/pool shapes");
+static_assert(kA1 == kIn - kK + 1 && kP1 == kA1 / 2 && kA2 == kP1 - kK + 1 && kP2 == kA2 / 2, "conv/pool shapes");
 
 const float* P(const std::vector<float>& v, int t) { return v.data() + Net::kParams[t].offset; }
 float* P(std::vector<float>& v, int t) { return v.data() + Net::kParams[t].offset; }
@@ -254,12 +253,12 @@ void Net::forward_job(Net* net, int s, int begin, int end) {
   TimelineLayers tl(s);  // --timeline: one slice per fused block below
   // conv1 -> (n,10,24,24); max_pool 2; relu -> h1 (n,10,12,12), lane-blocked
   pack_lanes(S.xb.data(), net->x_ + size_t(begin) * kIn * kIn, n, kIn * kIn);
-  conv2d_pool_relu_forward_n16(S.h1b.data(), S.sel1.data(), S.xb.data(), P(prm, 0), P(prm, 1),
-                               nullptr, n, 1, kIn, kIn, kC1, kK, kK);
+  conv2d_pool_relu_forward_n16(S.h1b.data(), S.sel1.data(), S.xb.data(), P(prm, 0), P(prm, 1), nullptr, n, 1, kIn, kIn,
+                               kC1, kK, kK);
   tl.mark(TimelineKind::kConv1Forward);
   // conv2 -> (n,20,8,8); Dropout2d; max_pool 2; relu -> h2 (n,20,4,4) = view (n,320)
-  conv2d_pool_relu_forward_n16(S.h2b.data(), S.sel2.data(), S.h1b.data(), P(prm, 2), P(prm, 3),
-                               mask2d, n, kC1, kP1, kP1, kC2, kK, kK);
+  conv2d_pool_relu_forward_n16(S.h2b.data(), S.sel2.data(), S.h1b.data(), P(prm, 2), P(prm, 3), mask2d, n, kC1, kP1,
+                               kP1, kC2, kK, kK);
   unpack_lanes(S.h2.data(), S.h2b.data(), n, kFlat);
   tl.mark(TimelineKind::kConv2Forward);
   // fc1 -> (n,50); relu; dropout
@@ -267,8 +266,7 @@ void Net::forward_job(Net* net, int s, int begin, int end) {
   relu_forward(S.h3.data(), S.h3.data(), size_t(n) * kHidden);
   const float* fc2_in = S.h3.data();
   if (net->dropout_) {
-    dropout_forward(S.d3.data(), S.h3.data(), net->mask_.data() + size_t(begin) * kHidden,
-                    size_t(n) * kHidden);
+    dropout_forward(S.d3.data(), S.h3.data(), net->mask_.data() + size_t(begin) * kHidden, size_t(n) * kHidden);
     fc2_in = S.d3.data();
   }
   tl.mark(TimelineKind::kFc1Forward);
@@ -315,30 +313,26 @@ void Net::backward_job(Net* net, int s, int begin, int end) {
   log_softmax_backward(S.g_f2.data(), S.g_f2.data(), logp, n, kClasses);
   // fc2: d(fc2 input) (n,50)
   const float* fc2_in = net->dropout_ ? S.d3.data() : S.h3.data();
-  linear_backward(S.g_h3.data(), P(grads, 6), P(grads, 7), S.g_f2.data(), fc2_in, P(prm, 6), n,
-                  kHidden, kClasses);
+  linear_backward(S.g_h3.data(), P(grads, 6), P(grads, 7), S.g_f2.data(), fc2_in, P(prm, 6), n, kHidden, kClasses);
   tl.mark(TimelineKind::kFc2Backward);
   BackwardListener* const done = s == 0 ? net->in_slice_listener_ : nullptr;
   if (done) done->layer_done(3);
   if (net->dropout_)
-    dropout_backward(S.g_h3.data(), S.g_h3.data(), net->mask_.data() + size_t(begin) * kHidden,
-                     size_t(n) * kHidden);
+    dropout_backward(S.g_h3.data(), S.g_h3.data(), net->mask_.data() + size_t(begin) * kHidden, size_t(n) * kHidden);
   relu_backward(S.g_h3.data(), S.g_h3.data(), S.h3.data(), size_t(n) * kHidden);
   // fc1: d(h2) (n,320)
-  linear_backward(S.g_h2.data(), P(grads, 4), P(grads, 5), S.g_h3.data(), S.h2.data(), P(prm, 4), n,
-                  kFlat, kHidden);
+  linear_backward(S.g_h2.data(), P(grads, 4), P(grads, 5), S.g_h3.data(), S.h2.data(), P(prm, 4), n, kFlat, kHidden);
   tl.mark(TimelineKind::kFc1Backward);
   if (done) done->layer_done(2);
   // conv2 block (relu, max_pool, Dropout2d, conv2): d(h1) (n,10,12,12), lane-blocked
   pack_lanes(S.g_h2b.data(), S.g_h2.data(), n, kFlat);
-  conv2d_pool_relu_backward_sparse(S.g_h1b.data(), P(grads, 2), P(grads, 3), S.g_h2b.data(),
-                                   S.sel2.data(), mask2d, S.h1b.data(), P(prm, 2), S.work.data(), n,
-                                   kC1, kP1, kP1, kC2, kK, kK);
+  conv2d_pool_relu_backward_sparse(S.g_h1b.data(), P(grads, 2), P(grads, 3), S.g_h2b.data(), S.sel2.data(), mask2d,
+                                   S.h1b.data(), P(prm, 2), S.work.data(), n, kC1, kP1, kP1, kC2, kK, kK);
   tl.mark(TimelineKind::kConv2Backward);
   if (done) done->layer_done(1);
   // conv1 block (relu, max_pool, conv1): no input gradient needed
-  conv2d_pool_relu_backward_weights_n16(P(grads, 0), P(grads, 1), S.g_h1b.data(), S.sel1.data(),
-                                        nullptr, S.xb.data(), n, 1, kIn, kIn, kC1, kK, kK);
+  conv2d_pool_relu_backward_weights_n16(P(grads, 0), P(grads, 1), S.g_h1b.data(), S.sel1.data(), nullptr, S.xb.data(),
+                                        n, 1, kIn, kIn, kC1, kK, kK);
   tl.mark(TimelineKind::kConv1Backward);
   if (done) done->layer_done(0);
 }

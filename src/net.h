@@ -66,7 +66,7 @@ class Net {
  public:
   static constexpr size_t kNumParams = 21840;
   static constexpr int kNumTensors = 8;
-  static constexpr int kNumLayers = 4;  // conv1, conv2, fc1, fc2: a weight and a bias each
+  static constexpr int kNumLayers = 4;          // conv1, conv2, fc1, fc2: a weight and a bias each
   static const ParamView kParams[kNumTensors];  // conv1.weight ... fc2.bias, PyTorch order
 
   // Activation buffers sized for batches of up to max_batch samples (no allocation later);
@@ -115,11 +115,11 @@ class Net {
 
   int max_batch_;
   bool dropout_ = false;
-  int n_ = 0;                        // batch size of the last forward
-  const float* x_ = nullptr;         // its input
-  const int32_t* target_ = nullptr;  // the targets of the running backward
+  int n_ = 0;                                      // batch size of the last forward
+  const float* x_ = nullptr;                       // its input
+  const int32_t* target_ = nullptr;                // the targets of the running backward
   BackwardListener* in_slice_listener_ = nullptr;  // told by backward_job (one-slice batches only)
-  Buffer<float> logp_;               // (max_batch, 10), every slice writes its rows
+  Buffer<float> logp_;                             // (max_batch, 10), every slice writes its rows
   Buffer<float> mask2d_, mask_;
   std::vector<std::unique_ptr<Slice>> slices_;
   std::unique_ptr<Workers> workers_;  // threads for slices 1..threads-1

@@ -23,8 +23,8 @@ long long parse_int(const std::string& flag, const std::string& v, long long lo,
   if (v.empty() || *end != '\0' || errno == ERANGE)
     throw TrainUsageError{"argument " + flag + ": invalid int value: " + quote(v)};
   if (x < lo || x > hi)
-    throw TrainUsageError{"argument " + flag + ": " + v + " is out of range [" + std::to_string(lo) +
-                     ", " + std::to_string(hi) + "]"};
+    throw TrainUsageError{"argument " + flag + ": " + v + " is out of range [" + std::to_string(lo) + ", " +
+                          std::to_string(hi) + "]"};
   return x;
 }
 
@@ -34,8 +34,7 @@ double parse_float(const std::string& flag, const std::string& v, double lo, boo
   double x = std::strtod(v.c_str(), &end);
   if (v.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(x))
     throw TrainUsageError{"argument " + flag + ": invalid float value: " + quote(v)};
-  if (lo_open ? !(x > lo) : !(x >= lo))
-  {
+  if (lo_open ? !(x > lo) : !(x >= lo)) {
     char bound[32];
     std::snprintf(bound, sizeof bound, "%g", lo);
     throw TrainUsageError{"argument " + flag + ": " + v + " must be " + (lo_open ? "> " : ">= ") + bound};
@@ -67,73 +66,72 @@ std::string non_empty(const std::string& flag, const std::string& v) {
 }  // namespace
 
 std::string usage_text() {
-  return
-      "usage: train [--batch-size N] [--test-batch-size N] [--epochs N] [--lr LR]\n"
-      "             [--momentum M] [--no-cuda] [--seed S] [--log-interval N]\n"
-      "             [--fp16-allreduce] [--use-mixed-precision] [--use-adasum]\n"
-      "             [--gradient-predivide-factor F] [--data-dir DIR]\n"
-      "             [--num-proc N] [--hosts H] [--communication gloo|mpi] [baresgd flags]\n"
-      "\n"
-      "baresgd MNIST example (flags and defaults of the Horovod PyTorch MNIST example)\n"
-      "\n"
-      "  --batch-size N                 input batch size for training (default: 64)\n"
-      "  --test-batch-size N            input batch size for testing (default: 1000)\n"
-      "  --epochs N                     number of epochs to train (default: 10)\n"
-      "  --lr LR                        learning rate (default: 0.01), times world size\n"
-      "  --momentum M                   SGD momentum (default: 0.5)\n"
-      "  --no-cuda                      accepted for compatibility; baresgd is CPU only\n"
-      "  --seed S                       random seed (default: 42)\n"
-      "  --log-interval N               batches between training status lines (default: 10)\n"
-      "  --fp16-allreduce               use fp16 compression during allreduce\n"
-      "  --use-mixed-precision          use mixed precision (needs a GPU; not supported)\n"
-      "  --use-adasum                   use the Adasum algorithm to do reduction\n"
-      "  --gradient-predivide-factor F  divide gradients by F before the sum, multiply by\n"
-      "                                 F/size after (default: 1.0)\n"
-      "  --data-dir DIR                 MNIST location: DIR/MNIST/raw/ or DIR itself, raw or\n"
-      "                                 .gz IDX files (default: $BARESGD_DATA_DIR, else ./data;\n"
-      "                                 fetch with `make data` in the source tree)\n"
-      "  --num-proc N                   run N ranks through ./launch (like horovod.run)\n"
-      "  --hosts H                      with --num-proc: host:slots,... (default localhost:N)\n"
-      "  --communication gloo|mpi       with --num-proc: the backend (default gloo)\n"
-      "\n"
-      "baresgd flags:\n"
-      "  --backend single|gloo|mpi      force the comm backend (default: from the environment)\n"
-      "  --rendezvous-dir DIR           Gloo rendezvous through files in a shared DIR\n"
-      "  --network-interface IF         Gloo binds this interface name or address\n"
-      "  --allreduce ALG                gradient sum: auto, direct, ring, halving-doubling,\n"
-      "                                 gloo or mpi (the library's own; default: auto)\n"
-      "  --overlap on|off               reduce each gradient bucket while backward still runs\n"
-      "                                 (default: off; the same bits either way, docs/comm.md)\n"
-      "  --start-timeout S              rendezvous timeout in seconds (default: 30)\n"
-      "  --comm-timeout S               timeout of one collective in seconds (default: 60)\n"
-      "  --checkpoint-dir DIR           save a checkpoint at every epoch end (rank 0)\n"
-      "  --checkpoint-every N           also every N optimizer steps\n"
-      "  --resume                       continue from the newest valid checkpoint of this\n"
-      "                                 configuration (a newer one of another is refused)\n"
-      "  --resume-any-config            with --resume: continue it even when its --seed, --lr,\n"
-      "                                 --batch-size, ... differ (named in one line)\n"
-      "  --threads N                    compute threads per rank (default: cores / ranks on\n"
-      "                                 this host, or OPENBLAS_NUM_THREADS)\n"
-      "  --timeline FILE                record a Chrome trace (Perfetto, chrome://tracing) of\n"
-      "                                 every rank into FILE (default: $HOROVOD_TIMELINE)\n"
-      "  --timeline-steps A-B           record only optimizer steps A..B (0-based; or A)\n"
-      "  --no-dropout                   disable both dropout layers (tests)\n"
-      "  --max-steps N                  stop after N optimizer steps (tests)\n"
-      "  --sample-record FILE           rank 0 writes which samples made each step, one line\n"
-      "                                 \"step epoch rank index...\" per step and rank; a resumed\n"
-      "                                 run drops the lines of the steps it redoes (tests)\n"
-      "  --dump-params FILE             write the final parameters as raw float32 (tests);\n"
-      "                                 a %r in FILE is replaced by the rank, every rank writes\n"
-      "  --metrics FILE                 rank 0 writes JSON Lines: header, logged steps of every\n"
-      "                                 rank, tests, --inspect records, summary\n"
-      "  --inspect STEPS                per-layer table of these 0-based steps (e.g. 0,100,500)\n"
-      "                                 on stderr: gradient norms, cosines, bytes, checksums\n"
-      "  --inspect-dump DIR             with --inspect: each rank's local and averaged gradient\n"
-      "                                 at those steps as raw float32 files in DIR (tests)\n"
-      "  --check-sync N                 every N steps compare the ranks' parameter checksums;\n"
-      "                                 stop naming the layer and ranks if they differ\n"
-      "  -h, --help                     show this help and exit\n"
-      "  --version                      print the version and the backends built in, and exit\n";
+  return "usage: train [--batch-size N] [--test-batch-size N] [--epochs N] [--lr LR]\n"
+         "             [--momentum M] [--no-cuda] [--seed S] [--log-interval N]\n"
+         "             [--fp16-allreduce] [--use-mixed-precision] [--use-adasum]\n"
+         "             [--gradient-predivide-factor F] [--data-dir DIR]\n"
+         "             [--num-proc N] [--hosts H] [--communication gloo|mpi] [baresgd flags]\n"
+         "\n"
+         "baresgd MNIST example (flags and defaults of the Horovod PyTorch MNIST example)\n"
+         "\n"
+         "  --batch-size N                 input batch size for training (default: 64)\n"
+         "  --test-batch-size N            input batch size for testing (default: 1000)\n"
+         "  --epochs N                     number of epochs to train (default: 10)\n"
+         "  --lr LR                        learning rate (default: 0.01), times world size\n"
+         "  --momentum M                   SGD momentum (default: 0.5)\n"
+         "  --no-cuda                      accepted for compatibility; baresgd is CPU only\n"
+         "  --seed S                       random seed (default: 42)\n"
+         "  --log-interval N               batches between training status lines (default: 10)\n"
+         "  --fp16-allreduce               use fp16 compression during allreduce\n"
+         "  --use-mixed-precision          use mixed precision (needs a GPU; not supported)\n"
+         "  --use-adasum                   use the Adasum algorithm to do reduction\n"
+         "  --gradient-predivide-factor F  divide gradients by F before the sum, multiply by\n"
+         "                                 F/size after (default: 1.0)\n"
+         "  --data-dir DIR                 MNIST location: DIR/MNIST/raw/ or DIR itself, raw or\n"
+         "                                 .gz IDX files (default: $BARESGD_DATA_DIR, else ./data;\n"
+         "                                 fetch with `make data` in the source tree)\n"
+         "  --num-proc N                   run N ranks through ./launch (like horovod.run)\n"
+         "  --hosts H                      with --num-proc: host:slots,... (default localhost:N)\n"
+         "  --communication gloo|mpi       with --num-proc: the backend (default gloo)\n"
+         "\n"
+         "baresgd flags:\n"
+         "  --backend single|gloo|mpi      force the comm backend (default: from the environment)\n"
+         "  --rendezvous-dir DIR           Gloo rendezvous through files in a shared DIR\n"
+         "  --network-interface IF         Gloo binds this interface name or address\n"
+         "  --allreduce ALG                gradient sum: auto, direct, ring, halving-doubling,\n"
+         "                                 gloo or mpi (the library's own; default: auto)\n"
+         "  --overlap on|off               reduce each gradient bucket while backward still runs\n"
+         "                                 (default: off; the same bits either way, docs/comm.md)\n"
+         "  --start-timeout S              rendezvous timeout in seconds (default: 30)\n"
+         "  --comm-timeout S               timeout of one collective in seconds (default: 60)\n"
+         "  --checkpoint-dir DIR           save a checkpoint at every epoch end (rank 0)\n"
+         "  --checkpoint-every N           also every N optimizer steps\n"
+         "  --resume                       continue from the newest valid checkpoint of this\n"
+         "                                 configuration (a newer one of another is refused)\n"
+         "  --resume-any-config            with --resume: continue it even when its --seed, --lr,\n"
+         "                                 --batch-size, ... differ (named in one line)\n"
+         "  --threads N                    compute threads per rank (default: cores / ranks on\n"
+         "                                 this host, or OPENBLAS_NUM_THREADS)\n"
+         "  --timeline FILE                record a Chrome trace (Perfetto, chrome://tracing) of\n"
+         "                                 every rank into FILE (default: $HOROVOD_TIMELINE)\n"
+         "  --timeline-steps A-B           record only optimizer steps A..B (0-based; or A)\n"
+         "  --no-dropout                   disable both dropout layers (tests)\n"
+         "  --max-steps N                  stop after N optimizer steps (tests)\n"
+         "  --sample-record FILE           rank 0 writes which samples made each step, one line\n"
+         "                                 \"step epoch rank index...\" per step and rank; a resumed\n"
+         "                                 run drops the lines of the steps it redoes (tests)\n"
+         "  --dump-params FILE             write the final parameters as raw float32 (tests);\n"
+         "                                 a %r in FILE is replaced by the rank, every rank writes\n"
+         "  --metrics FILE                 rank 0 writes JSON Lines: header, logged steps of every\n"
+         "                                 rank, tests, --inspect records, summary\n"
+         "  --inspect STEPS                per-layer table of these 0-based steps (e.g. 0,100,500)\n"
+         "                                 on stderr: gradient norms, cosines, bytes, checksums\n"
+         "  --inspect-dump DIR             with --inspect: each rank's local and averaged gradient\n"
+         "                                 at those steps as raw float32 files in DIR (tests)\n"
+         "  --check-sync N                 every N steps compare the ranks' parameter checksums;\n"
+         "                                 stop naming the layer and ranks if they differ\n"
+         "  -h, --help                     show this help and exit\n"
+         "  --version                      print the version and the backends built in, and exit\n";
 }
 
 Options parse_options(const std::vector<std::string>& args) {
@@ -142,31 +140,32 @@ Options parse_options(const std::vector<std::string>& args) {
   const long long kMax = 1LL << 40;
   std::map<std::string, Setter> valued = {
       {"--batch-size", [&](auto& f, auto& v) { o.batch_size = (int)parse_int(f, v, 1, 1 << 20); }},
-      {"--test-batch-size",
-       [&](auto& f, auto& v) { o.test_batch_size = (int)parse_int(f, v, 1, 1 << 20); }},
+      {"--test-batch-size", [&](auto& f, auto& v) { o.test_batch_size = (int)parse_int(f, v, 1, 1 << 20); }},
       {"--epochs", [&](auto& f, auto& v) { o.epochs = (int)parse_int(f, v, 0, 1 << 20); }},
       {"--lr", [&](auto& f, auto& v) { o.lr = parse_float(f, v, 0, false); }},
       {"--momentum", [&](auto& f, auto& v) { o.momentum = parse_float(f, v, 0, false); }},
       {"--seed", [&](auto& f, auto& v) { o.seed = parse_int(f, v, -kMax, kMax); }},
-      {"--log-interval",
-       [&](auto& f, auto& v) { o.log_interval = (int)parse_int(f, v, 1, 1 << 30); }},
+      {"--log-interval", [&](auto& f, auto& v) { o.log_interval = (int)parse_int(f, v, 1, 1 << 30); }},
       {"--gradient-predivide-factor",
        [&](auto& f, auto& v) { o.gradient_predivide_factor = parse_float(f, v, 0, true); }},
-      {"--data-dir", [&](auto& f, auto& v) { o.data_dir = v; o.data_dir_given = true; }},
+      {"--data-dir",
+       [&](auto& f, auto& v) {
+         o.data_dir = v;
+         o.data_dir_given = true;
+       }},
       {"--num-proc", [&](auto& f, auto& v) { o.num_proc = (int)parse_int(f, v, 1, 1 << 16); }},
       {"--hosts", [&](auto& f, auto& v) { o.hosts = v; }},
       {"--communication",
        [&](auto& f, auto& v) {
          if (v != "gloo" && v != "mpi")
-           throw TrainUsageError{"argument " + f + ": invalid choice: " + quote(v) +
-                            " (choose from 'gloo', 'mpi')"};
+           throw TrainUsageError{"argument " + f + ": invalid choice: " + quote(v) + " (choose from 'gloo', 'mpi')"};
          o.communication = v;
        }},
       {"--backend",
        [&](auto& f, auto& v) {
          if (v != "single" && v != "gloo" && v != "mpi")
            throw TrainUsageError{"argument " + f + ": invalid choice: " + quote(v) +
-                            " (choose from 'single', 'gloo', 'mpi')"};
+                                 " (choose from 'single', 'gloo', 'mpi')"};
          o.backend = v;
        }},
       {"--rendezvous-dir", [&](auto& f, auto& v) { o.rendezvous_dir = v; }},
@@ -190,11 +189,11 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--comm-timeout", [&](auto& f, auto& v) { o.comm_timeout = parse_timeout(f, v); }},
       {"--checkpoint-dir",
        [&](auto& f, auto& v) {
-         if (v.empty()) throw TrainUsageError{"argument " + f + ": empty directory name (omit the flag for no checkpoints)"};
+         if (v.empty())
+           throw TrainUsageError{"argument " + f + ": empty directory name (omit the flag for no checkpoints)"};
          o.checkpoint_dir = v;
        }},
-      {"--checkpoint-every",
-       [&](auto& f, auto& v) { o.checkpoint_every = (int)parse_int(f, v, 1, 1 << 30); }},
+      {"--checkpoint-every", [&](auto& f, auto& v) { o.checkpoint_every = (int)parse_int(f, v, 1, 1 << 30); }},
       {"--max-steps", [&](auto& f, auto& v) { o.max_steps = parse_int(f, v, 0, kMax); }},
       {"--dump-params", [&](auto& f, auto& v) { o.dump_params = non_empty(f, v); }},
       {"--sample-record", [&](auto& f, auto& v) { o.sample_record = non_empty(f, v); }},
@@ -253,7 +252,6 @@ Options parse_options(const std::vector<std::string>& args) {
   if ((!o.hosts.empty() || !o.communication.empty()) && o.num_proc == 0)
     throw TrainUsageError{"--hosts and --communication need --num-proc"};
   if (o.resume_any_config && !o.resume) throw TrainUsageError{"--resume-any-config needs --resume"};
-  if (!o.inspect_dump.empty() && o.inspect_steps.empty())
-    throw TrainUsageError{"--inspect-dump needs --inspect STEPS"};
+  if (!o.inspect_dump.empty() && o.inspect_steps.empty()) throw TrainUsageError{"--inspect-dump needs --inspect STEPS"};
   return o;
 }

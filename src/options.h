@@ -27,29 +27,29 @@ struct Options {
   std::string communication;  // with --num-proc: gloo | mpi
 
   // baresgd's own.
-  std::string backend;            // --backend single|gloo|mpi (default: from the environment)
-  std::string rendezvous_dir;     // --rendezvous-dir: Gloo FileStore on a shared directory
-  std::string network_interface;  // --network-interface: Gloo binds this interface/address
-  std::string allreduce = "auto"; // --allreduce: the gradient sum's algorithm (comm/allreduce.h names)
-  bool overlap = false;           // --overlap on|off: bucketed averaging during backward
-  double start_timeout = 30;      // --start-timeout seconds (rendezvous)
-  double comm_timeout = 60;       // --comm-timeout seconds (one collective)
-  std::string checkpoint_dir;     // --checkpoint-dir
-  int checkpoint_every = 0;       // --checkpoint-every N steps (0: epoch ends only)
-  bool resume = false;            // --resume
-  bool resume_any_config = false; // --resume-any-config: continue a checkpoint of another configuration
-  bool no_dropout = false;        // --no-dropout: dropout layers off in training (tests)
-  long long max_steps = -1;       // --max-steps: stop after this many optimizer steps (tests)
-  std::string dump_params;        // --dump-params FILE: raw float32 parameters at the end (tests)
-  std::string sample_record;      // --sample-record FILE: which samples made each step (src/sample_record.h)
-  int threads = 0;                // --threads: OpenBLAS threads (0: OPENBLAS_NUM_THREADS or 1)
+  std::string backend;             // --backend single|gloo|mpi (default: from the environment)
+  std::string rendezvous_dir;      // --rendezvous-dir: Gloo FileStore on a shared directory
+  std::string network_interface;   // --network-interface: Gloo binds this interface/address
+  std::string allreduce = "auto";  // --allreduce: the gradient sum's algorithm (comm/allreduce.h names)
+  bool overlap = false;            // --overlap on|off: bucketed averaging during backward
+  double start_timeout = 30;       // --start-timeout seconds (rendezvous)
+  double comm_timeout = 60;        // --comm-timeout seconds (one collective)
+  std::string checkpoint_dir;      // --checkpoint-dir
+  int checkpoint_every = 0;        // --checkpoint-every N steps (0: epoch ends only)
+  bool resume = false;             // --resume
+  bool resume_any_config = false;  // --resume-any-config: continue a checkpoint of another configuration
+  bool no_dropout = false;         // --no-dropout: dropout layers off in training (tests)
+  long long max_steps = -1;        // --max-steps: stop after this many optimizer steps (tests)
+  std::string dump_params;         // --dump-params FILE: raw float32 parameters at the end (tests)
+  std::string sample_record;       // --sample-record FILE: which samples made each step (src/sample_record.h)
+  int threads = 0;                 // --threads: OpenBLAS threads (0: OPENBLAS_NUM_THREADS or 1)
   // Seeing inside the run (src/train_hooks.h).
   std::string metrics;                  // --metrics FILE: JSON Lines records (rank 0 writes)
   std::vector<uint64_t> inspect_steps;  // --inspect 0,100,500: 0-based optimizer steps, ascending
   std::string inspect_dump;             // --inspect-dump DIR: gradients at those steps (tests)
   long long check_sync = 0;             // --check-sync N: compare parameter checksums every N steps
-  std::string timeline;           // --timeline FILE: Chrome trace of every rank (else HOROVOD_TIMELINE)
-  StepRange timeline_steps;       // --timeline-steps A-B: optimizer steps recorded (default all)
+  std::string timeline;                 // --timeline FILE: Chrome trace of every rank (else HOROVOD_TIMELINE)
+  StepRange timeline_steps;             // --timeline-steps A-B: optimizer steps recorded (default all)
   bool help = false;
   bool data_dir_given = false;  // --data-dir was on the command line (src/data_dir.h)
 };

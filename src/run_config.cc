@@ -14,9 +14,19 @@
 
 namespace {
 
-const char* const kKeys[] = {"run",    "world-size",     "batch-size",                "seed",      "lr",
-                             "momentum", "epochs",       "dropout",                   "fp16-allreduce",
-                             "gradient-predivide-factor", "use-adasum", "allreduce", "threads",
+const char* const kKeys[] = {"run",
+                             "world-size",
+                             "batch-size",
+                             "seed",
+                             "lr",
+                             "momentum",
+                             "epochs",
+                             "dropout",
+                             "fp16-allreduce",
+                             "gradient-predivide-factor",
+                             "use-adasum",
+                             "allreduce",
+                             "threads",
                              "epoch-first-sample"};
 
 // The fewest significant digits that read back as exactly x.
@@ -36,8 +46,8 @@ long long int_value(const std::string& key, const std::string& v, long long lo, 
   char* end = nullptr;
   const long long x = std::strtoll(v.c_str(), &end, 10);
   if (v.empty() || *end != '\0' || errno == ERANGE || x < lo || x > hi || v[0] == ' ' || v[0] == '+')
-    throw bad(key + " '" + shown_text(v) + "' is not an integer in [" + std::to_string(lo) + ", " +
-              std::to_string(hi) + "]");
+    throw bad(key + " '" + shown_text(v) + "' is not an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+              "]");
   return x;
 }
 

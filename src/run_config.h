@@ -10,13 +10,13 @@
 struct RunSettings {
   double lr = 0.01;
   double momentum = 0.5;
-  int epochs = 10;                  // recorded; a change does not alter any step's numbers
-  bool dropout = true;              // not --no-dropout
+  int epochs = 10;      // recorded; a change does not alter any step's numbers
+  bool dropout = true;  // not --no-dropout
   bool fp16_allreduce = false;
-  double predivide = 1.0;           // --gradient-predivide-factor
-  bool adasum = false;              // --use-adasum
-  std::string allreduce = "auto";   // --allreduce (the algorithms sum in different orders)
-  int threads = 1;                  // compute threads per rank (recorded; changes only rounding)
+  double predivide = 1.0;          // --gradient-predivide-factor
+  bool adasum = false;             // --use-adasum
+  std::string allreduce = "auto";  // --allreduce (the algorithms sum in different orders)
+  int threads = 1;                 // compute threads per rank (recorded; changes only rounding)
 };
 
 // The whole block: what ./train writes into every version 4 checkpoint.
@@ -47,9 +47,9 @@ RunConfig parse_run_config(const std::string& text);
 // `now` are flag phrases ("--lr 0.01", "2 ranks", "--no-dropout", "no --fp16-allreduce").
 struct SettingChange {
   enum Kind {
-    kNumbers,     // changes the steps' numbers: --resume refuses it without --resume-any-config
-    kWorldSize,   // allowed: the epoch continues where it stopped, dealt over the new world size
-    kHarmless,    // --epochs, compute threads: said in one line, never refused
+    kNumbers,    // changes the steps' numbers: --resume refuses it without --resume-any-config
+    kWorldSize,  // allowed: the epoch continues where it stopped, dealt over the new world size
+    kHarmless,   // --epochs, compute threads: said in one line, never refused
   };
   Kind kind;
   std::string was, now;

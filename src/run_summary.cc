@@ -28,7 +28,7 @@ std::string summary_line(const RunSummary& s) {
   std::snprintf(buf, sizeof buf,
                 "train: summary: world_size=%d backend=%s algorithm=%s epochs=%d steps=%llu train_s=%.2f "
                 "epoch_s=%s samples_per_s=%.0f comm_share=%.1f%% test_accuracy=%s",
-                s.world_size, s.backend.c_str(), s.algorithm.c_str(), s.epochs, (unsigned long long)s.steps,
-                s.train_s, epoch_s, s.samples_per_s, 100.0 * s.comm_share, acc);
+                s.world_size, s.backend.c_str(), s.algorithm.c_str(), s.epochs, (unsigned long long)s.steps, s.train_s,
+                epoch_s, s.samples_per_s, 100.0 * s.comm_share, acc);
   return buf;
 }

@@ -44,7 +44,8 @@ void SampleRecord::record_step(uint64_t step, int epoch, size_t b, size_t batch_
   for (size_t r = 0; r < ranks_.size(); ++r) {
     const std::vector<uint32_t>& idx = ranks_[r].indices();
     std::string line = std::to_string(step) + " " + std::to_string(epoch) + " " + std::to_string(r);
-    for (size_t i = b * batch_size; i < idx.size() && i < (b + 1) * batch_size; ++i) line += " " + std::to_string(idx[i]);
+    for (size_t i = b * batch_size; i < idx.size() && i < (b + 1) * batch_size; ++i)
+      line += " " + std::to_string(idx[i]);
     line += "\n";
     if (std::fwrite(line.data(), 1, line.size(), f_) != line.size())
       throw std::runtime_error("--sample-record " + path_ + ": write failed: " + std::strerror(errno));

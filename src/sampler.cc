@@ -12,8 +12,7 @@ std::vector<uint32_t> sampler_permutation(size_t n, uint64_t seed_plus_epoch) {
   return torch_randperm(n, &g);
 }
 
-DistributedSampler::DistributedSampler(size_t dataset_size, int num_replicas, int rank,
-                                       bool shuffle, uint64_t seed)
+DistributedSampler::DistributedSampler(size_t dataset_size, int num_replicas, int rank, bool shuffle, uint64_t seed)
     : n_(dataset_size),
       num_samples_((dataset_size + size_t(num_replicas) - 1) / size_t(num_replicas)),
       replicas_(num_replicas),

@@ -27,8 +27,7 @@
 namespace timeline_detail {
 std::atomic<bool> recording{false};
 int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 }  // namespace timeline_detail
@@ -50,9 +49,9 @@ struct ThreadBuffer {
 
 struct Recorder {
   // set by timeline_open
-  std::string what;       // "--timeline" or "HOROVOD_TIMELINE"
-  std::string path;       // FILE
-  std::string part;       // this rank's file: FILE on rank 0, FILE.rank<N>.part elsewhere
+  std::string what;  // "--timeline" or "HOROVOD_TIMELINE"
+  std::string path;  // FILE
+  std::string part;  // this rank's file: FILE on rank 0, FILE.rank<N>.part elsewhere
   std::string host;
   int rank = 0;
   int fd = -1;
@@ -71,8 +70,8 @@ struct Recorder {
   std::mutex writer_mutex;
   std::condition_variable writer_wake;
   bool writer_stop = false;
-  uint64_t written = 0;  // bytes in the part so far
-  uint64_t events = 0;   // records formatted
+  uint64_t written = 0;     // bytes in the part so far
+  uint64_t events = 0;      // records formatted
   double writer_cpu_s = 0;  // the writer thread's CPU time (the recording's off-path cost)
   std::vector<AllreducePatch> patches;
   std::string write_error;
@@ -111,8 +110,8 @@ void drain() {
       size_t patch_at = std::string::npos;
       append_trace_record(&out, r, g->ctx, &patch_at);
       if (patch_at != std::string::npos)
-        g->patches.push_back({r.step, r.begin_ns - g->ctx.offset_ns, r.end_ns - g->ctx.offset_ns,
-                              g->written + patch_at});
+        g->patches.push_back(
+            {r.step, r.begin_ns - g->ctx.offset_ns, r.end_ns - g->ctx.offset_ns, g->written + patch_at});
     }
     b->tail.store(h, std::memory_order_release);
   }
@@ -143,8 +142,7 @@ void writer_loop() {
 
 std::string thread_metadata(int compute_threads) {
   std::string s = trace_process_metadata(g->rank, g->host);
-  for (int t = 0; t < compute_threads; ++t)
-    s += trace_thread_metadata(g->rank, t, "compute " + std::to_string(t));
+  for (int t = 0; t < compute_threads; ++t) s += trace_thread_metadata(g->rank, t, "compute " + std::to_string(t));
   return s + trace_thread_metadata(g->rank, kCommTrack, "comm");
 }
 
@@ -254,8 +252,8 @@ void timeline_open(const Options& opts, const RankInfo& info) {
   if (g->fd < 0) {
     const std::string why = std::strerror(errno);
     if (info.rank == 0) throw std::runtime_error(what + " " + path + ": cannot write: " + why);
-    throw std::runtime_error(what + " " + path + ": rank " + std::to_string(info.rank) +
-                             " cannot write its part " + g->part + ": " + why);
+    throw std::runtime_error(what + " " + path + ": rank " + std::to_string(info.rank) + " cannot write its part " +
+                             g->part + ": " + why);
   }
   if (info.rank == 0) write_part("[\n");
 }
@@ -282,8 +280,7 @@ void timeline_start(Communicator& comm, int compute_threads, const GradientAvera
 void timeline_step(long long step) {
   if (!g || !g->started) return;
   g->step.store(step, std::memory_order_relaxed);
-  timeline_detail::recording.store(g->write_error.empty() && g->steps.contains(step),
-                                   std::memory_order_relaxed);
+  timeline_detail::recording.store(g->write_error.empty() && g->steps.contains(step), std::memory_order_relaxed);
 }
 
 void timeline_gradient_allreduce(int64_t begin, size_t floats) {

@@ -26,10 +26,10 @@
 
 enum class TimelineKind : uint8_t {
   kBatchRead,
-  kConv1Forward,   // conv1 + max_pool + relu
-  kConv2Forward,   // conv2 + Dropout2d + max_pool + relu
-  kFc1Forward,     // fc1 + relu + dropout
-  kFc2Forward,     // fc2 + log_softmax
+  kConv1Forward,  // conv1 + max_pool + relu
+  kConv2Forward,  // conv2 + Dropout2d + max_pool + relu
+  kFc1Forward,    // fc1 + relu + dropout
+  kFc2Forward,    // fc2 + log_softmax
   kFc2Backward,
   kFc1Backward,
   kConv2Backward,

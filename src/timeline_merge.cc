@@ -37,8 +37,9 @@ void pread_all(int fd, char* out, size_t n, uint64_t offset) {
   while (done < n) {
     const ssize_t r = ::pread(fd, out + done, n - done, off_t(offset + done));
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) throw std::runtime_error(std::string("timeline: cannot read back this rank's part: ") +
-                                         (r == 0 ? "file shrank" : std::strerror(errno)));
+    if (r <= 0)
+      throw std::runtime_error(std::string("timeline: cannot read back this rank's part: ") +
+                               (r == 0 ? "file shrank" : std::strerror(errno)));
     done += size_t(r);
   }
 }
@@ -52,8 +53,8 @@ std::string patch_allreduce_waits(Communicator& comm, int fd, const std::vector<
   comm.allgather(counts.data(), &count, sizeof count);
   for (int r = 1; r < size; ++r)
     if (counts[r] != counts[0])
-      return "rank " + std::to_string(r) + " recorded " + std::to_string(counts[r]) +
-             " gradient allreduces, rank 0 " + std::to_string(counts[0]);
+      return "rank " + std::to_string(r) + " recorded " + std::to_string(counts[r]) + " gradient allreduces, rank 0 " +
+             std::to_string(counts[0]);
   if (count == 0) return "";
   // (step, begin) of each patch, from every rank
   std::vector<int64_t> mine, all(size_t(size) * size_t(count) * 2);

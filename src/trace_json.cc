@@ -57,8 +57,7 @@ void open_slice(std::string* out, const std::string& name, const char* cat, cons
 }
 
 // One flow end ('s' at a send, 'f' bound to the enclosing receive slice) on the comm track.
-void append_flow(std::string* out, char ph, uint64_t id, int64_t ns, const std::string& name,
-                 const TraceContext& c) {
+void append_flow(std::string* out, char ph, uint64_t id, int64_t ns, const std::string& name, const TraceContext& c) {
   *out += "{\"ph\":\"";
   *out += ph;
   *out += ph == 'f' ? "\",\"bp\":\"e" : "";
@@ -75,8 +74,7 @@ void append_flow(std::string* out, char ph, uint64_t id, int64_t ns, const std::
   *out += "},\n";
 }
 
-void append_gradient_allreduce(std::string* out, const TimelineRecord& r, const TraceContext& c,
-                               size_t* patch_at) {
+void append_gradient_allreduce(std::string* out, const TimelineRecord& r, const TraceContext& c, size_t* patch_at) {
   open_slice(out, "allreduce", "comm", r, c);
   *out += ",\"bytes\":";
   append_int(out, (long long)r.bytes);
@@ -150,8 +148,7 @@ std::string trace_patch(double wait_us, double transfer_us) {
   return value(wait_us) + ",\"transfer_us\":" + value(transfer_us);
 }
 
-void append_trace_record(std::string* out, const TimelineRecord& r, const TraceContext& c,
-                         size_t* patch_at) {
+void append_trace_record(std::string* out, const TimelineRecord& r, const TraceContext& c, size_t* patch_at) {
   switch (r.kind) {
     case TimelineKind::kGradientAllreduce:
       append_gradient_allreduce(out, r, c, patch_at);
@@ -172,10 +169,10 @@ void append_trace_record(std::string* out, const TimelineRecord& r, const TraceC
 
 std::string trace_process_metadata(int rank, const std::string& host) {
   const std::string pid = std::to_string(rank);
-  return "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + pid + ",\"tid\":0,\"args\":{\"name\":" +
-         trace_quote("rank " + pid + " @ " + host) + "}},\n" +
-         "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + pid +
-         ",\"tid\":0,\"args\":{\"sort_index\":" + pid + "}},\n";
+  return "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + pid +
+         ",\"tid\":0,\"args\":{\"name\":" + trace_quote("rank " + pid + " @ " + host) + "}},\n" +
+         "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + pid + ",\"tid\":0,\"args\":{\"sort_index\":" + pid +
+         "}},\n";
 }
 
 std::string trace_thread_metadata(int rank, int track, const std::string& name) {
@@ -213,8 +210,8 @@ int trace_tid(int track) { return track == kCommTrack ? 1000 : track + 1; }
 uint64_t trace_flow_id(int call, int step, int sender, int receiver) {
   // splitmix64 over the four numbers, cut to 53 bits.
   uint64_t x = 0x9E3779B97F4A7C15ull;
-  for (uint64_t v : {uint64_t(uint32_t(call)), uint64_t(uint32_t(step)), uint64_t(uint32_t(sender)),
-                     uint64_t(uint32_t(receiver))}) {
+  for (uint64_t v :
+       {uint64_t(uint32_t(call)), uint64_t(uint32_t(step)), uint64_t(uint32_t(sender)), uint64_t(uint32_t(receiver))}) {
     x ^= v + 0x9E3779B97F4A7C15ull + (x << 6) + (x >> 2);
     x ^= x >> 30;
     x *= 0xBF58476D1CE4E5B9ull;
@@ -227,12 +224,18 @@ uint64_t trace_flow_id(int call, int step, int sender, int receiver) {
 
 const char* trace_algorithm_name(AllreduceAlgorithm a) {
   switch (a) {
-    case AllreduceAlgorithm::kAuto: return "auto";
-    case AllreduceAlgorithm::kDirect: return "direct";
-    case AllreduceAlgorithm::kRing: return "ring";
-    case AllreduceAlgorithm::kHalvingDoubling: return "halving-doubling";
-    case AllreduceAlgorithm::kGloo: return "gloo";
-    case AllreduceAlgorithm::kMpi: return "mpi";
+    case AllreduceAlgorithm::kAuto:
+      return "auto";
+    case AllreduceAlgorithm::kDirect:
+      return "direct";
+    case AllreduceAlgorithm::kRing:
+      return "ring";
+    case AllreduceAlgorithm::kHalvingDoubling:
+      return "halving-doubling";
+    case AllreduceAlgorithm::kGloo:
+      return "gloo";
+    case AllreduceAlgorithm::kMpi:
+      return "mpi";
   }
   return "unknown";
 }

@@ -12,10 +12,10 @@
 // What turns one rank's raw records into trace events on rank 0's clock.
 struct TraceContext {
   int rank = 0;
-  int64_t offset_ns = 0;   // this rank's steady_clock minus rank 0's
-  int64_t origin_ns = 0;   // rank 0's clock at ts = 0
-  std::string backend;     // "single", "gloo", "mpi"
-  std::string algorithm;   // the gradient allreduce's, until an observed call names it
+  int64_t offset_ns = 0;  // this rank's steady_clock minus rank 0's
+  int64_t origin_ns = 0;  // rank 0's clock at ts = 0
+  std::string backend;    // "single", "gloo", "mpi"
+  std::string algorithm;  // the gradient allreduce's, until an observed call names it
   bool fp16 = false, adasum = false;
 };
 
@@ -29,14 +29,13 @@ size_t trace_patch_size();
 
 // Appends r's event line(s) to out. For a gradient allreduce, *patch_at is the offset in out of
 // its patch region (see trace_patch); otherwise it is left alone.
-void append_trace_record(std::string* out, const TimelineRecord& r, const TraceContext& c,
-                         size_t* patch_at);
+void append_trace_record(std::string* out, const TimelineRecord& r, const TraceContext& c, size_t* patch_at);
 
 // Metadata lines: the rank's process track "rank N @ host", its thread tracks, the clocks.
 std::string trace_process_metadata(int rank, const std::string& host);
 std::string trace_thread_metadata(int rank, int track, const std::string& name);
-std::string trace_clock_metadata(const std::vector<int64_t>& offset_ns,
-                                 const std::vector<int64_t>& bound_ns, int rounds);
+std::string trace_clock_metadata(const std::vector<int64_t>& offset_ns, const std::vector<int64_t>& bound_ns,
+                                 int rounds);
 // The last element of a merged file: "{...}\n]\n" (no trailing comma).
 std::string trace_end(int world_size);
 

@@ -43,9 +43,8 @@ struct TestResult {
   double loss, accuracy;  // averaged over ranks
 };
 
-TestResult evaluate(Net& net, const MnistSplit& test, DistributedSampler& sampler,
-                    int test_batch_size, Communicator& comm, std::vector<float>& x,
-                    std::vector<int32_t>& y) {
+TestResult evaluate(Net& net, const MnistSplit& test, DistributedSampler& sampler, int test_batch_size,
+                    Communicator& comm, std::vector<float>& x, std::vector<int32_t>& y) {
   const auto& idx = sampler.indices();
   double loss_sum = 0, correct = 0;
   const int chunk = net.max_batch();
@@ -199,9 +198,11 @@ bool choose_resume_checkpoint(const Options& opts, const RunConfig& now, TrainSt
   // A changed configuration is a new run (its files never prune the run it came from).
   *run_id = other || st->run_id.empty() ? new_run_id() : st->run_id;
   if (st->run_id.empty())
-    std::fprintf(stderr, "train: %s is a version %d checkpoint: it records no run id and no --lr, --momentum, "
+    std::fprintf(stderr,
+                 "train: %s is a version %d checkpoint: it records no run id and no --lr, --momentum, "
                  "dropout or averaging options (only world size, --batch-size and --seed were compared); "
-                 "this run continues as run %s\n", path->c_str(), st->version, run_id->c_str());
+                 "this run continues as run %s\n",
+                 path->c_str(), st->version, run_id->c_str());
   if (st->world_size != now.world_size) continue_at_sample(opts, now, st);
   if (other) {
     std::string moved;
@@ -224,8 +225,8 @@ bool choose_resume_checkpoint(const Options& opts, const RunConfig& now, TrainSt
 // and with --use-adasum every rank's own momentum buffer when the checkpoint holds them. Every
 // rank fails when rank 0 could not prepare the directory or the checkpoint does not fit this run
 // (rank 0 names the file). A run that resumes nothing takes a new run id.
-Resume prepare_checkpoints(const Options& opts, Communicator& comm, const RunConfig& now,
-                           std::vector<float>* params, std::vector<float>* momentum, TorchGenerator* generator) {
+Resume prepare_checkpoints(const Options& opts, Communicator& comm, const RunConfig& now, std::vector<float>* params,
+                           std::vector<float>* momentum, TorchGenerator* generator) {
   Resume r;
   if (opts.checkpoint_dir.empty()) {
     if (opts.resume) throw std::runtime_error("--resume needs --checkpoint-dir DIR");
@@ -264,7 +265,8 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, const RunCon
   }
   if (h[0] == 0) print_rank0_error_now(error);
   comm.broadcast(h, sizeof h, 0);
-  if (h[0] == 0) throw_shared_failure(comm.rank(), error, "rank 0 could not use --checkpoint-dir " + opts.checkpoint_dir);
+  if (h[0] == 0)
+    throw_shared_failure(comm.rank(), error, "rank 0 could not use --checkpoint-dir " + opts.checkpoint_dir);
   if (h[1]) {
     r.epoch = int(h[2]);
     r.batch = size_t(h[3]);
@@ -275,8 +277,7 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, const RunCon
     // h[6] is 1 or this world size (decode_checkpoint, choose_resume_checkpoint). Without
     // --use-adasum every rank's buffer must be equal: rank 0's, as from a one-buffer checkpoint.
     if (h[6] > 1 && opts.use_adasum) {
-      r.rank_momentum = comm.rank() == 0 ? std::move(st.momentum)
-                                         : std::vector<float>(size_t(h[6]) * params->size());
+      r.rank_momentum = comm.rank() == 0 ? std::move(st.momentum) : std::vector<float>(size_t(h[6]) * params->size());
       comm.broadcast(r.rank_momentum.data(), r.rank_momentum.size() * sizeof(float), 0);
     }
   }
@@ -286,13 +287,14 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, const RunCon
 // Refuses, before anything is allocated, batch buffers this rank's memory cannot hold (their
 // bytes, and the input and label buffers, against memory_budget()).
 void check_batch_memory(const Options& opts, int max_batch, int threads) {
-  const uint64_t need = Net::buffer_bytes(max_batch, threads) + uint64_t(max_batch) * (784 * sizeof(float) + sizeof(int32_t));
+  const uint64_t need =
+      Net::buffer_bytes(max_batch, threads) + uint64_t(max_batch) * (784 * sizeof(float) + sizeof(int32_t));
   const MemoryBudget have = memory_budget();
   if (need > have.bytes)
     throw std::runtime_error("--batch-size " + std::to_string(opts.batch_size) + " needs " + bytes_text(need) +
                              " of batch buffers on this rank (" + std::to_string(max_batch) + " samples, " +
-                             std::to_string(threads) + (threads == 1 ? " compute thread" : " compute threads") + "), more than the " + bytes_text(have.bytes) +
-                             " it can have (" + have.what + ")");
+                             std::to_string(threads) + (threads == 1 ? " compute thread" : " compute threads") +
+                             "), more than the " + bytes_text(have.bytes) + " it can have (" + have.what + ")");
 }
 
 // --dump-params FILE for this rank: rank 0 writes FILE; a "%r" in FILE makes every rank write its
@@ -314,8 +316,8 @@ void check_dump_path(const std::string& dump) {
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw std::runtime_error("--dump-params " + dump + ": directory " + dir + " does not exist");
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
-    throw std::runtime_error("--dump-params " + dump + ": directory " + dir + " is not writable: " +
-                             std::strerror(errno));
+    throw std::runtime_error("--dump-params " + dump + ": directory " + dir +
+                             " is not writable: " + std::strerror(errno));
 }
 
 // Net's backward order (layer 3 = fc2 first) as the overlapped averaging's layer list.
@@ -370,7 +372,8 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
   const int threads = std::max(1, openblas_get_num_threads());
   openblas_set_num_threads(1);
   // Batch buffers hold no more samples than this rank's shard of the data set can fill.
-  const int train_shard = int((int64_t(train.count) + size - 1) / size), test_shard = int((int64_t(test.count) + size - 1) / size);
+  const int train_shard = int((int64_t(train.count) + size - 1) / size),
+            test_shard = int((int64_t(test.count) + size - 1) / size);
   const int max_batch = std::max(std::min(opts.batch_size, train_shard), std::min(eval_chunk, test_shard));
   check_batch_memory(opts, max_batch, threads);
   Net net(max_batch, threads);
@@ -528,9 +531,8 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
       momentum_started = true;
       ++step;
       if (b % size_t(opts.log_interval) == 0) {
-        std::fprintf(out, "Train Epoch: %d [%zu/%zu (%.0f%%)]\tLoss: %.6f\n", epoch,
-                     b * size_t(n), train_sampler.size(), 100.0 * double(b) / double(batches),
-                     double(loss));
+        std::fprintf(out, "Train Epoch: %d [%zu/%zu (%.0f%%)]\tLoss: %.6f\n", epoch, b * size_t(n),
+                     train_sampler.size(), 100.0 * double(b) / double(batches), double(loss));
         std::fflush(out);
       }
       if (opts.checkpoint_every > 0 && step % uint64_t(opts.checkpoint_every) == 0)
@@ -545,8 +547,7 @@ void run_training(const Options& opts, TrainData& data, Communicator& comm, std:
     TestResult r = evaluate(net, test, test_sampler, opts.test_batch_size, comm, x, y);
     timeline_end(TimelineKind::kTestPass, tl);
     if (rank == 0) {
-      std::fprintf(out, "\nTest set: Average loss: %.4f, Accuracy: %.2f%%\n\n", r.loss,
-                   100.0 * r.accuracy);
+      std::fprintf(out, "\nTest set: Average loss: %.4f, Accuracy: %.2f%%\n\n", r.loss, 100.0 * r.accuracy);
       std::fflush(out);
     }
     hooks.test_done(epoch, step, r.loss, r.accuracy);

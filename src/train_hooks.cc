@@ -59,8 +59,14 @@ PerturbSpec perturb_from_environment() {
 }  // namespace
 
 TrainHooks::TrainHooks(const Options& opts, Communicator& comm, const RunFacts& facts)
-    : opts_(opts), comm_(comm), facts_(facts), rank_(comm.rank()), size_(comm.size()),
-      backend_(comm.backend_name()), clock_(!opts.metrics.empty()), perturb_(perturb_from_environment()) {
+    : opts_(opts),
+      comm_(comm),
+      facts_(facts),
+      rank_(comm.rank()),
+      size_(comm.size()),
+      backend_(comm.backend_name()),
+      clock_(!opts.metrics.empty()),
+      perturb_(perturb_from_environment()) {
   if (!opts.inspect_dump.empty()) check_dump_dir(opts.inspect_dump);
   if (opts.metrics.empty()) return;
   // Rank 0 opens the file; the outcome reaches every rank, so all stop together on failure.
@@ -92,8 +98,8 @@ void TrainHooks::begin_step(int epoch, size_t batch, uint64_t step, bool logged)
   batch_ = batch;
   step_ = step;
   logged_ = logged;
-  inspecting_ = !opts_.inspect_steps.empty() &&
-                std::binary_search(opts_.inspect_steps.begin(), opts_.inspect_steps.end(), step);
+  inspecting_ =
+      !opts_.inspect_steps.empty() && std::binary_search(opts_.inspect_steps.begin(), opts_.inspect_steps.end(), step);
   clock_.begin();
 }
 
@@ -150,11 +156,11 @@ void TrainHooks::inspect(const float* grads, const float* params) {
     bytes.sent = counter_.sent();
     bytes.received = counter_.received();
     bytes.source = "observer";
-    bytes.how = "counted from the " + std::to_string(counter_.steps()) + " steps of the " + facts_.algorithm +
-                " allreduce";
+    bytes.how =
+        "counted from the " + std::to_string(counter_.steps()) + " steps of the " + facts_.algorithm + " allreduce";
   }
-  const std::vector<LayerStats> all = allgather_of(comm_, layer_stats(local_grad_.data(), grads, params_before_.data(),
-                                                                      params, bytes));
+  const std::vector<LayerStats> all =
+      allgather_of(comm_, layer_stats(local_grad_.data(), grads, params_before_.data(), params, bytes));
   std::vector<std::vector<AdasumLevelCoef>> coefs;
   if (opts_.use_adasum && size_ > 1) coefs = gather_adasum();
   if (!opts_.inspect_dump.empty()) dump_inspect_gradients(opts_.inspect_dump, step_, rank_, local_grad_.data(), grads);
@@ -168,7 +174,8 @@ void TrainHooks::inspect(const float* grads, const float* params) {
   if (!metrics_.is_open()) return;
   for (int r = 0; r < size_; ++r)
     for (int l = 0; l < Net::kNumTensors; ++l)
-      metrics_.line(inspect_record(step_, r, Net::kParams[l].name, all[size_t(r) * Net::kNumTensors + l], bytes.source));
+      metrics_.line(
+          inspect_record(step_, r, Net::kParams[l].name, all[size_t(r) * Net::kNumTensors + l], bytes.source));
   for (size_t r = 0; r < coefs.size(); ++r)
     for (const AdasumLevelCoef& c : coefs[r]) metrics_.line(adasum_record(step_, int(r), c));
   metrics_.flush();
@@ -183,8 +190,9 @@ void TrainHooks::check_sync(const float* params) {
 void TrainHooks::log_step(float loss, int n) {
   const StepTimes& t = clock_.last();
   const int64_t bytes = size_ > 1 ? int64_t(Net::kNumParams * facts_.elem_bytes) : 0;
-  const StepRecord mine{double(loss), grad_norm_, t.data_s, t.compute_s, t.comm_s, t.step_s,
-                        t.step_s > 0 ? n / t.step_s : 0, rank_, bytes};
+  const StepRecord mine{
+      double(loss), grad_norm_, t.data_s, t.compute_s, t.comm_s, t.step_s, t.step_s > 0 ? n / t.step_s : 0,
+      rank_,        bytes};
   const std::vector<StepRecord> all = allgather_of(comm_, std::vector<StepRecord>{mine});
   if (rank_ != 0) return;
   for (const std::string& line : step_records(StepPosition{epoch_, batch_, step_, facts_.lr}, all)) metrics_.line(line);

@@ -56,9 +56,7 @@ std::string find_launcher(const std::string& exe) {
 }
 
 // An installed baresgd-train: `make data` means nothing there.
-bool runs_installed(const std::string& exe) {
-  return exe.substr(exe.rfind('/') + 1).rfind("baresgd-", 0) == 0;
-}
+bool runs_installed(const std::string& exe) { return exe.substr(exe.rfind('/') + 1).rfind("baresgd-", 0) == 0; }
 
 // --data-dir, else $BARESGD_DATA_DIR, else ./data; throws DataError naming where it looked
 // when a split's file is in neither candidate directory.
@@ -69,8 +67,8 @@ void resolve_data_dir(Options& o) {
     MnistLookup l = find_mnist(c.dir, train);
     for (int k = 0; k < 2; ++k)
       if (l.found[k].empty())
-        throw DataError(missing_data_message(c, l.names[k], l.candidates[0], l.candidates[1],
-                                             runs_installed(self_exe())));
+        throw DataError(
+            missing_data_message(c, l.names[k], l.candidates[0], l.candidates[1], runs_installed(self_exe())));
   }
 }
 
@@ -85,9 +83,12 @@ void resolve_data_dir(Options& o) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     bool takes_value = a == "--num-proc" || a == "--hosts" || a == "--communication";
-    bool inline_value = a.rfind("--num-proc=", 0) == 0 || a.rfind("--hosts=", 0) == 0 ||
-                        a.rfind("--communication=", 0) == 0;
-    if (takes_value) { ++i; continue; }
+    bool inline_value =
+        a.rfind("--num-proc=", 0) == 0 || a.rfind("--hosts=", 0) == 0 || a.rfind("--communication=", 0) == 0;
+    if (takes_value) {
+      ++i;
+      continue;
+    }
     if (inline_value) continue;
     argv.push_back(a);
   }
@@ -95,8 +96,7 @@ void resolve_data_dir(Options& o) {
   for (auto& s : argv) cargv.push_back(const_cast<char*>(s.c_str()));
   cargv.push_back(nullptr);
   ::execv(cargv[0], cargv.data());
-  std::fprintf(stderr, "train: error: cannot run %s for --num-proc: %s\n", cargv[0],
-               std::strerror(errno));
+  std::fprintf(stderr, "train: error: cannot run %s for --num-proc: %s\n", cargv[0], std::strerror(errno));
   std::exit(1);
 }
 
@@ -142,8 +142,7 @@ int main(int argc, char** argv) {
                  "baresgd trains on the CPU in float32\n");
     return 2;
   }
-  if (opts.num_proc > 0 && std::getenv("BARESGD_RANK") == nullptr &&
-      std::getenv("OMPI_COMM_WORLD_RANK") == nullptr)
+  if (opts.num_proc > 0 && std::getenv("BARESGD_RANK") == nullptr && std::getenv("OMPI_COMM_WORLD_RANK") == nullptr)
     relaunch(opts, args);
 
   // Declared outside the try: the communicator (and its connections) must outlive the error

@@ -24,7 +24,6 @@ inline std::string built_backends() {
 // program: "train", "launch" or "report".
 inline std::string version_text(const std::string& program) {
   std::string cpu = BARESGD_CPU_MARCH;
-  return "baresgd-" + program + " " + kBaresgdVersion + "\n" + "backends: " + built_backends() +
-         "\n" + "built for: " + (cpu.empty() ? std::string("the compiler's default x86-64") : cpu) +
-         "\n";
+  return "baresgd-" + program + " " + kBaresgdVersion + "\n" + "backends: " + built_backends() + "\n" +
+         "built for: " + (cpu.empty() ? std::string("the compiler's default x86-64") : cpu) + "\n";
 }

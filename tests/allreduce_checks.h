@@ -37,12 +37,16 @@ class RecordingObserver : public AllreduceObserver {
     calls.push_back(Call{a, bytes, begin_ns, -1, {}});
   }
   void on_step(const AllreduceStep& s) override {
-    if (calls.empty() || calls.back().end_ns >= 0) ++unmatched;
-    else calls.back().steps.push_back(s);
+    if (calls.empty() || calls.back().end_ns >= 0)
+      ++unmatched;
+    else
+      calls.back().steps.push_back(s);
   }
   void on_call_end(int64_t end_ns) override {
-    if (calls.empty() || calls.back().end_ns >= 0) ++unmatched;
-    else calls.back().end_ns = end_ns;
+    if (calls.empty() || calls.back().end_ns >= 0)
+      ++unmatched;
+    else
+      calls.back().end_ns = end_ns;
   }
 };
 
@@ -86,7 +90,8 @@ std::vector<T> reference_sum(AllreduceAlgorithm a, const std::vector<std::vector
 }
 
 inline bool ours(AllreduceAlgorithm a) {
-  return a == AllreduceAlgorithm::kDirect || a == AllreduceAlgorithm::kRing || a == AllreduceAlgorithm::kHalvingDoubling;
+  return a == AllreduceAlgorithm::kDirect || a == AllreduceAlgorithm::kRing ||
+         a == AllreduceAlgorithm::kHalvingDoubling;
 }
 
 template <typename T>
@@ -155,9 +160,8 @@ struct Checker {
     if (got != again) fail(what + ": two calls on the same inputs gave different bits");
     if (ours(a)) {
       const std::vector<T> want = reference_sum(a, inputs);
-      first_mismatch(n, what + " (bits of the documented summation order)", [&](size_t i) {
-        return std::memcmp(&got[i], &want[i], sizeof(T)) == 0;
-      });
+      first_mismatch(n, what + " (bits of the documented summation order)",
+                     [&](size_t i) { return std::memcmp(&got[i], &want[i], sizeof(T)) == 0; });
     }
     hashes.push_back(fnv_bits(got));  // compared across ranks in finish()
     hashed.push_back(what);
@@ -181,7 +185,8 @@ struct Checker {
       const auto& call = rec.calls[c];
       const int call_id = calls++;
       const size_t elem = c == 0 ? sizeof(float) : sizeof(half_bits);
-      if (call.algorithm != a || call.bytes != n * elem) fail(what + ": on_call_begin got the wrong algorithm or bytes");
+      if (call.algorithm != a || call.bytes != n * elem)
+        fail(what + ": on_call_begin got the wrong algorithm or bytes");
       if (call.end_ns < call.begin_ns) fail(what + ": the call ends before it begins");
       uint64_t sent = 0, received = 0;
       for (const auto& s : call.steps) {
@@ -247,8 +252,9 @@ struct Checker {
             found |= mine[j].step == s.step && mine[j].recv_peer == q && mine[j].recv_bytes == s.send_bytes;
           }
         if (!found)
-          fail((mine.empty() ? std::string("observer") : step_what[at]) + ": rank " + std::to_string(q) + " sent " + std::to_string(s.send_bytes) + " bytes here at step " +
-               std::to_string(s.step) + " but this rank reports no such receive");
+          fail((mine.empty() ? std::string("observer") : step_what[at]) + ": rank " + std::to_string(q) + " sent " +
+               std::to_string(s.send_bytes) + " bytes here at step " + std::to_string(s.step) +
+               " but this rank reports no such receive");
       }
     for (size_t j = 0; j < mine.size(); ++j) {  // and every receive has its send
       const WireStep& m = mine[j];

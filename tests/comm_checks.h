@@ -19,7 +19,9 @@
 namespace commcheck {
 
 // Per-element pseudo-random integer in [-128, 127] (not periodic in any small stride).
-inline int hash_int(size_t i) { return static_cast<int>(((static_cast<uint32_t>(i) * 2654435761u) >> 20) & 0xFFu) - 128; }
+inline int hash_int(size_t i) {
+  return static_cast<int>(((static_cast<uint32_t>(i) * 2654435761u) >> 20) & 0xFFu) - 128;
+}
 
 // Rank-dependent values whose sums over <= 8 ranks are exact in float, double and half.
 inline float float_val(int r, size_t i) { return static_cast<float>((r + 1) * hash_int(i)) * 0.25f; }
@@ -65,7 +67,8 @@ struct Checker {
   }
   void expect_near(double got, double want, double tol, const std::string& what) {
     if (!(std::fabs(got - want) <= tol))
-      fail(what + ": got " + std::to_string(got) + ", want " + std::to_string(want) + " (tol " + std::to_string(tol) + ")");
+      fail(what + ": got " + std::to_string(got) + ", want " + std::to_string(want) + " (tol " + std::to_string(tol) +
+           ")");
   }
   // Only the first mismatch of a buffer is reported.
   template <typename F>
@@ -148,7 +151,8 @@ struct Checker {
     if (rank() == 0) std::this_thread::sleep_for(milliseconds(300));
     comm.barrier();
     double waited = duration<double>(steady_clock::now() - t0).count();
-    if (size() > 1 && waited < 0.25) fail("barrier returned after " + std::to_string(waited) + " s, before rank 0 arrived");
+    if (size() > 1 && waited < 0.25)
+      fail("barrier returned after " + std::to_string(waited) + " s, before rank 0 arrived");
   }
 
   void average(size_t n, float predivide, bool fp16) {
@@ -159,7 +163,8 @@ struct Checker {
     how.predivide_factor = predivide;
     how.fp16 = fp16;
     average_gradients(comm, g.data(), n, {}, how);
-    std::string what = std::string("average_gradients") + (fp16 ? " fp16" : "") + " predivide " + std::to_string(predivide);
+    std::string what =
+        std::string("average_gradients") + (fp16 ? " fp16" : "") + " predivide " + std::to_string(predivide);
     each(n, what, [&](size_t i) {
       double want = 0, mag = 0;
       for (int r = 0; r < w; ++r) {

@@ -112,8 +112,9 @@ inline std::vector<std::string> clean_environment() {
     std::string kv = *e;
     if (starts_with(kv, "BARESGD_RANK") || starts_with(kv, "BARESGD_SIZE") || starts_with(kv, "BARESGD_LOCAL_") ||
         starts_with(kv, "BARESGD_CROSS_") || starts_with(kv, "BARESGD_COMM") || starts_with(kv, "BARESGD_HOST") ||
-        starts_with(kv, "BARESGD_STORE_ADDR") || starts_with(kv, "BARESGD_SECRET") || starts_with(kv, "BARESGD_JOB_ID") ||
-        starts_with(kv, "OMPI_") || starts_with(kv, "SLURM_") || starts_with(kv, "PMI") || starts_with(kv, "PMIX_"))
+        starts_with(kv, "BARESGD_STORE_ADDR") || starts_with(kv, "BARESGD_SECRET") ||
+        starts_with(kv, "BARESGD_JOB_ID") || starts_with(kv, "OMPI_") || starts_with(kv, "SLURM_") ||
+        starts_with(kv, "PMI") || starts_with(kv, "PMIX_"))
       continue;
     env.push_back(kv);
   }

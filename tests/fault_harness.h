@@ -32,7 +32,9 @@ using testutil::write_file;
 
 inline double secs_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-inline bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+inline bool contains(const std::string& hay, const std::string& needle) {
+  return hay.find(needle) != std::string::npos;
+}
 
 inline int count_of(const std::string& hay, const std::string& needle) {
   int n = 0;
@@ -129,8 +131,8 @@ class Proc {
     std::vector<std::string> env;
     for (char** e = environ; *e; ++e) env.push_back(*e);
     // Loopback only for anything Open MPI (docs/testing.md); harmless for Gloo.
-    for (const char* kv : {"OMPI_MCA_btl=self,tcp", "OMPI_MCA_btl_tcp_if_include=lo",
-                           "OMPI_MCA_oob_tcp_if_include=lo", "OMPI_MCA_if_base_do_not_resolve=1"})
+    for (const char* kv : {"OMPI_MCA_btl=self,tcp", "OMPI_MCA_btl_tcp_if_include=lo", "OMPI_MCA_oob_tcp_if_include=lo",
+                           "OMPI_MCA_if_base_do_not_resolve=1"})
       env.push_back(kv);
     std::vector<char*> cargv, cenv;
     for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
@@ -230,7 +232,7 @@ using testutil::idx_images;
 using testutil::idx_labels;
 
 inline const char* const kFiles[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
-                               "t10k-labels-idx1-ubyte"};
+                                      "t10k-labels-idx1-ubyte"};
 
 inline std::string real_raw_dir() { return abs_path("data/MNIST/raw"); }
 
@@ -249,7 +251,8 @@ inline void write_mnist_subset(const std::string& dir, uint32_t ntrain, uint32_t
     const std::string lb = read_file(real_raw_dir() + "/" + kFiles[2 * split + 1]);
     ASSERT_GE(im.size(), 16 + size_t(n) * 784);
     ASSERT_GE(lb.size(), 8 + size_t(n));
-    write_file(dir + "/" + kFiles[2 * split], im.substr(0, 4) + be32(n) + im.substr(8, 8) + im.substr(16, size_t(n) * 784));
+    write_file(dir + "/" + kFiles[2 * split],
+               im.substr(0, 4) + be32(n) + im.substr(8, 8) + im.substr(16, size_t(n) * 784));
     write_file(dir + "/" + kFiles[2 * split + 1], lb.substr(0, 4) + be32(n) + lb.substr(8, n));
   }
 }

@@ -81,9 +81,7 @@ class Fixture {
   const std::string& path() const { return path_; }
 
  private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw std::runtime_error("fixture " + path_ + ": " + what);
-  }
+  [[noreturn]] void fail(const std::string& what) const { throw std::runtime_error("fixture " + path_ + ": " + what); }
   void read(std::ifstream& in, void* dst, size_t bytes, const std::string& what) const {
     in.read(static_cast<char*>(dst), static_cast<std::streamsize>(bytes));
     if (!in) fail("truncated while reading " + what);

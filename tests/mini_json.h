@@ -125,12 +125,26 @@ class Parser {
       if (i_ >= t_.size()) fail("unfinished escape");
       const char e = t_[i_++];
       switch (e) {
-        case '"': case '\\': case '/': s += e; break;
-        case 'b': s += '\b'; break;
-        case 'f': s += '\f'; break;
-        case 'n': s += '\n'; break;
-        case 'r': s += '\r'; break;
-        case 't': s += '\t'; break;
+        case '"':
+        case '\\':
+        case '/':
+          s += e;
+          break;
+        case 'b':
+          s += '\b';
+          break;
+        case 'f':
+          s += '\f';
+          break;
+        case 'n':
+          s += '\n';
+          break;
+        case 'r':
+          s += '\r';
+          break;
+        case 't':
+          s += '\t';
+          break;
         case 'u': {
           if (i_ + 4 > t_.size()) fail("short \\u escape");
           for (int k = 0; k < 4; ++k)
@@ -140,7 +154,8 @@ class Parser {
           s += cp < 0x80 ? char(cp) : '?';
           break;
         }
-        default: fail("bad escape");
+        default:
+          fail("bad escape");
       }
     }
     if (i_ >= t_.size()) fail("unterminated string");

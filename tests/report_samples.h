@@ -53,7 +53,8 @@ inline std::string step_lines(int world, int epoch, int batch, int step) {
   std::string s;
   for (int r = 0; r < world; ++r) {
     const double loss = 2.2 * std::exp(-step / 160.0) + 0.12 + 0.08 * noise(step, r, 1);
-    const double data = 0.0001 + 0.00002 * noise(step, r, 2), compute = 0.0021 + 0.0002 * r + 0.0001 * noise(step, r, 4);
+    const double data = 0.0001 + 0.00002 * noise(step, r, 2),
+                 compute = 0.0021 + 0.0002 * r + 0.0001 * noise(step, r, 4);
     const double total = data + compute + comm[size_t(r)];
     s += "{\"type\":\"step\",\"epoch\":" + std::to_string(epoch) + ",\"batch\":" + std::to_string(batch) +
          ",\"step\":" + std::to_string(step) + ",\"rank\":" + std::to_string(r) + ",\"loss\":" + fmt(loss) +

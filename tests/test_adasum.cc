@@ -92,11 +92,14 @@ TEST(AdasumRule, ThresholdIsSqrtDblMinOnTheSquaredNorm) {
 // The threshold through the distributed path: two ranks, rank 0 holds a tiny-norm vector.
 TEST(AdasumRule, ThresholdOverTwoGlooRanks) {
   std::vector<std::vector<float>> out(2);
-  auto res = commtest::run_gloo_threads(2, [&](Communicator& comm) {
-    std::vector<float> v = comm.rank() == 0 ? std::vector<float>{1e-5f, 0, 0} : std::vector<float>{1, 0, 2};
-    adasum_allreduce(comm, v.data(), v.size(), {{0, 3}}, false);
-    out[comm.rank()] = v;
-  }, CommOptions());
+  auto res = commtest::run_gloo_threads(
+      2,
+      [&](Communicator& comm) {
+        std::vector<float> v = comm.rank() == 0 ? std::vector<float>{1e-5f, 0, 0} : std::vector<float>{1, 0, 2};
+        adasum_allreduce(comm, v.data(), v.size(), {{0, 3}}, false);
+        out[comm.rank()] = v;
+      },
+      CommOptions());
   for (const auto& e : res.errors) ASSERT_EQ(e, "");
   std::vector<float> want(3);
   const float a[] = {1e-5f, 0, 0}, b[] = {1, 0, 2};
@@ -119,13 +122,16 @@ TEST(AdasumRule, Fp16OverTwoGlooRanksBitForBit) {
   }
   std::vector<std::vector<float>> out(2);
   std::vector<AdasumCoefficients> trace;
-  auto res = commtest::run_gloo_threads(2, [&](Communicator& comm) {
-    std::vector<float> v = fx.at(comm.rank() == 0 ? "adasum16.a" : "adasum16.b").f;
-    std::vector<AdasumCoefficients> mine;
-    adasum_allreduce(comm, v.data(), n, segs, true, &mine);
-    out[size_t(comm.rank())] = v;
-    if (comm.rank() == 0) trace = mine;
-  }, CommOptions());
+  auto res = commtest::run_gloo_threads(
+      2,
+      [&](Communicator& comm) {
+        std::vector<float> v = fx.at(comm.rank() == 0 ? "adasum16.a" : "adasum16.b").f;
+        std::vector<AdasumCoefficients> mine;
+        adasum_allreduce(comm, v.data(), n, segs, true, &mine);
+        out[size_t(comm.rank())] = v;
+        if (comm.rank() == 0) trace = mine;
+      },
+      CommOptions());
   for (const auto& e : res.errors) ASSERT_EQ(e, "");
   const float* want = fx.at("adasum16.out").f.data();
   for (int r = 0; r < 2; ++r) EXPECT_EQ(bit_mismatches(out[size_t(r)].data(), want, n), 0u) << "rank " << r;
@@ -149,7 +155,7 @@ TEST(AdasumRule, Fp16OverTwoGlooRanksBitForBit) {
 namespace {
 
 struct StepsResult {
-  std::vector<std::vector<float>> params;  // rank 0's parameters after each step
+  std::vector<std::vector<float>> params;              // rank 0's parameters after each step
   std::vector<std::vector<AdasumCoefficients>> coefs;  // rank 0's trace per step
   bool ranks_identical = true;
   std::vector<std::string> errors;
@@ -167,27 +173,30 @@ StepsResult replay(const Fixture& f, int W, bool delta_method) {
   out.coefs.resize(size_t(steps));
   std::vector<std::vector<std::vector<float>>> per_rank(static_cast<size_t>(W));
   for (auto& v : per_rank) v.resize(static_cast<size_t>(steps));
-  auto res = commtest::run_gloo_threads(W, [&](Communicator& comm) {
-    const int r = comm.rank();
-    Net net(batch, 1);
-    net.params = f.at("params0").f;
-    std::vector<float> buf(Net::kNumParams, 0.0f);
-    std::vector<AdasumCoefficients> trace;
-    for (int s = 0; s < steps; ++s) {
-      const size_t at = size_t(s) * max_w + size_t(r);
-      net.forward(x.f.data() + at * batch * 784, batch, false);
-      net.backward(f.at("target").i.data() + at * batch, batch);
-      if (delta_method) {
-        adasum_step(comm, net.params.data(), buf.data(), net.grads.data(), Net::kNumParams, segs,
-                    AdasumStepArgs{lr, momentum, s == 0, false, &trace});
-      } else {
-        adasum_allreduce(comm, net.grads.data(), Net::kNumParams, segs, false);
-        sgd_momentum_step(net.params.data(), buf.data(), net.grads.data(), Net::kNumParams, lr, momentum, s == 0);
-      }
-      per_rank[size_t(r)][size_t(s)] = net.params;
-      if (r == 0) out.coefs[size_t(s)] = trace;
-    }
-  }, CommOptions());
+  auto res = commtest::run_gloo_threads(
+      W,
+      [&](Communicator& comm) {
+        const int r = comm.rank();
+        Net net(batch, 1);
+        net.params = f.at("params0").f;
+        std::vector<float> buf(Net::kNumParams, 0.0f);
+        std::vector<AdasumCoefficients> trace;
+        for (int s = 0; s < steps; ++s) {
+          const size_t at = size_t(s) * max_w + size_t(r);
+          net.forward(x.f.data() + at * batch * 784, batch, false);
+          net.backward(f.at("target").i.data() + at * batch, batch);
+          if (delta_method) {
+            adasum_step(comm, net.params.data(), buf.data(), net.grads.data(), Net::kNumParams, segs,
+                        AdasumStepArgs{lr, momentum, s == 0, false, &trace});
+          } else {
+            adasum_allreduce(comm, net.grads.data(), Net::kNumParams, segs, false);
+            sgd_momentum_step(net.params.data(), buf.data(), net.grads.data(), Net::kNumParams, lr, momentum, s == 0);
+          }
+          per_rank[size_t(r)][size_t(s)] = net.params;
+          if (r == 0) out.coefs[size_t(s)] = trace;
+        }
+      },
+      CommOptions());
   out.errors = res.errors;
   for (int s = 0; s < steps; ++s) {
     out.params[size_t(s)] = per_rank[0][size_t(s)];
@@ -231,8 +240,10 @@ void expect_matches_horovod(int W) {
       ASSERT_LT(level, levels);
       const size_t at = ((size_t(s) * levels + size_t(level)) * Net::kNumTensors + size_t(c.segment)) * 2;
       // f stores float32; the coefficients are near 1, so compare at float precision.
-      EXPECT_NEAR(c.a_coef, want_coef.f[at], kCoefTol) << "step " << s + 1 << " level " << c.level << " tensor " << c.segment;
-      EXPECT_NEAR(c.b_coef, want_coef.f[at + 1], kCoefTol) << "step " << s + 1 << " level " << c.level << " tensor " << c.segment;
+      EXPECT_NEAR(c.a_coef, want_coef.f[at], kCoefTol)
+          << "step " << s + 1 << " level " << c.level << " tensor " << c.segment;
+      EXPECT_NEAR(c.b_coef, want_coef.f[at + 1], kCoefTol)
+          << "step " << s + 1 << " level " << c.level << " tensor " << c.segment;
       coef_err = std::max({coef_err, std::fabs(c.a_coef - want_coef.f[at]), std::fabs(c.b_coef - want_coef.f[at + 1])});
     }
   }
@@ -268,14 +279,18 @@ TEST(AdasumSteps, OneRankIsThePlainLocalStep) {
 // Every rank keeps its own momentum: after a step the buffers differ between ranks.
 TEST(AdasumSteps, MomentumBuffersStayPerRank) {
   std::vector<std::vector<float>> bufs(2), params(2);
-  auto res = commtest::run_gloo_threads(2, [&](Communicator& comm) {
-    const int r = comm.rank();
-    std::vector<float> p = {1, 2, 3, 4}, buf(4, 0.0f), g = {float(r + 1), 0.5f, -1.0f * r, 2};
-    for (int s = 0; s < 2; ++s)
-      adasum_step(comm, p.data(), buf.data(), g.data(), 4, {{0, 2}, {2, 2}}, AdasumStepArgs{0.1f, 0.5f, s == 0, false, nullptr});
-    bufs[size_t(r)] = buf;
-    params[size_t(r)] = p;
-  }, CommOptions());
+  auto res = commtest::run_gloo_threads(
+      2,
+      [&](Communicator& comm) {
+        const int r = comm.rank();
+        std::vector<float> p = {1, 2, 3, 4}, buf(4, 0.0f), g = {float(r + 1), 0.5f, -1.0f * r, 2};
+        for (int s = 0; s < 2; ++s)
+          adasum_step(comm, p.data(), buf.data(), g.data(), 4, {{0, 2}, {2, 2}},
+                      AdasumStepArgs{0.1f, 0.5f, s == 0, false, nullptr});
+        bufs[size_t(r)] = buf;
+        params[size_t(r)] = p;
+      },
+      CommOptions());
   for (const auto& e : res.errors) ASSERT_EQ(e, "");
   EXPECT_EQ(params[0], params[1]);
   EXPECT_NE(bufs[0], bufs[1]);
@@ -357,7 +372,8 @@ TEST(HorovodScaling, Fp16PrescaleAndPostscaleOnHalvesBitForBit) {
       std::vector<half_bits> h = halves_of(fx.at(c + ".g").f.data() + r * k.n, k.n);  // Compression.fp16
       EXPECT_EQ(bit_mismatches(floats_of(h).data(), fx.at(c + ".h").f.data() + r * k.n, k.n), 0u) << c;
       scale_half_buffer(h.data(), k.n, 1.0 / f);
-      EXPECT_EQ(bit_mismatches(floats_of(h).data(), fx.at(c + ".hpre").f.data() + r * k.n, k.n), 0u) << c << " rank " << r;
+      EXPECT_EQ(bit_mismatches(floats_of(h).data(), fx.at(c + ".hpre").f.data() + r * k.n, k.n), 0u)
+          << c << " rank " << r;
     }
     std::vector<half_bits> s = halves_of(fx.at(c + ".hsum").f.data(), k.n);
     scale_half_buffer(s.data(), k.n, f / k.W);
@@ -373,15 +389,18 @@ TEST(HorovodScaling, AverageOverTwoGlooRanksBitForBit) {
     const ScalingCase k = scaling_case(fx, c);
     for (bool fp16 : {false, true}) {
       std::vector<std::vector<float>> out(2);
-      auto res = commtest::run_gloo_threads(2, [&](Communicator& comm) {
-        const int r = comm.rank();
-        std::vector<float> g(fx.at(c + ".g").f.begin() + r * k.n, fx.at(c + ".g").f.begin() + (r + 1) * k.n);
-        GradientAveraging how;
-        how.predivide_factor = predivide_of(c);
-        how.fp16 = fp16;
-        average_gradients(comm, g.data(), k.n, {}, how);
-        out[size_t(r)] = g;
-      }, CommOptions());
+      auto res = commtest::run_gloo_threads(
+          2,
+          [&](Communicator& comm) {
+            const int r = comm.rank();
+            std::vector<float> g(fx.at(c + ".g").f.begin() + r * k.n, fx.at(c + ".g").f.begin() + (r + 1) * k.n);
+            GradientAveraging how;
+            how.predivide_factor = predivide_of(c);
+            how.fp16 = fp16;
+            average_gradients(comm, g.data(), k.n, {}, how);
+            out[size_t(r)] = g;
+          },
+          CommOptions());
       for (const auto& e : res.errors) ASSERT_EQ(e, "");
       const float* want = fx.at(c + (fp16 ? ".hout" : ".out")).f.data();
       for (int r = 0; r < 2; ++r)
@@ -402,9 +421,10 @@ TEST(AdasumConfig, RefusesWhatHorovodRefusesAtEveryWorldSize) {
       check_training_configuration(o, w);
       ADD_FAILURE() << "world " << w << " accepted";
     } catch (const std::invalid_argument& e) {
-      EXPECT_EQ(std::string(e.what()), "--use-adasum needs a power-of-two number of ranks (as Horovod's Adasum), "
-                                       "but this job has " + std::to_string(w) +
-                                       "; use 1, 2, 4, 8, ... ranks or drop --use-adasum");
+      EXPECT_EQ(std::string(e.what()),
+                "--use-adasum needs a power-of-two number of ranks (as Horovod's Adasum), "
+                "but this job has " +
+                    std::to_string(w) + "; use 1, 2, 4, 8, ... ranks or drop --use-adasum");
     }
   }
   o.gradient_predivide_factor = 2;
@@ -413,8 +433,9 @@ TEST(AdasumConfig, RefusesWhatHorovodRefusesAtEveryWorldSize) {
       check_training_configuration(o, w);
       ADD_FAILURE() << "predivide with Adasum accepted on " << w << " ranks";
     } catch (const std::invalid_argument& e) {
-      EXPECT_EQ(std::string(e.what()), "--gradient-predivide-factor 2 cannot be used with --use-adasum (Horovod: "
-                                       "gradient_predivide_factor is only supported with op=Average)");
+      EXPECT_EQ(std::string(e.what()),
+                "--gradient-predivide-factor 2 cannot be used with --use-adasum (Horovod: "
+                "gradient_predivide_factor is only supported with op=Average)");
     }
   }
   Options avg;
@@ -428,7 +449,8 @@ TEST(AdasumConfig, TrainRefusesBeforeTrainingOnOneAndThreeRanks) {
   auto one = testutil::run(train + " --use-adasum --gradient-predivide-factor 2 --max-steps 1", 60);
   EXPECT_NE(one.status, 0);
   EXPECT_EQ(one.out, "") << "training started";
-  EXPECT_NE(one.err.find("--gradient-predivide-factor 2 cannot be used with --use-adasum"), std::string::npos) << one.err;
+  EXPECT_NE(one.err.find("--gradient-predivide-factor 2 cannot be used with --use-adasum"), std::string::npos)
+      << one.err;
   auto three = testutil::run(launch + " -np 3 --gloo " + train + " --use-adasum --max-steps 1", 120);
   EXPECT_NE(three.status, 0);
   EXPECT_EQ(three.out.find("Train Epoch"), std::string::npos) << "training started: " << three.out;
@@ -444,8 +466,7 @@ namespace {
 
 std::string adasum_run(int world, const std::string& dir, const std::string& extra, const std::string& dump) {
   return testutil::launch_bin() + " -np " + std::to_string(world) + " --gloo " + testutil::train_bin() +
-         " --use-adasum --no-dropout --batch-size 16 --checkpoint-dir " + dir + " " + extra +
-         " --dump-params " + dump;
+         " --use-adasum --no-dropout --batch-size 16 --checkpoint-dir " + dir + " " + extra + " --dump-params " + dump;
 }
 
 testutil::RunResult run_ok(const std::string& cmd) {
@@ -487,8 +508,7 @@ void resume_equals_uninterrupted(int world, const std::string& dir) {
   EXPECT_EQ(st.momentum_buffers, world);
   if (st.momentum.size() != size_t(world) * Net::kNumParams) return;
   for (int r = 1; r < world; ++r)
-    EXPECT_NE(std::memcmp(st.momentum.data(), st.momentum.data() + size_t(r) * Net::kNumParams,
-                          Net::kNumParams * 4), 0)
+    EXPECT_NE(std::memcmp(st.momentum.data(), st.momentum.data() + size_t(r) * Net::kNumParams, Net::kNumParams * 4), 0)
         << "rank " << r << "'s buffer equals rank 0's: not its own";
 }
 
@@ -502,8 +522,10 @@ TEST(AdasumResume, ResumedRunEqualsUninterruptedTwoRanks) {
   // (an elastic resume continues other checkpoints at another world size, not Adasum's per-rank
   // momentum).
   const std::string ck = checkpoint_file(dir + "/w2-ck", 3);
-  auto one = testutil::run(testutil::train_bin() + " --use-adasum --no-dropout --batch-size 16 --max-steps 8 "
-                           "--resume --checkpoint-dir " + dir + "/w2-ck",
+  auto one = testutil::run(testutil::train_bin() +
+                               " --use-adasum --no-dropout --batch-size 16 --max-steps 8 "
+                               "--resume --checkpoint-dir " +
+                               dir + "/w2-ck",
                            120);
   EXPECT_NE(one.status, 0);
   EXPECT_EQ(one.out.find("Train Epoch"), std::string::npos) << "training started: " << one.out;

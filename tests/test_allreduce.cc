@@ -76,14 +76,16 @@ TEST(AllreduceNames, TrainFlag) {
   }
   auto bad = testutil::run(testutil::train_bin() + " --allreduce bcube", 30);
   EXPECT_EQ(bad.status, 2);
-  EXPECT_TRUE(has(bad.err, "\ntrain: error: unknown --allreduce 'bcube' (valid: auto, direct, ring, halving-doubling, "
-                           "gloo, mpi)\n"))
+  EXPECT_TRUE(has(bad.err,
+                  "\ntrain: error: unknown --allreduce 'bcube' (valid: auto, direct, ring, halving-doubling, "
+                  "gloo, mpi)\n"))
       << bad.err;
   auto wrong = testutil::run(testutil::train_bin() + " --allreduce gloo --max-steps 0", 60);
   EXPECT_EQ(wrong.status, 1);
   EXPECT_EQ(wrong.out, "");
-  EXPECT_EQ(wrong.err, "train: error: --allreduce gloo runs Gloo's own allreduce and needs the gloo backend, but "
-                       "this job of 1 rank runs on the single backend\n");
+  EXPECT_EQ(wrong.err,
+            "train: error: --allreduce gloo runs Gloo's own allreduce and needs the gloo backend, but "
+            "this job of 1 rank runs on the single backend\n");
 }
 
 TEST(AllreduceSingle, OursAreTheIdentityLibrariesRefused) {
@@ -112,20 +114,23 @@ namespace {
 void gloo_algorithms(int w) {
   std::mutex mu;
   std::vector<std::string> failures;
-  auto res = commtest::run_gloo_threads(w, [&](Communicator& comm) {
-    allreducecheck::Checker c(comm);
-    c.run_all({AllreduceAlgorithm::kAuto, AllreduceAlgorithm::kDirect, AllreduceAlgorithm::kRing,
-               AllreduceAlgorithm::kHalvingDoubling, AllreduceAlgorithm::kGloo});
-    float g[1] = {1};
-    try {
-      allreduce_sum(comm, AllreduceAlgorithm::kMpi, g, 1, nullptr);
-      c.fail("--allreduce mpi ran on gloo");
-    } catch (const std::invalid_argument& e) {
-      if (!has(e.what(), "--allreduce mpi runs MPI_Allreduce and needs the mpi backend")) c.fail(e.what());
-    }
-    std::lock_guard<std::mutex> lock(mu);
-    failures.insert(failures.end(), c.failures.begin(), c.failures.end());
-  }, CommOptions());
+  auto res = commtest::run_gloo_threads(
+      w,
+      [&](Communicator& comm) {
+        allreducecheck::Checker c(comm);
+        c.run_all({AllreduceAlgorithm::kAuto, AllreduceAlgorithm::kDirect, AllreduceAlgorithm::kRing,
+                   AllreduceAlgorithm::kHalvingDoubling, AllreduceAlgorithm::kGloo});
+        float g[1] = {1};
+        try {
+          allreduce_sum(comm, AllreduceAlgorithm::kMpi, g, 1, nullptr);
+          c.fail("--allreduce mpi ran on gloo");
+        } catch (const std::invalid_argument& e) {
+          if (!has(e.what(), "--allreduce mpi runs MPI_Allreduce and needs the mpi backend")) c.fail(e.what());
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        failures.insert(failures.end(), c.failures.begin(), c.failures.end());
+      },
+      CommOptions());
   for (size_t r = 0; r < res.errors.size(); ++r) EXPECT_EQ(res.errors[r], "") << "world " << w << " rank " << r;
   for (const auto& f : failures) ADD_FAILURE() << "world " << w << ": " << f;
 }
@@ -142,22 +147,25 @@ TEST(AllreduceGloo, EveryAlgorithmWorlds5to8) {
 
 // Different peers on both sides (a ring of 3), one side only, overlapping buffers, bad peers.
 TEST(AllreduceGloo, ExchangeWithTwoPeers) {
-  auto res = commtest::run_gloo_threads(3, [](Communicator& comm) {
-    const int r = comm.rank(), right = (r + 1) % 3, left = (r + 2) % 3;
-    std::vector<int> out(1000 + r, r), in(1000 + left, -1);
-    comm.exchange(out.data(), out.size() * sizeof(int), right, in.data(), in.size() * sizeof(int), left);
-    EXPECT_EQ(in, std::vector<int>(1000 + left, left));
-    int token = r == 0 ? 42 : 0;  // 0 -> 1 only
-    comm.exchange(&token, r == 0 ? sizeof token : 0, r == 0 ? 1 : -1, &token, r == 1 ? sizeof token : 0,
-                  r == 1 ? 0 : -1);
-    EXPECT_EQ(token, r == 2 ? 0 : 42);
-    std::vector<int> buf(8, r);  // send from and receive into the same buffer
-    comm.exchange(buf.data(), buf.size() * sizeof(int), right, buf.data(), buf.size() * sizeof(int), left);
-    EXPECT_EQ(buf, std::vector<int>(8, left));
-    EXPECT_THROW(comm.exchange(buf.data(), 4, 3, nullptr, 0, -1), std::invalid_argument);
-    EXPECT_THROW(comm.exchange(nullptr, 0, -1, buf.data(), 4, -5), std::invalid_argument);
-    comm.barrier();
-  }, CommOptions());
+  auto res = commtest::run_gloo_threads(
+      3,
+      [](Communicator& comm) {
+        const int r = comm.rank(), right = (r + 1) % 3, left = (r + 2) % 3;
+        std::vector<int> out(1000 + r, r), in(1000 + left, -1);
+        comm.exchange(out.data(), out.size() * sizeof(int), right, in.data(), in.size() * sizeof(int), left);
+        EXPECT_EQ(in, std::vector<int>(1000 + left, left));
+        int token = r == 0 ? 42 : 0;  // 0 -> 1 only
+        comm.exchange(&token, r == 0 ? sizeof token : 0, r == 0 ? 1 : -1, &token, r == 1 ? sizeof token : 0,
+                      r == 1 ? 0 : -1);
+        EXPECT_EQ(token, r == 2 ? 0 : 42);
+        std::vector<int> buf(8, r);  // send from and receive into the same buffer
+        comm.exchange(buf.data(), buf.size() * sizeof(int), right, buf.data(), buf.size() * sizeof(int), left);
+        EXPECT_EQ(buf, std::vector<int>(8, left));
+        EXPECT_THROW(comm.exchange(buf.data(), 4, 3, nullptr, 0, -1), std::invalid_argument);
+        EXPECT_THROW(comm.exchange(nullptr, 0, -1, buf.data(), 4, -5), std::invalid_argument);
+        comm.barrier();
+      },
+      CommOptions());
   for (const auto& e : res.errors) EXPECT_EQ(e, "");
 }
 
@@ -165,11 +173,16 @@ TEST(AllreduceGloo, ExchangeWithTwoPeers) {
 TEST(AllreduceGloo, ExchangeTimeoutNamesThePeer) {
   CommOptions opts;
   opts.comm_timeout = std::chrono::milliseconds(500);
-  auto res = commtest::run_gloo_threads(2, [](Communicator& comm) {
-    int x = 0;
-    if (comm.rank() == 0) comm.exchange(nullptr, 0, -1, &x, sizeof x, 1);
-    else std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  }, opts);
+  auto res = commtest::run_gloo_threads(
+      2,
+      [](Communicator& comm) {
+        int x = 0;
+        if (comm.rank() == 0)
+          comm.exchange(nullptr, 0, -1, &x, sizeof x, 1);
+        else
+          std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      },
+      opts);
   EXPECT_TRUE(has(res.errors[0], "rank 0 (host localhost): gloo exchange timed out after 0.5 s waiting for rank 1"))
       << res.errors[0];
   EXPECT_EQ(res.errors[1], "");
@@ -185,8 +198,7 @@ TEST(AllreduceMpi, EveryAlgorithmWorlds1to8) {
 #else
   for (int w = 1; w <= 8; ++w) {
     commtest::ProcSpec s{{mpirun, "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(w),
-                          commtest::tool_path(), "--script", "algorithms", "--algorithms",
-                          "mpi,ring,halving-doubling"},
+                          commtest::tool_path(), "--script", "algorithms", "--algorithms", "mpi,ring,halving-doubling"},
                          {"OMPI_MCA_mpi_yield_when_idle=1"}};
     auto run = commtest::run_processes({s}, 120);
     ASSERT_FALSE(run.timed_out) << run.describe();
@@ -238,12 +250,12 @@ TEST_F(AllreduceTrain, RingAndHalvingDoublingSameBitsOnBothRanksAndAcrossRuns) {
 
 TEST_F(AllreduceTrain, GlooUnderMpiIsRefusedBeforeTraining) {
   if (commtest::find_in_path("mpirun").empty()) GTEST_SKIP() << "mpirun is not installed";
-  auto r = testutil::run(testutil::launch_bin() + " -np 2 --mpi " + testutil::train_bin() +
-                             " --allreduce gloo --max-steps 1",
-                         120);
+  auto r = testutil::run(
+      testutil::launch_bin() + " -np 2 --mpi " + testutil::train_bin() + " --allreduce gloo --max-steps 1", 120);
   EXPECT_NE(r.status, 0);
   EXPECT_FALSE(has(r.out, "Train Epoch")) << r.out;
-  EXPECT_TRUE(has(r.err, "train: error: --allreduce gloo runs Gloo's own allreduce and needs the gloo backend, but "
-                         "this job of 2 ranks runs on the mpi backend"))
+  EXPECT_TRUE(has(r.err,
+                  "train: error: --allreduce gloo runs Gloo's own allreduce and needs the gloo backend, but "
+                  "this job of 2 ranks runs on the mpi backend"))
       << r.err;
 }

@@ -93,10 +93,11 @@ TEST(C10dStore, TalksToPyTorchsTcpStore) {
 // A listener that accepts and never answers: the request times out with one line naming it.
 TEST(C10dStore, SilentStoreTimesOutNamingTheAddress) {
   const std::string dir = make_temp_dir("c10d-silent");
-  Background silent(dir, "python3 -c 'import socket,time\n"
-                         "s=socket.socket(); s.bind((\"127.0.0.1\",0)); s.listen(4)\n"
-                         "print(s.getsockname()[1], flush=True)\n"
-                         "c=s.accept(); time.sleep(60)'");
+  Background silent(dir,
+                    "python3 -c 'import socket,time\n"
+                    "s=socket.socket(); s.bind((\"127.0.0.1\",0)); s.listen(4)\n"
+                    "print(s.getsockname()[1], flush=True)\n"
+                    "c=s.accept(); time.sleep(60)'");
   const std::string port = silent.first_line();
   ASSERT_FALSE(port.empty()) << silent.err();
   C10dStoreClient c("127.0.0.1:" + port, milliseconds(1000));

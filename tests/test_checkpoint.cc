@@ -278,7 +278,8 @@ TEST(Checkpoint, StaleTempFilesOfAKilledWriterAreRemoved) {
   EXPECT_TRUE((::access((dir + "/ckpt-00112233445566aa-000000000005.bin").c_str(), F_OK) == 0));
   // This version's temp names (with the run id) too.
   testutil::write_file(dir + "/.ckpt-00112233445566aa-000000000010.bin.tmp", "half");
-  EXPECT_EQ(remove_stale_temp_files(dir), std::vector<std::string>{dir + "/.ckpt-00112233445566aa-000000000010.bin.tmp"});
+  EXPECT_EQ(remove_stale_temp_files(dir),
+            std::vector<std::string>{dir + "/.ckpt-00112233445566aa-000000000010.bin.tmp"});
   std::system(("rm -rf '" + dir + "'").c_str());
 }
 

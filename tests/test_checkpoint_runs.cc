@@ -23,9 +23,7 @@ namespace {
 
 using testutil::RunResult;
 
-void require_data() {
-  ASSERT_TRUE(testutil::have_mnist()) << "real MNIST missing in data/MNIST/raw: run `make data`";
-}
+void require_data() { ASSERT_TRUE(testutil::have_mnist()) << "real MNIST missing in data/MNIST/raw: run `make data`"; }
 
 RunResult train(const std::string& dir, const std::string& flags) {
   return testutil::run(testutil::train_bin() + " --threads 1 --epochs 1 --checkpoint-dir " + dir + " " + flags, 300);
@@ -72,7 +70,8 @@ TEST(CheckpointRuns, TwoRunsInOneDirectoryKeepAndResumeTheirOwnFiles) {
   ASSERT_FALSE(b_run.empty()) << "pruning deleted the new run's own files:\n" << testutil::run("ls " + d).out;
   EXPECT_NE(a_run, b_run);
   EXPECT_NE(b.err.find("train: run " + b_run + ": checkpoints go to " + d + "/ckpt-" + b_run + "-<step>.bin"),
-            std::string::npos) << b.err;
+            std::string::npos)
+      << b.err;
   std::vector<std::string> want = {"ckpt-" + a_run + "-000000000020.bin", "ckpt-" + a_run + "-000000000040.bin",
                                    "ckpt-" + a_run + "-000000000060.bin", "ckpt-" + b_run + "-000000000010.bin",
                                    "ckpt-" + b_run + "-000000000020.bin", "ckpt-" + b_run + "-000000000030.bin"};
@@ -82,21 +81,23 @@ TEST(CheckpointRuns, TwoRunsInOneDirectoryKeepAndResumeTheirOwnFiles) {
     EXPECT_EQ(decode_checkpoint(testutil::read_file(file_of(d, a_run, step)), Net::kNumParams).seed, 42);
 
   // --seed 1 --resume continues run B's step 30 (not A's newer step 60), as run B, bit for bit.
-  auto ref = testutil::run(testutil::train_bin() + " --threads 1 --epochs 1 --max-steps 40 --seed 1 --dump-params " +
-                               top + "/ref.bin", 300);
+  auto ref = testutil::run(
+      testutil::train_bin() + " --threads 1 --epochs 1 --max-steps 40 --seed 1 --dump-params " + top + "/ref.bin", 300);
   ASSERT_EQ(ref.status, 0) << ref.err;
   auto r = train(d, "--max-steps 40 --seed 1 --checkpoint-every 10 --resume --dump-params " + top + "/b.bin");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("train: resuming from " + file_of(d, b_run, 30) + " (epoch 1, batch 30, step 30), run " + b_run),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("train: not resuming from the newer " + file_of(d, a_run, 60) +
                        ": it was written with --seed 42, this run has --seed 1"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   EXPECT_TRUE(testutil::read_file(top + "/b.bin") == testutil::read_file(top + "/ref.bin"))
       << "the resumed seed-1 run differs from an uninterrupted one";
   // Both runs now have a step 40 (A's and the resumed B's): the resumed run's is B's, under B's id.
   EXPECT_EQ(::access(file_of(d, b_run, 40).c_str(), F_OK), 0) << "the resumed run keeps its run id:\n"
-                                                               << testutil::run("ls " + d).out;
+                                                              << testutil::run("ls " + d).out;
   EXPECT_EQ(names_in(d).size(), 6u) << testutil::run("ls " + d).out;  // B pruned its own step 10
   EXPECT_EQ(::access(file_of(d, b_run, 10).c_str(), F_OK), -1);
   for (int step : {20, 40, 60}) EXPECT_EQ(::access(file_of(d, a_run, step).c_str(), F_OK), 0) << "A's step " << step;
@@ -105,7 +106,8 @@ TEST(CheckpointRuns, TwoRunsInOneDirectoryKeepAndResumeTheirOwnFiles) {
   auto a = train(d, "--max-steps 61 --resume");
   ASSERT_EQ(a.status, 0) << a.err;
   EXPECT_NE(a.err.find("train: resuming from " + file_of(d, a_run, 60) + " (epoch 1, batch 60, step 60), run " + a_run),
-            std::string::npos) << a.err;
+            std::string::npos)
+      << a.err;
   std::system(("rm -rf '" + top + "'").c_str());
 }
 
@@ -120,10 +122,10 @@ TEST(CheckpointRuns, ChangedLrMomentumOrBatchSizeIsRefusedNamingItUnlessAllowed)
   struct Case {
     std::string flag, was, now, moved;
   };
-  for (const Case& c : {Case{"--lr 0.02", "--lr 0.01", "--lr 0.02", ""},
-                        Case{"--momentum 0.9", "--momentum 0.5", "--momentum 0.9", ""},
-                        Case{"--batch-size 32", "--batch-size 64", "--batch-size 32",
-                             "; batch 4 of --batch-size 64 continues at batch 8 of --batch-size 32"}}) {
+  for (const Case& c :
+       {Case{"--lr 0.02", "--lr 0.01", "--lr 0.02", ""}, Case{"--momentum 0.9", "--momentum 0.5", "--momentum 0.9", ""},
+        Case{"--batch-size 32", "--batch-size 64", "--batch-size 32",
+             "; batch 4 of --batch-size 64 continues at batch 8 of --batch-size 32"}}) {
     const std::string d = top + "/" + c.flag.substr(2, c.flag.find(' ') - 2);
     testutil::run("cp -r " + base + " " + d);
     const std::string f = file_of(d, run, 4);
@@ -139,7 +141,8 @@ TEST(CheckpointRuns, ChangedLrMomentumOrBatchSizeIsRefusedNamingItUnlessAllowed)
     EXPECT_FALSE(fresh.empty() || fresh == run) << "a changed configuration is a new run: " << fresh;
     EXPECT_NE(yes.err.find("train: --resume-any-config: continuing " + f + " with " + c.now + " instead of " + c.was +
                            " as new run " + fresh + c.moved + "\n"),
-              std::string::npos) << yes.err;
+              std::string::npos)
+        << yes.err;
     EXPECT_EQ(::access(file_of(d, run, 2).c_str(), F_OK), 0) << "the old run's files stay";
     EXPECT_EQ(::access(f.c_str(), F_OK), 0);
   }
@@ -160,8 +163,8 @@ TEST(CheckpointRuns, Version3CheckpointStillResumesItsRunUnknown) {
   testutil::run("mkdir -p " + old);
   const std::string v3 = old + "/ckpt-000000000004.bin";
   testutil::write_file(v3, testutil::encode_checkpoint_v3(st));
-  auto ref = testutil::run(testutil::train_bin() + " --threads 1 --epochs 1 --max-steps 8 --dump-params " + top +
-                               "/ref.bin", 300);
+  auto ref = testutil::run(
+      testutil::train_bin() + " --threads 1 --epochs 1 --max-steps 8 --dump-params " + top + "/ref.bin", 300);
   ASSERT_EQ(ref.status, 0) << ref.err;
   auto r = train(old, "--max-steps 8 --checkpoint-every 8 --resume --dump-params " + top + "/res.bin");
   ASSERT_EQ(r.status, 0) << r.err;
@@ -169,17 +172,21 @@ TEST(CheckpointRuns, Version3CheckpointStillResumesItsRunUnknown) {
   ASSERT_FALSE(fresh.empty()) << testutil::run("ls " + old).out;
   EXPECT_NE(r.err.find("train: resuming from " + v3 + " (epoch 1, batch 4, step 4), run unknown\n"), std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("train: " + v3 + " is a version 3 checkpoint: it records no run id and no --lr, --momentum, "
+  EXPECT_NE(r.err.find("train: " + v3 +
+                       " is a version 3 checkpoint: it records no run id and no --lr, --momentum, "
                        "dropout or averaging options (only world size, --batch-size and --seed were compared); "
-                       "this run continues as run " + fresh + "\n"),
-            std::string::npos) << r.err;
+                       "this run continues as run " +
+                       fresh + "\n"),
+            std::string::npos)
+      << r.err;
   EXPECT_TRUE(testutil::read_file(top + "/res.bin") == testutil::read_file(top + "/ref.bin"));
   EXPECT_EQ(::access(v3.c_str(), F_OK), 0) << "another run's (unknown) file is never pruned";
   // Another seed is still refused from a version 3 file.
   auto seed = train(old, "--max-steps 8 --seed 1 --resume");
   EXPECT_EQ(seed.status, 1);
   EXPECT_NE(seed.err.find("was written with --seed 42, this run has --seed 1 (resume needs the same configuration"),
-            std::string::npos) << seed.err;
+            std::string::npos)
+      << seed.err;
   std::system(("rm -rf '" + top + "'").c_str());
 }
 
@@ -200,9 +207,11 @@ TEST(CheckpointRuns, CorruptConfigBlockIsNamedAndSkipped) {
   auto r = train(d, "--max-steps 6 --resume");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("train: warning: " + f + ": config block: lr '0.0x' is not a finite number >= 0; skipping it\n"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("train: resuming from " + file_of(d, run, 2) + " (epoch 1, batch 2, step 2), run " + run),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   std::system(("rm -rf '" + top + "'").c_str());
 }
 

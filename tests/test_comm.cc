@@ -58,16 +58,16 @@ TEST(HalfConversion, KnownBitPatterns) {
   EXPECT_EQ(float_to_half(-2.0f), 0xC000);
   EXPECT_EQ(float_to_half(0.5f), 0x3800);
   EXPECT_EQ(float_to_half(0.1f), 0x2E66);
-  EXPECT_EQ(float_to_half(65504.0f), 0x7BFF);             // largest finite half
+  EXPECT_EQ(float_to_half(65504.0f), 0x7BFF);  // largest finite half
   EXPECT_EQ(float_to_half(std::nextafter(65520.0f, 0.0f)), 0x7BFF);
-  EXPECT_EQ(float_to_half(65520.0f), 0x7C00);             // halfway to 65536: rounds to even = inf
+  EXPECT_EQ(float_to_half(65520.0f), 0x7C00);  // halfway to 65536: rounds to even = inf
   EXPECT_EQ(float_to_half(-65520.0f), 0xFC00);
   EXPECT_EQ(float_to_half(1e10f), 0x7C00);
   EXPECT_EQ(float_to_half(0.0f), 0x0000);
   EXPECT_EQ(float_to_half(-0.0f), 0x8000);
-  EXPECT_EQ(float_to_half(std::ldexp(1.0f, -14)), 0x0400);  // smallest normal
+  EXPECT_EQ(float_to_half(std::ldexp(1.0f, -14)), 0x0400);     // smallest normal
   EXPECT_EQ(float_to_half(std::ldexp(1023.0f, -24)), 0x03FF);  // largest subnormal
-  EXPECT_EQ(float_to_half(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
+  EXPECT_EQ(float_to_half(std::ldexp(1.0f, -24)), 0x0001);     // smallest subnormal
   EXPECT_EQ(float_to_half(-std::ldexp(1.0f, -24)), 0x8001);
   EXPECT_EQ(float_to_half(std::numeric_limits<float>::infinity()), 0x7C00);
   EXPECT_EQ(float_to_half(-std::numeric_limits<float>::infinity()), 0xFC00);
@@ -79,18 +79,18 @@ TEST(HalfConversion, RoundsHalfToEven) {
   EXPECT_EQ(float_to_half(1.0f + std::ldexp(1.0f, -11)), 0x3C00);
   EXPECT_EQ(float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);  // between 0x3C01 and 0x3C02 -> even
   EXPECT_EQ(float_to_half(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)), 0x3C01);  // just above half
-  EXPECT_EQ(float_to_half(2049.0f), 0x6800);  // halfway 2048/2050 -> 2048
-  EXPECT_EQ(float_to_half(2051.0f), 0x6802);  // halfway 2050/2052 -> 2052
+  EXPECT_EQ(float_to_half(2049.0f), 0x6800);                                               // halfway 2048/2050 -> 2048
+  EXPECT_EQ(float_to_half(2051.0f), 0x6802);                                               // halfway 2050/2052 -> 2052
   EXPECT_EQ(float_to_half(2050.0f), 0x6801);
   // Mantissa carry into the exponent: just below 2 rounds up to 2.0.
   EXPECT_EQ(float_to_half(std::nextafter(2.0f, 0.0f)), 0x4000);
   // Subnormal range.
-  EXPECT_EQ(float_to_half(std::ldexp(1.0f, -25)), 0x0000);           // halfway 0 / 2^-24 -> 0
-  EXPECT_EQ(float_to_half(std::ldexp(1.5f, -25)), 0x0001);           // 0.75 units -> 1
-  EXPECT_EQ(float_to_half(std::ldexp(3.0f, -25)), 0x0002);           // 1.5 units -> even 2
-  EXPECT_EQ(float_to_half(std::ldexp(5.0f, -25)), 0x0002);           // 2.5 units -> even 2
+  EXPECT_EQ(float_to_half(std::ldexp(1.0f, -25)), 0x0000);                        // halfway 0 / 2^-24 -> 0
+  EXPECT_EQ(float_to_half(std::ldexp(1.5f, -25)), 0x0001);                        // 0.75 units -> 1
+  EXPECT_EQ(float_to_half(std::ldexp(3.0f, -25)), 0x0002);                        // 1.5 units -> even 2
+  EXPECT_EQ(float_to_half(std::ldexp(5.0f, -25)), 0x0002);                        // 2.5 units -> even 2
   EXPECT_EQ(float_to_half(std::nextafter(std::ldexp(1.0f, -25), 1.0f)), 0x0001);  // just above half a unit
-  EXPECT_EQ(float_to_half(std::ldexp(2047.0f, -25)), 0x0400);        // 1023.5 units -> 1024 = smallest normal
+  EXPECT_EQ(float_to_half(std::ldexp(2047.0f, -25)), 0x0400);  // 1023.5 units -> 1024 = smallest normal
 }
 
 TEST(HalfConversion, InfinityAndNan) {
@@ -173,10 +173,18 @@ using rank_env_checks::discover;
 using rank_env_checks::discover_error;
 
 EnvMap launcher_env() {
-  return {{"BARESGD_RANK", "3"},        {"BARESGD_SIZE", "4"},         {"BARESGD_LOCAL_RANK", "1"},
-          {"BARESGD_LOCAL_SIZE", "2"},  {"BARESGD_CROSS_RANK", "1"},   {"BARESGD_CROSS_SIZE", "2"},
-          {"BARESGD_COMM", "gloo"},     {"BARESGD_HOSTNAME", "hpc03"}, {"BARESGD_HOST_ADDR", "127.0.0.3"},
-          {"BARESGD_STORE_ADDR", "127.0.0.1:29500"}, {"BARESGD_SECRET", "s3cret"}, {"BARESGD_JOB_ID", "job7"}};
+  return {{"BARESGD_RANK", "3"},
+          {"BARESGD_SIZE", "4"},
+          {"BARESGD_LOCAL_RANK", "1"},
+          {"BARESGD_LOCAL_SIZE", "2"},
+          {"BARESGD_CROSS_RANK", "1"},
+          {"BARESGD_CROSS_SIZE", "2"},
+          {"BARESGD_COMM", "gloo"},
+          {"BARESGD_HOSTNAME", "hpc03"},
+          {"BARESGD_HOST_ADDR", "127.0.0.3"},
+          {"BARESGD_STORE_ADDR", "127.0.0.1:29500"},
+          {"BARESGD_SECRET", "s3cret"},
+          {"BARESGD_JOB_ID", "job7"}};
 }
 
 }  // namespace
@@ -208,8 +216,8 @@ TEST(RankEnv, LauncherDefaults) {
   EXPECT_EQ(r.cross_size, 1);
   EXPECT_FALSE(r.hostname.empty());
   // Local given, cross not: computed after connecting (-1 until then).
-  RankInfo c = discover({{"BARESGD_RANK", "2"}, {"BARESGD_SIZE", "4"}, {"BARESGD_LOCAL_RANK", "0"},
-                         {"BARESGD_LOCAL_SIZE", "2"}});
+  RankInfo c = discover(
+      {{"BARESGD_RANK", "2"}, {"BARESGD_SIZE", "4"}, {"BARESGD_LOCAL_RANK", "0"}, {"BARESGD_LOCAL_SIZE", "2"}});
   EXPECT_EQ(c.cross_rank, -1);
   EXPECT_EQ(c.cross_size, -1);
   // Launcher wins over Open MPI and Slurm variables.
@@ -256,8 +264,10 @@ TEST(RankEnv, LauncherErrorsNameVariableAndValue) {
 }
 
 TEST(RankEnv, OpenMpi) {
-  RankInfo r = discover({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"},
-                         {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+  RankInfo r = discover({{"OMPI_COMM_WORLD_RANK", "3"},
+                         {"OMPI_COMM_WORLD_SIZE", "4"},
+                         {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                         {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
   EXPECT_EQ(r.source, "ompi");
   EXPECT_EQ(r.backend, "mpi");
   EXPECT_EQ(r.rank, 3);
@@ -265,22 +275,26 @@ TEST(RankEnv, OpenMpi) {
   EXPECT_EQ(r.local_rank, 1);
   EXPECT_EQ(r.local_size, 2);
   EXPECT_EQ(r.cross_rank, -1);  // after MPI init
-  RankInfo one_host = discover({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
-                                {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+  RankInfo one_host = discover({{"OMPI_COMM_WORLD_RANK", "1"},
+                                {"OMPI_COMM_WORLD_SIZE", "2"},
+                                {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
                                 {"BARESGD_COMM", "gloo"}});
   EXPECT_EQ(one_host.cross_rank, 0);
   EXPECT_EQ(one_host.cross_size, 1);
   EXPECT_EQ(one_host.backend, "gloo");
-  EXPECT_TRUE(has(discover_error({{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "2"},
-                                  {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}}),
+  EXPECT_TRUE(has(discover_error({{"OMPI_COMM_WORLD_RANK", "2"},
+                                  {"OMPI_COMM_WORLD_SIZE", "2"},
+                                  {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                                  {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}}),
                   "OMPI_COMM_WORLD_RANK=2 is out of range"));
   EXPECT_TRUE(has(discover_error({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}}),
                   "OMPI_COMM_WORLD_LOCAL_RANK"));
 }
 
 TEST(RankEnv, Slurm) {
-  EnvMap env = {{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "5"},   {"SLURM_LOCALID", "0"},
-                {"SLURM_NNODES", "3"}, {"SLURM_NODEID", "2"},   {"SLURM_TASKS_PER_NODE", "2(x2),1"},
+  EnvMap env = {{"SLURM_PROCID", "4"},  {"SLURM_NTASKS", "5"},  {"SLURM_LOCALID", "0"},
+                {"SLURM_NNODES", "3"},  {"SLURM_NODEID", "2"},  {"SLURM_TASKS_PER_NODE", "2(x2),1"},
                 {"SLURM_JOB_ID", "77"}, {"SLURM_STEP_ID", "0"}, {"SLURMD_NODENAME", "node9"}};
   RankInfo r = discover(env);
   EXPECT_EQ(r.source, "slurm");
@@ -309,8 +323,12 @@ TEST(RankEnv, Slurm) {
   env["SLURM_NODEID"] = "3";
   EXPECT_TRUE(has(discover_error(env), "SLURM_NODEID=3 is out of range"));
   // No per-node counts: even split.
-  RankInfo even = discover({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"},
-                            {"SLURM_NNODES", "2"}, {"SLURM_NODEID", "1"}, {"SLURM_STEPID", "3"}});
+  RankInfo even = discover({{"SLURM_PROCID", "3"},
+                            {"SLURM_NTASKS", "4"},
+                            {"SLURM_LOCALID", "1"},
+                            {"SLURM_NNODES", "2"},
+                            {"SLURM_NODEID", "1"},
+                            {"SLURM_STEPID", "3"}});
   EXPECT_EQ(even.local_size, 2);
   EXPECT_EQ(even.cross_rank, 1);
   EXPECT_EQ(even.cross_size, 2);
@@ -320,9 +338,14 @@ TEST(RankEnv, Slurm) {
 // srun step (slurmstepd sets no SLURM_STEP_ID for the batch step; releases that print it show
 // 0xfffffffb, or 0xfffffffe before Slurm 20.11, as a negative or a >= 0xfffffff0 number).
 TEST(RankEnv, SlurmBatchStepIsASingleProcess) {
-  const EnvMap batch = {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"},       {"SLURM_LOCALID", "0"},
-                        {"SLURM_NODEID", "0"}, {"SLURM_NNODES", "2"},       {"SLURM_JOB_ID", "1234"},
-                        {"SLURM_TASKS_PER_NODE", "2(x2)"}, {"SLURM_JOB_NODELIST", "hpc[01-02]"}};
+  const EnvMap batch = {{"SLURM_PROCID", "0"},
+                        {"SLURM_NTASKS", "4"},
+                        {"SLURM_LOCALID", "0"},
+                        {"SLURM_NODEID", "0"},
+                        {"SLURM_NNODES", "2"},
+                        {"SLURM_JOB_ID", "1234"},
+                        {"SLURM_TASKS_PER_NODE", "2(x2)"},
+                        {"SLURM_JOB_NODELIST", "hpc[01-02]"}};
   RankInfo r = discover(batch);
   EXPECT_EQ(r.source, "slurm-batch");
   EXPECT_EQ(r.backend, "single");
@@ -475,8 +498,9 @@ TEST(SingleBackend, BackendsMissingFromTheBuildAreExplained) {
   };
   (void)error_for;
 #if !BARESGD_HAVE_MPI
-  EXPECT_TRUE(has(error_for("mpi"), "this ./train was built without MPI (libopenmpi-dev missing); rebuild with "
-                                    "libopenmpi-dev installed, or run over Gloo: --num-proc N --communication gloo"));
+  EXPECT_TRUE(has(error_for("mpi"),
+                  "this ./train was built without MPI (libopenmpi-dev missing); rebuild with "
+                  "libopenmpi-dev installed, or run over Gloo: --num-proc N --communication gloo"));
 #endif
 #if !BARESGD_HAVE_GLOO
   EXPECT_TRUE(has(error_for("gloo"), "this ./train was built without Gloo (libgloo-dev missing)"));
@@ -523,13 +547,16 @@ void gloo_closed_forms(int w, bool big) {
   CommOptions opts;
   opts.start_timeout = 20s;
   opts.comm_timeout = 60s;
-  auto res = commtest::run_gloo_threads(w, [&](Communicator& comm) {
-    EXPECT_STREQ(comm.backend_name(), "gloo");
-    commcheck::Checker c{comm, {}};
-    c.run_all(big);
-    std::lock_guard<std::mutex> lock(mu);
-    failures.insert(failures.end(), c.failures.begin(), c.failures.end());
-  }, opts);
+  auto res = commtest::run_gloo_threads(
+      w,
+      [&](Communicator& comm) {
+        EXPECT_STREQ(comm.backend_name(), "gloo");
+        commcheck::Checker c{comm, {}};
+        c.run_all(big);
+        std::lock_guard<std::mutex> lock(mu);
+        failures.insert(failures.end(), c.failures.begin(), c.failures.end());
+      },
+      opts);
   expect_no_errors(res);
   for (const auto& f : failures) ADD_FAILURE() << "world " << w << ": " << f;
 }
@@ -554,38 +581,42 @@ TEST(GlooThreads, GradientChannelAcrossRoundsAndOtherCollectives) {
       std::lock_guard<std::mutex> lock(mu);
       failures.push_back(f);
     };
-    auto res = commtest::run_gloo_threads(w, [&](Communicator& comm) {
-      const int r = comm.rank();
-      const size_t n = 3000, other = 5000;  // 12 KB binds the channel; 20 KB stays per-call
-      for (int round = 0; round < 6; ++round) {
-        std::vector<float> g(n), h(other);
-        for (size_t i = 0; i < n; ++i) g[i] = float(r + round + int(i % 7));
-        for (size_t i = 0; i < other; ++i) h[i] = float(2 * r + int(i % 3));
-        comm.allreduce_sum(g.data(), n);
-        if (round % 2) comm.allreduce_sum(h.data(), other);
-        double stats[2] = {double(r), 1.0};
-        comm.allreduce_sum(stats, 2);
-        std::vector<half_bits> f16(n, 0x3C00);  // 1.0, a 6 KB allreduce of another type
-        comm.allreduce_sum_f16(f16.data(), n);
-        int token = r == 0 ? 100 + round : -1;
-        comm.broadcast(&token, sizeof token, 0);
-        const int ranks_sum = w * (w - 1) / 2;
-        for (size_t i = 0; i < n; ++i)
-          if (g[i] != float(ranks_sum + w * (round + int(i % 7)))) {
-            fail("round " + std::to_string(round) + " g[" + std::to_string(i) + "]=" + std::to_string(g[i]));
-            break;
+    auto res = commtest::run_gloo_threads(
+        w,
+        [&](Communicator& comm) {
+          const int r = comm.rank();
+          const size_t n = 3000, other = 5000;  // 12 KB binds the channel; 20 KB stays per-call
+          for (int round = 0; round < 6; ++round) {
+            std::vector<float> g(n), h(other);
+            for (size_t i = 0; i < n; ++i) g[i] = float(r + round + int(i % 7));
+            for (size_t i = 0; i < other; ++i) h[i] = float(2 * r + int(i % 3));
+            comm.allreduce_sum(g.data(), n);
+            if (round % 2) comm.allreduce_sum(h.data(), other);
+            double stats[2] = {double(r), 1.0};
+            comm.allreduce_sum(stats, 2);
+            std::vector<half_bits> f16(n, 0x3C00);  // 1.0, a 6 KB allreduce of another type
+            comm.allreduce_sum_f16(f16.data(), n);
+            int token = r == 0 ? 100 + round : -1;
+            comm.broadcast(&token, sizeof token, 0);
+            const int ranks_sum = w * (w - 1) / 2;
+            for (size_t i = 0; i < n; ++i)
+              if (g[i] != float(ranks_sum + w * (round + int(i % 7)))) {
+                fail("round " + std::to_string(round) + " g[" + std::to_string(i) + "]=" + std::to_string(g[i]));
+                break;
+              }
+            if (round % 2)
+              for (size_t i = 0; i < other; ++i)
+                if (h[i] != float(2 * ranks_sum + w * int(i % 3))) {
+                  fail("round " + std::to_string(round) + " h[" + std::to_string(i) + "]");
+                  break;
+                }
+            if (stats[0] != ranks_sum || stats[1] != w) fail("round " + std::to_string(round) + " stats");
+            if (f16[0] != float_to_half(float(w)) || f16[n - 1] != f16[0])
+              fail("round " + std::to_string(round) + " f16");
+            if (token != 100 + round) fail("round " + std::to_string(round) + " broadcast");
           }
-        if (round % 2)
-          for (size_t i = 0; i < other; ++i)
-            if (h[i] != float(2 * ranks_sum + w * int(i % 3))) {
-              fail("round " + std::to_string(round) + " h[" + std::to_string(i) + "]");
-              break;
-            }
-        if (stats[0] != ranks_sum || stats[1] != w) fail("round " + std::to_string(round) + " stats");
-        if (f16[0] != float_to_half(float(w)) || f16[n - 1] != f16[0]) fail("round " + std::to_string(round) + " f16");
-        if (token != 100 + round) fail("round " + std::to_string(round) + " broadcast");
-      }
-    }, CommOptions());
+        },
+        CommOptions());
     expect_no_errors(res);
     for (const auto& f : failures) ADD_FAILURE() << "world " << w << ": " << f;
   }
@@ -609,11 +640,14 @@ TEST(GlooThreads, DeviceThreadRunsInSchedIdle) {
     else
       unsetenv("BARESGD_GLOO_IDLE_DEVICE");
     std::atomic<int> seen{-1};
-    auto res = commtest::run_gloo_threads(2, [&](Communicator& comm) {
-      comm.barrier();  // both communicators (and their devices) exist
-      if (comm.rank() == 0) seen = idle_threads_of_this_process();
-      comm.barrier();
-    }, CommOptions());
+    auto res = commtest::run_gloo_threads(
+        2,
+        [&](Communicator& comm) {
+          comm.barrier();  // both communicators (and their devices) exist
+          if (comm.rank() == 0) seen = idle_threads_of_this_process();
+          comm.barrier();
+        },
+        CommOptions());
     unsetenv("BARESGD_GLOO_IDLE_DEVICE");
     expect_no_errors(res);
     if (*setting)
@@ -628,18 +662,20 @@ TEST(GlooThreads, DeviceThreadRunsInSchedIdle) {
 void expect_adasum(const std::vector<std::vector<float>>& in, const std::vector<float>& want) {
   const int w = static_cast<int>(in.size());
   std::vector<std::vector<float>> out(in.size());
-  auto res = commtest::run_gloo_threads(w, [&](Communicator& comm) {
-    std::vector<float> g = in[comm.rank()];
-    GradientAveraging how;
-    how.adasum = true;
-    average_gradients(comm, g.data(), g.size(), {{0, 2}, {2, 3}}, how);
-    out[comm.rank()] = g;
-  }, CommOptions());
+  auto res = commtest::run_gloo_threads(
+      w,
+      [&](Communicator& comm) {
+        std::vector<float> g = in[comm.rank()];
+        GradientAveraging how;
+        how.adasum = true;
+        average_gradients(comm, g.data(), g.size(), {{0, 2}, {2, 3}}, how);
+        out[comm.rank()] = g;
+      },
+      CommOptions());
   expect_no_errors(res);
   for (int r = 0; r < w; ++r) {
     ASSERT_EQ(out[r].size(), want.size());
-    for (size_t i = 0; i < want.size(); ++i)
-      EXPECT_NEAR(out[r][i], want[i], 1e-6) << "rank " << r << " element " << i;
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(out[r][i], want[i], 1e-6) << "rank " << r << " element " << i;
   }
 }
 
@@ -663,19 +699,22 @@ TEST(GlooThreads, AdasumIdenticalAndOrthogonalVectors) {
   const int w = 8;
   const size_t n = 37;
   std::vector<std::vector<float>> same(w), orth(w);
-  auto res = commtest::run_gloo_threads(w, [&](Communicator& comm) {
-    const int r = comm.rank();
-    GradientAveraging how;
-    how.adasum = true;
-    std::vector<float> g(n);
-    for (size_t i = 0; i < n; ++i) g[i] = 0.25f * static_cast<float>(i) - 3;
-    average_gradients(comm, g.data(), n, {{0, 10}, {10, 27}}, how);
-    same[r] = g;
-    std::vector<float> e(n, 0.0f);
-    e[r * 4] = static_cast<float>(r + 1);  // distinct basis directions: pairwise orthogonal
-    average_gradients(comm, e.data(), n, {}, how);
-    orth[r] = e;
-  }, CommOptions());
+  auto res = commtest::run_gloo_threads(
+      w,
+      [&](Communicator& comm) {
+        const int r = comm.rank();
+        GradientAveraging how;
+        how.adasum = true;
+        std::vector<float> g(n);
+        for (size_t i = 0; i < n; ++i) g[i] = 0.25f * static_cast<float>(i) - 3;
+        average_gradients(comm, g.data(), n, {{0, 10}, {10, 27}}, how);
+        same[r] = g;
+        std::vector<float> e(n, 0.0f);
+        e[r * 4] = static_cast<float>(r + 1);  // distinct basis directions: pairwise orthogonal
+        average_gradients(comm, e.data(), n, {}, how);
+        orth[r] = e;
+      },
+      CommOptions());
   expect_no_errors(res);
   for (int r = 0; r < w; ++r) {
     for (size_t i = 0; i < n; ++i) {
@@ -692,34 +731,37 @@ TEST(GlooThreads, CommTimeoutNamesOperationAndPeer) {
   opts.comm_timeout = 700ms;
   std::string errors[2], second[2];
   double took[2] = {0, 0};
-  auto res = commtest::run_gloo_threads(3, [&](Communicator& comm) {
-    std::vector<float> v(1000, 1.0f);
-    const int r = comm.rank();
-    if (r == 2) {
-      std::this_thread::sleep_for(2500ms);
-      try {
-        comm.allreduce_sum(v.data(), v.size());
-      } catch (const std::exception&) {
-      }
-      return;
-    }
-    auto t0 = std::chrono::steady_clock::now();
-    try {
-      comm.allreduce_sum(v.data(), v.size());
-    } catch (const std::runtime_error& e) {
-      errors[r] = e.what();
-    }
-    took[r] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    try {
-      comm.barrier();
-    } catch (const std::runtime_error& e) {
-      second[r] = e.what();
-    }
-  }, opts);
+  auto res = commtest::run_gloo_threads(
+      3,
+      [&](Communicator& comm) {
+        std::vector<float> v(1000, 1.0f);
+        const int r = comm.rank();
+        if (r == 2) {
+          std::this_thread::sleep_for(2500ms);
+          try {
+            comm.allreduce_sum(v.data(), v.size());
+          } catch (const std::exception&) {}
+          return;
+        }
+        auto t0 = std::chrono::steady_clock::now();
+        try {
+          comm.allreduce_sum(v.data(), v.size());
+        } catch (const std::runtime_error& e) {
+          errors[r] = e.what();
+        }
+        took[r] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        try {
+          comm.barrier();
+        } catch (const std::runtime_error& e) {
+          second[r] = e.what();
+        }
+      },
+      opts);
   expect_no_errors(res);
   for (int r = 0; r < 2; ++r) {
-    EXPECT_TRUE(has(errors[r], "rank " + std::to_string(r) + " (host localhost): gloo allreduce timed out after 0.7 s "
-                                "waiting for rank 2 (a peer stopped responding)"))
+    EXPECT_TRUE(has(errors[r], "rank " + std::to_string(r) +
+                                   " (host localhost): gloo allreduce timed out after 0.7 s "
+                                   "waiting for rank 2 (a peer stopped responding)"))
         << errors[r];
     EXPECT_EQ(errors[r].find('\n'), std::string::npos) << errors[r];
     EXPECT_GE(took[r], 0.6);
@@ -733,19 +775,22 @@ TEST(GlooThreads, PeerExitIsReportedQuickly) {
   opts.comm_timeout = 30s;
   std::string error0;
   double took = 0;
-  auto res = commtest::run_gloo_threads(2, [&](Communicator& comm) {
-    comm.barrier();
-    if (comm.rank() == 1) return;  // rank 1 goes away: its communicator closes its sockets
-    std::this_thread::sleep_for(300ms);
-    std::vector<float> v(1000, 1.0f);
-    auto t0 = std::chrono::steady_clock::now();
-    try {
-      comm.allreduce_sum(v.data(), v.size());
-    } catch (const std::runtime_error& e) {
-      error0 = e.what();
-    }
-    took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }, opts);
+  auto res = commtest::run_gloo_threads(
+      2,
+      [&](Communicator& comm) {
+        comm.barrier();
+        if (comm.rank() == 1) return;  // rank 1 goes away: its communicator closes its sockets
+        std::this_thread::sleep_for(300ms);
+        std::vector<float> v(1000, 1.0f);
+        auto t0 = std::chrono::steady_clock::now();
+        try {
+          comm.allreduce_sum(v.data(), v.size());
+        } catch (const std::runtime_error& e) {
+          error0 = e.what();
+        }
+        took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      },
+      opts);
   expect_no_errors(res);
   EXPECT_TRUE(has(error0, "rank 0")) << error0;
   EXPECT_TRUE(has(error0, "gloo allreduce lost the connection to rank 1 (did a rank exit?)")) << error0;
@@ -769,9 +814,11 @@ TEST(GlooThreads, MissingRankTimesOutNamingIt) {
 TEST(GlooThreads, WorldSizeMismatchIsReported) {
   CommOptions opts;
   opts.start_timeout = 1500ms;
-  auto res = commtest::run_gloo_threads(2, [](Communicator&) {}, opts, {}, [](RankInfo& info) {
-    if (info.rank == 1) info.size = 3;
-  });
+  auto res = commtest::run_gloo_threads(
+      2, [](Communicator&) {}, opts, {},
+      [](RankInfo& info) {
+        if (info.rank == 1) info.size = 3;
+      });
   EXPECT_TRUE(has(res.errors[0], "rank 1 (host localhost) registered with world size 3 but this rank has 2"))
       << res.errors[0];
   EXPECT_FALSE(res.errors[1].empty());
@@ -787,12 +834,15 @@ TEST(GlooThreads, DuplicateRankIsReported) {
 }
 
 TEST(GlooThreads, PeerArgumentsAreChecked) {
-  auto res = commtest::run_gloo_threads(2, [](Communicator& comm) {
-    char b[4] = {0};
-    EXPECT_THROW(comm.broadcast(b, 4, 2), std::invalid_argument);
-    EXPECT_THROW(comm.sendrecv(b, b, 4, -1), std::invalid_argument);
-    comm.barrier();
-  }, CommOptions());
+  auto res = commtest::run_gloo_threads(
+      2,
+      [](Communicator& comm) {
+        char b[4] = {0};
+        EXPECT_THROW(comm.broadcast(b, 4, 2), std::invalid_argument);
+        EXPECT_THROW(comm.sendrecv(b, b, 4, -1), std::invalid_argument);
+        comm.barrier();
+      },
+      CommOptions());
   expect_no_errors(res);
 }
 
@@ -804,17 +854,23 @@ TEST(GlooThreads, PeerArgumentsAreChecked) {
 namespace {
 
 [[maybe_unused]] std::vector<commtest::ProcSpec> gloo_world(int w, const std::vector<std::string>& args,
-                                           const std::vector<std::string>& extra_env = {}) {
+                                                            const std::vector<std::string>& extra_env = {}) {
   std::vector<commtest::ProcSpec> specs;
   const std::string job = commtest::unique_job("procs");
   for (int r = 0; r < w; ++r) {
     commtest::ProcSpec s;
     s.argv = {commtest::tool_path()};
     s.argv.insert(s.argv.end(), args.begin(), args.end());
-    s.env = {"BARESGD_RANK=" + std::to_string(r), "BARESGD_SIZE=" + std::to_string(w),
-             "BARESGD_LOCAL_RANK=" + std::to_string(r), "BARESGD_LOCAL_SIZE=" + std::to_string(w),
-             "BARESGD_CROSS_RANK=0", "BARESGD_CROSS_SIZE=1", "BARESGD_COMM=gloo",
-             "BARESGD_HOSTNAME=localhost", "BARESGD_HOST_ADDR=127.0.0.1", "BARESGD_JOB_ID=" + job};
+    s.env = {"BARESGD_RANK=" + std::to_string(r),
+             "BARESGD_SIZE=" + std::to_string(w),
+             "BARESGD_LOCAL_RANK=" + std::to_string(r),
+             "BARESGD_LOCAL_SIZE=" + std::to_string(w),
+             "BARESGD_CROSS_RANK=0",
+             "BARESGD_CROSS_SIZE=1",
+             "BARESGD_COMM=gloo",
+             "BARESGD_HOSTNAME=localhost",
+             "BARESGD_HOST_ADDR=127.0.0.1",
+             "BARESGD_JOB_ID=" + job};
     s.env.insert(s.env.end(), extra_env.begin(), extra_env.end());
     specs.push_back(s);
   }
@@ -825,7 +881,8 @@ namespace {
   ASSERT_FALSE(run.timed_out) << run.describe();
   for (size_t i = 0; i < run.procs.size(); ++i) {
     EXPECT_EQ(run.procs[i].status, 0) << run.describe();
-    EXPECT_TRUE(has(run.procs[i].out, std::string("OK rank=")) && has(run.procs[i].out, std::string("backend=") + backend))
+    EXPECT_TRUE(has(run.procs[i].out, std::string("OK rank=")) &&
+                has(run.procs[i].out, std::string("backend=") + backend))
         << run.describe();
   }
 }
@@ -890,8 +947,8 @@ TEST(GlooProcesses, ClosedFormsThroughLauncherStore) {
   StoreServer server("127.0.0.1", 0, secret);
   server.start();
   const std::string addr = "127.0.0.1:" + std::to_string(server.port());
-  auto run = commtest::run_processes(
-      gloo_world(3, {}, {"BARESGD_STORE_ADDR=" + addr, "BARESGD_SECRET=" + secret}), 120);
+  auto run =
+      commtest::run_processes(gloo_world(3, {}, {"BARESGD_STORE_ADDR=" + addr, "BARESGD_SECRET=" + secret}), 120);
   expect_all_ok(run, "gloo");
   // A wrong secret is refused with a message naming the store.
   auto bad = commtest::run_processes(
@@ -940,8 +997,8 @@ TEST(GlooProcesses, NetworkInterfaceByName) {
   commtest::TempDir dir("iface");
   auto run = commtest::run_processes(gloo_world(2, {"--rendezvous-dir", dir.path(), "--network-interface", "lo"}), 60);
   expect_all_ok(run, "gloo");
-  auto bad = commtest::run_processes(
-      gloo_world(2, {"--rendezvous-dir", dir.path(), "--network-interface", "nosuchif0"}), 30);
+  auto bad =
+      commtest::run_processes(gloo_world(2, {"--rendezvous-dir", dir.path(), "--network-interface", "nosuchif0"}), 30);
   for (const auto& p : bad.procs)
     EXPECT_TRUE(has(p.err, "--network-interface nosuchif0 is neither an IP address nor a network interface"))
         << bad.describe();
@@ -954,8 +1011,9 @@ TEST(GlooProcesses, CrossRanksComputedFromLocalRanks) {
   for (int r = 0; r < 4; ++r) {
     auto& env = specs[r].env;
     env.erase(std::remove_if(env.begin(), env.end(),
-                             [](const std::string& kv) { return kv.rfind("BARESGD_LOCAL_", 0) == 0 ||
-                                                                kv.rfind("BARESGD_CROSS_", 0) == 0; }),
+                             [](const std::string& kv) {
+                               return kv.rfind("BARESGD_LOCAL_", 0) == 0 || kv.rfind("BARESGD_CROSS_", 0) == 0;
+                             }),
               env.end());
     env.push_back("BARESGD_LOCAL_RANK=" + std::to_string(r % 2));
     env.push_back("BARESGD_LOCAL_SIZE=2");
@@ -976,8 +1034,9 @@ TEST(GlooProcesses, MissingRankFailsWithinStartTimeout) {
   auto run = commtest::run_processes(specs, 30);
   ASSERT_FALSE(run.timed_out) << run.describe();
   EXPECT_EQ(run.procs[0].status, 2) << run.describe();
-  EXPECT_TRUE(has(run.procs[0].err, "rank 0 (host localhost): gloo rendezvous timed out after 1.5 s: rank 1 never "
-                                    "registered (1 of 2 ranks arrived"))
+  EXPECT_TRUE(has(run.procs[0].err,
+                  "rank 0 (host localhost): gloo rendezvous timed out after 1.5 s: rank 1 never "
+                  "registered (1 of 2 ranks arrived"))
       << run.describe();
   EXPECT_LT(run.seconds, 4.0);
 }

@@ -46,8 +46,8 @@ class Distributed : public ::testing::Test {
 
 // K steps of W ranks with batch B == K steps of one rank with batch W*B over the same samples
 // (dropout off; lr scaled by W in both).
-void check_equivalence(const std::string& mode, int W, const std::string& dir,
-                       const std::string& launch, const std::string& train) {
+void check_equivalence(const std::string& mode, int W, const std::string& dir, const std::string& launch,
+                       const std::string& train) {
   const int B = 16, K = 6;
   char lr[32];
   std::snprintf(lr, sizeof lr, "%.2f", 0.01 * W);
@@ -55,10 +55,10 @@ void check_equivalence(const std::string& mode, int W, const std::string& dir,
                         std::to_string(W * B) + " --lr " + lr + " --dump-params " + dir + "/single.bin",
                     300);
   ASSERT_EQ(single.status, 0) << single.err;
-  auto multi = run(launch + " -np " + std::to_string(W) + " " + mode + " " + train +
-                       " --no-dropout --max-steps " + std::to_string(K) + " --batch-size " +
-                       std::to_string(B) + " --dump-params " + dir + "/multi.%r.bin",
-                   300);
+  auto multi =
+      run(launch + " -np " + std::to_string(W) + " " + mode + " " + train + " --no-dropout --max-steps " +
+              std::to_string(K) + " --batch-size " + std::to_string(B) + " --dump-params " + dir + "/multi.%r.bin",
+          300);
   ASSERT_EQ(multi.status, 0) << multi.out << multi.err;
   auto s = load_params(dir + "/single.bin");
   auto m0 = load_params(dir + "/multi.0.bin");
@@ -83,16 +83,15 @@ TEST_F(Distributed, MpiFourRanksEqualOneRankOfQuadrupleBatch) { check_equivalenc
 TEST_F(Distributed, BroadcastMakesRanksWithDifferentSeedsIdentical) {
   for (std::string mode : {"--gloo", "--mpi"}) {
     auto r = run(launch + " -np 3 " + mode + " sh -c 'exec " + train +
-                     " --seed $((${BARESGD_RANK:-$OMPI_COMM_WORLD_RANK} + 1)) --max-steps 0 --dump-params " +
-                     dir + "/b.%r.bin'",
+                     " --seed $((${BARESGD_RANK:-$OMPI_COMM_WORLD_RANK} + 1)) --max-steps 0 --dump-params " + dir +
+                     "/b.%r.bin'",
                  120);
     ASSERT_EQ(r.status, 0) << r.out << r.err;
     auto solo = run(train + " --seed 1 --max-steps 0 --dump-params " + dir + "/seed1.bin", 60);
     auto solo2 = run(train + " --seed 2 --max-steps 0 --dump-params " + dir + "/seed2.bin", 60);
     ASSERT_NE(testutil::read_file(dir + "/seed1.bin"), testutil::read_file(dir + "/seed2.bin"));
     for (int k = 0; k < 3; ++k)
-      EXPECT_EQ(testutil::read_file(dir + "/b." + std::to_string(k) + ".bin"),
-                testutil::read_file(dir + "/seed1.bin"))
+      EXPECT_EQ(testutil::read_file(dir + "/b." + std::to_string(k) + ".bin"), testutil::read_file(dir + "/seed1.bin"))
           << mode << " rank " << k << " does not hold rank 0's parameters";
   }
 }
@@ -154,29 +153,27 @@ void check_four_rank_epoch(const testutil::RunResult& r, const std::string& what
 
 TEST_F(TwoHosts, GlooFourRanksOnTwoHostsTrainOneEpoch) {
   auto r = run("BARESGD_SSH_CONFIG=" + cfg() + " " + testutil::launch_bin() +
-                   " -np 4 --gloo -H hpc01:2,hpc03:2 --tag-format host " + testutil::train_bin() +
-                   " --epochs 1",
+                   " -np 4 --gloo -H hpc01:2,hpc03:2 --tag-format host " + testutil::train_bin() + " --epochs 1",
                900);
   check_four_rank_epoch(r, "gloo");
 }
 
 TEST_F(TwoHosts, MpiFourRanksOnTwoHostsTrainOneEpoch) {
   auto r = run("BARESGD_SSH_CONFIG=" + cfg() + " " + testutil::launch_bin() +
-                   " -np 4 --mpi -H hpc01:2,hpc03:2 --tag-format host " + testutil::train_bin() +
-                   " --epochs 1",
+                   " -np 4 --mpi -H hpc01:2,hpc03:2 --tag-format host " + testutil::train_bin() + " --epochs 1",
                900);
   check_four_rank_epoch(r, "mpi");
 }
 
 TEST_F(TwoHosts, TheReadmeCommandTagsLikeHorovodrun) {
   // The exact command of the README (ssh config from the environment), short run.
-  auto r = run("BARESGD_SSH_CONFIG=" + cfg() + " " + testutil::launch_bin() +
-                   " -np 4 --gloo -H hpc01:2,hpc03:2 " + testutil::train_bin() + " --max-steps 1",
+  auto r = run("BARESGD_SSH_CONFIG=" + cfg() + " " + testutil::launch_bin() + " -np 4 --gloo -H hpc01:2,hpc03:2 " +
+                   testutil::train_bin() + " --max-steps 1",
                300);
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   for (int k = 0; k < 4; ++k)
-    EXPECT_NE(r.out.find("[" + std::to_string(k) + "]<stdout>:Train Epoch: 1 [0/15000 (0%)]"),
-              std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("[" + std::to_string(k) + "]<stdout>:Train Epoch: 1 [0/15000 (0%)]"), std::string::npos)
+        << r.out;
 }
 
 }  // namespace

@@ -43,7 +43,8 @@ TEST(HostDiscovery, BadLinesAreOneLineErrorsNamingScriptAndLine) {
             "--host-discovery-script ./discover.sh: line 2: b:x: bad slot count 'x' for host 'b' (need a whole number "
             ">= 1)");
   EXPECT_EQ(discovery_error("a\n\na:2\n"), "--host-discovery-script ./discover.sh: line 3: host a is printed twice");
-  EXPECT_EQ(discovery_error("a,b\n"), "--host-discovery-script ./discover.sh: line 1: a,b: one host per line, not a list");
+  EXPECT_EQ(discovery_error("a,b\n"),
+            "--host-discovery-script ./discover.sh: line 1: a,b: one host per line, not a list");
   EXPECT_EQ(discovery_error("-oProxyCommand=x\n"),
             "--host-discovery-script ./discover.sh: line 1: -oProxyCommand=x: host name '-oProxyCommand=x' starts "
             "with '-'");

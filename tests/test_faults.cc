@@ -114,10 +114,12 @@ void sigstop_case(const std::string& marker, const std::vector<std::string>& arg
   const std::string v = std::to_string(victim);
   // The whole message, tail included: the rank list (which holds V) ends where the reason begins.
   const std::string list = "([0-9]+, )*" + v + "(, [0-9]+)*";
-  std::regex named("<stderr>:train: error: rank [0-9] \\(host [^)]*\\): gloo [a-z]+ (timed out after 5 s waiting for "
-                   "ranks? " + list + " \\(a peer stopped responding\\)\n|lost the connection to rank " + v +
-                   " \\(did a rank exit\\?\\): |lost a connection while still waiting for ranks " + list +
-                   " \\(did one of them exit\\?\\): )");
+  std::regex named(
+      "<stderr>:train: error: rank [0-9] \\(host [^)]*\\): gloo [a-z]+ (timed out after 5 s waiting for "
+      "ranks? " +
+      list + " \\(a peer stopped responding\\)\n|lost the connection to rank " + v +
+      " \\(did a rank exit\\?\\): |lost a connection while still waiting for ranks " + list +
+      " \\(did one of them exit\\?\\): )");
   const double detect = job.wait_for(named, kCommTimeout + 30, true, t0);
   const int code = job.code(kCommTimeout + 30);
   const double exit_s = secs_since(t0);
@@ -153,8 +155,8 @@ void sigstop_case(const std::string& marker, const std::vector<std::string>& arg
 void Faults::sigstop_training(int victim, const std::vector<std::string>& extra) {
   const std::string data = dir_ + "/data";
   link_real_mnist(data);
-  std::vector<std::string> cmd = {train_, "--comm-timeout", "5", "--epochs", "50", "--log-interval", "10",
-                                  "--data-dir", data};
+  std::vector<std::string> cmd = {train_, "--comm-timeout", "5", "--epochs", "50", "--log-interval",
+                                  "10",   "--data-dir",     data};
   cmd.insert(cmd.end(), extra.begin(), extra.end());
   sigstop_case(marker_, launch_argv(3, cmd), victim);
 }
@@ -223,7 +225,8 @@ TEST_F(Faults, RankThatSleepsInsteadOfStartingIsNamedByTheRendezvousTimeout) {
   const std::string data = dir_ + "/data";
   link_real_mnist(data);
   // A unique duration marks the sleep itself, so a surviving sleep is found too.
-  const std::string nap = "60." + std::to_string(::getpid()) + std::to_string(Clock::now().time_since_epoch().count() % 100000);
+  const std::string nap =
+      "60." + std::to_string(::getpid()) + std::to_string(Clock::now().time_since_epoch().count() % 100000);
   Proc job(launch_argv(3, wrapper(train_, data, "sleep " + nap, marker_)));
   expect_rendezvous_timeout_naming_rank2(job, marker_, "rank 2 sleeps instead of starting");
   EXPECT_GE(wait_no_procs("sleep " + nap, 10), 0) << "the sleeping rank survived";
@@ -290,8 +293,10 @@ TEST_F(Faults, BadMnistFileFailsEveryRankBeforeTraining) {
     int named = 0, other = 0;
     for (const std::string& l : lines_of(err)) {
       if (!contains(l, "train: error:")) continue;
-      if (contains(l, want)) ++named;
-      else ++other, ADD_FAILURE() << "unexpected error line: " << l;
+      if (contains(l, want))
+        ++named;
+      else
+        ++other, ADD_FAILURE() << "unexpected error line: " << l;
       EXPECT_TRUE(std::regex_match(l, std::regex("\\[[01]\\]<stderr>:train: error: .*"))) << l;
     }
     EXPECT_GE(named, 1) << "want '" << want << "' in:\n" << err;
@@ -347,7 +352,8 @@ TEST_F(Faults, ErrorOnOneRankIsReportedAndNotOnlyItsEchoOnThePeers) {
   }
   hogs.clear();
   EXPECT_EQ(lost, 0) << "rank 0's data error was missing in " << lost << " of " << kRuns
-                     << " runs; the job reported only, e.g.:\n" << example;
+                     << " runs; the job reported only, e.g.:\n"
+                     << example;
   std::cerr << "[ timing ] bad data on rank 0 only: root cause lost in " << lost << " of " << kRuns << " runs\n";
 }
 
@@ -358,8 +364,8 @@ TEST_F(Faults, ErrorOnOneRankIsReportedAndNotOnlyItsEchoOnThePeers) {
 constexpr uint32_t kTrainN = 20000, kTestN = 1000;  // subset: 313 steps/epoch on 1 rank, 157 on 2
 
 std::vector<std::string> ckpt_train_args(const std::string& data, int epochs) {
-  return {"--batch-size", "64", "--test-batch-size", "1000", "--epochs", std::to_string(epochs), "--log-interval",
-          "10", "--seed", "42", "--data-dir", data};
+  return {"--batch-size", "64", "--test-batch-size", "1000", "--epochs", std::to_string(epochs), "--log-interval", "10",
+          "--seed",       "42", "--data-dir",        data};
 }
 
 std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {
@@ -403,8 +409,9 @@ void kill_and_resume(const std::string& marker, const std::string& dir, int worl
     Proc job(cmd(plus(ck, {"--dump-params", dir + "/killed.bin"})));
     const long long step = wait_for_checkpoint(job, ckpt, per_epoch, 2, 600);
     ASSERT_GT(step, 0) << "no checkpoint past step " << per_epoch << " appeared in " << ckpt
-                       << " while the run was alive (is --checkpoint-dir wired into ./train yet?); exit "
-                       << job.code(1) << "\n" << job.err();
+                       << " while the run was alive (is --checkpoint-dir wired into ./train yet?); exit " << job.code(1)
+                       << "\n"
+                       << job.err();
     if (world == 1) {
       ASSERT_EQ(::kill(job.pid(), SIGKILL), 0);
     } else {
@@ -425,8 +432,8 @@ void kill_and_resume(const std::string& marker, const std::string& dir, int worl
   for (auto& kv : left) std::cerr << " " << kv.second.substr(kv.second.rfind('/') + 1);
   std::cerr << "\n";
 
-  const std::string res = run_ok(cmd(plus(ck, {"--resume", "--dump-params", dir + "/resumed.bin"})), 600,
-                                 "resumed run");
+  const std::string res =
+      run_ok(cmd(plus(ck, {"--resume", "--dump-params", dir + "/resumed.bin"})), 600, "resumed run");
   const std::string res_params = read_file(dir + "/resumed.bin");
   ASSERT_EQ(res_params.size(), ref_params.size()) << stderr_part(res);
   EXPECT_TRUE(res_params == ref_params) << "resumed weights differ from the uninterrupted run's";
@@ -442,9 +449,8 @@ TEST_F(Faults, KillNineThenResumeIsBitIdenticalOneRank) {
 }
 
 TEST_F(Faults, KillNineThenResumeIsBitIdenticalTwoRanks) {
-  kill_and_resume(marker_, dir_, 2, [&](const std::vector<std::string>& a) {
-    return launch_argv(2, plus({train_}, a));
-  });
+  kill_and_resume(marker_, dir_, 2,
+                  [&](const std::vector<std::string>& a) { return launch_argv(2, plus({train_}, a)); });
 }
 
 // A torn newest checkpoint (truncated: a write cut short), a corrupt second newest (a flipped
@@ -454,13 +460,14 @@ TEST_F(Faults, TornCheckpointIsSkippedWithAWarningAndResultUnchanged) {
   const std::string data = dir_ + "/data", ckpt = dir_ + "/ckpt";
   write_mnist_subset(data, kTrainN, kTestN);
   const auto ck = plus(ckpt_train_args(data, 2), {"--checkpoint-dir", ckpt, "--checkpoint-every", "20"});
-  const std::string ref = run_ok(train_argv(plus(ck, {"--dump-params", dir_ + "/ref.bin"})), 600,
-                                 "uninterrupted run with checkpoints");
+  const std::string ref =
+      run_ok(train_argv(plus(ck, {"--dump-params", dir_ + "/ref.bin"})), 600, "uninterrupted run with checkpoints");
   const std::string ref_params = read_file(dir_ + "/ref.bin");
   ASSERT_EQ(ref_params.size(), 21840u * 4) << stderr_part(ref);
   auto files = checkpoints_in(ckpt);
   ASSERT_GE(files.size(), 3u) << "expected the newest 3 checkpoints in " << ckpt
-                              << " (is --checkpoint-dir wired into ./train yet?)\n" << stderr_part(ref);
+                              << " (is --checkpoint-dir wired into ./train yet?)\n"
+                              << stderr_part(ref);
   auto it = files.rbegin();
   const std::string newest = it->second;
   const std::string second = (++it)->second;
@@ -527,7 +534,8 @@ TEST_F(Faults, UnwritableCheckpointDirIsAOneLineErrorBeforeTraining) {
     EXPECT_LT(p.elapsed(), 15.0);
     // Rank 0 says why ("Not a directory") before the others learn of it, so its line survives the
     // launcher's teardown that the others' exit starts.
-    EXPECT_TRUE(std::regex_search(err, std::regex("\\[0\\]<stderr>:train: error: .*" + dir_ + "/file.*Not a directory")))
+    EXPECT_TRUE(
+        std::regex_search(err, std::regex("\\[0\\]<stderr>:train: error: .*" + dir_ + "/file.*Not a directory")))
         << err;
     EXPECT_FALSE(contains(p.out(), "Train Epoch")) << p.out();
     EXPECT_GE(wait_no_procs(marker_, 10), 0);

@@ -160,13 +160,19 @@ TEST(HorovodFlags, EveryFlagOfHorovodrunIsInTheTable) {
 
 TEST(HorovodFlags, RefusedFlagsAreOneLineNamingTheFlagAndWhy) {
   const std::map<std::string, std::string> kind = {
-      {"--torus-allreduce", "GPU-only"},       {"--num-nccl-streams", "GPU-only"},
-      {"--autotune", "autotune-only"},         {"--autotune-log-file", "autotune-only"},
-      {"--autotune-warmup-samples", "autotune-only"}, {"--autotune-steps-per-sample", "autotune-only"},
-      {"--autotune-bayes-opt-max-samples", "autotune-only"}, {"--autotune-gaussian-process-noise", "autotune-only"},
+      {"--torus-allreduce", "GPU-only"},
+      {"--num-nccl-streams", "GPU-only"},
+      {"--autotune", "autotune-only"},
+      {"--autotune-log-file", "autotune-only"},
+      {"--autotune-warmup-samples", "autotune-only"},
+      {"--autotune-steps-per-sample", "autotune-only"},
+      {"--autotune-bayes-opt-max-samples", "autotune-only"},
+      {"--autotune-gaussian-process-noise", "autotune-only"},
       {"--blacklist-cooldown-range", "no cooldown"},
-      {"--fusion-threshold-mb", "fused buffer"}, {"--cycle-time-ms", "fusion cycle"},
-      {"--cache-capacity", "response cache"},   {"--jsrun", "jsrun"},
+      {"--fusion-threshold-mb", "fused buffer"},
+      {"--cycle-time-ms", "fusion cycle"},
+      {"--cache-capacity", "response cache"},
+      {"--jsrun", "jsrun"},
   };
   int refused = 0;
   for (const HorovodFlag& f : horovod_flags()) {
@@ -270,9 +276,9 @@ TEST(HorovodFlags, AliasesAndMpiBindingArgs) {
 }
 
 TEST(HorovodFlags, LoggingFlagsSetTheRanksHorovodVariables) {
-  auto o = parse_launch_options({"-np", "2", "--gloo", "--log-level", "debug", "--log-without-timestamp",
-                                 "--gloo-timeout-seconds", "7", "true"},
-                                env_of(kNoEnv));
+  auto o = parse_launch_options(
+      {"-np", "2", "--gloo", "--log-level", "debug", "--log-without-timestamp", "--gloo-timeout-seconds", "7", "true"},
+      env_of(kNoEnv));
   EXPECT_EQ(env_value(o, "HOROVOD_LOG_LEVEL"), "DEBUG");
   EXPECT_EQ(env_value(o, "HOROVOD_LOG_HIDE_TIME"), "1");
   EXPECT_EQ(env_value(o, "HOROVOD_GLOO_TIMEOUT_SECONDS"), "7");
@@ -292,11 +298,11 @@ TEST(HorovodFlags, LoggingFlagsSetTheRanksHorovodVariables) {
   }
   // On the ranks: the variables, over the caller's (the flag wins), in both modes.
   for (const char* mode : {"--gloo", "--mpi"}) {
-    auto r = run_launch({"-np", "2", mode, "--log-level", "INFO", "--log-with-timestamp", "--gloo-timeout-seconds",
-                         "9", "sh", "-c",
-                         "echo ${BARESGD_RANK:-$OMPI_COMM_WORLD_RANK}:$HOROVOD_LOG_LEVEL:$HOROVOD_LOG_HIDE_TIME:"
-                         "$HOROVOD_GLOO_TIMEOUT_SECONDS"},
-                        {"HOROVOD_LOG_LEVEL=ERROR", "HOROVOD_GLOO_TIMEOUT_SECONDS=3"}, 120);
+    auto r = run_launch(
+        {"-np", "2", mode, "--log-level", "INFO", "--log-with-timestamp", "--gloo-timeout-seconds", "9", "sh", "-c",
+         "echo ${BARESGD_RANK:-$OMPI_COMM_WORLD_RANK}:$HOROVOD_LOG_LEVEL:$HOROVOD_LOG_HIDE_TIME:"
+         "$HOROVOD_GLOO_TIMEOUT_SECONDS"},
+        {"HOROVOD_LOG_LEVEL=ERROR", "HOROVOD_GLOO_TIMEOUT_SECONDS=3"}, 120);
     ASSERT_EQ(r.status, 0) << mode << ": " << r.err;
     EXPECT_TRUE(contains(r.out, ":0:INFO:0:9\n")) << mode << ": " << r.out;
     EXPECT_TRUE(contains(r.out, ":1:INFO:0:9\n")) << mode << ": " << r.out;
@@ -304,9 +310,8 @@ TEST(HorovodFlags, LoggingFlagsSetTheRanksHorovodVariables) {
 }
 
 TEST(HorovodFlags, NetworkInterfacesPinTheBindAddress) {
-  auto o = parse_launch_options({"-np", "2", "--gloo", "--network-interfaces", "lo,lo", "--network-interface", "lo",
-                                 "true"},
-                                env_of(kNoEnv));
+  auto o = parse_launch_options(
+      {"-np", "2", "--gloo", "--network-interfaces", "lo,lo", "--network-interface", "lo", "true"}, env_of(kNoEnv));
   EXPECT_EQ(o.network_interface, "lo");
   std::string two = usage_error({"-np", "2", "--gloo", "--network-interfaces", "lo,eth0", "true"});
   EXPECT_TRUE(one_line(two)) << two;
@@ -350,8 +355,8 @@ TEST(HorovodFlags, OutputFilenamePadsTheRankAsHorovodrun) {
   }
   // --mpi: the same layout (./launch writes the files from mpirun's re-tagged output).
   std::string dir = testutil::make_temp_dir("hvd-out");
-  auto m = run_launch({"-np", "2", "--mpi", "--output-filename", dir + "/o", "sh", "-c", "echo out$OMPI_COMM_WORLD_RANK"},
-                      {}, 120);
+  auto m = run_launch(
+      {"-np", "2", "--mpi", "--output-filename", dir + "/o", "sh", "-c", "echo out$OMPI_COMM_WORLD_RANK"}, {}, 120);
   ASSERT_EQ(m.status, 0) << m.err;
   EXPECT_EQ(read_file(dir + "/o/rank.0/stdout"), "out0\n");
   EXPECT_EQ(read_file(dir + "/o/rank.1/stdout"), "out1\n");
@@ -392,15 +397,15 @@ TEST(HorovodFlags, GlooTimeoutAndTimelineReachTrain) {
 TEST(HorovodFlags, HorovodVariablesAreReadAndTheCommandLineWins) {
   const Strings args = {"-np", "2", "--gloo", "true"};
   EXPECT_DOUBLE_EQ(parse_launch_options(args, env_of({{"HOROVOD_START_TIMEOUT", "12"}})).start_timeout, 12);
-  EXPECT_DOUBLE_EQ(
-      parse_launch_options({"-np", "2", "--gloo", "--start-timeout", "5", "true"}, env_of({{"HOROVOD_START_TIMEOUT", "12"}}))
-          .start_timeout,
-      5);
+  EXPECT_DOUBLE_EQ(parse_launch_options({"-np", "2", "--gloo", "--start-timeout", "5", "true"},
+                                        env_of({{"HOROVOD_START_TIMEOUT", "12"}}))
+                       .start_timeout,
+                   5);
   // Bad values: one line naming the variable; a flag given instead means the variable is not read.
   for (const auto& [name, value] : std::map<std::string, std::string>{{"HOROVOD_START_TIMEOUT", "soon"},
-                                                                       {"HOROVOD_GLOO_TIMEOUT_SECONDS", "0"},
-                                                                       {"HOROVOD_LOG_LEVEL", "LOUD"},
-                                                                       {"HOROVOD_LOG_HIDE_TIME", "2"}}) {
+                                                                      {"HOROVOD_GLOO_TIMEOUT_SECONDS", "0"},
+                                                                      {"HOROVOD_LOG_LEVEL", "LOUD"},
+                                                                      {"HOROVOD_LOG_HIDE_TIME", "2"}}) {
     std::string err = usage_error(args, {{name, value}});
     EXPECT_TRUE(one_line(err)) << name;
     EXPECT_EQ(err.rfind(name + "='" + value + "'", 0), 0u) << err;
@@ -501,13 +506,15 @@ TEST_F(HorovodConfig, BadKeysValuesAndYamlAreOneLineFileLineErrors) {
   } cases[] = {
       {"controller: gloo\nparams:\n  bogus: 1\n", ":3: unknown horovodrun config key 'params.bogus'"},
       {"bogus: 1\n", ":1: unknown horovodrun config key 'bogus'"},
-      {"library_options:\n  gloo_timeout_seconds: soon\n", ":2: library_options.gloo_timeout_seconds 'soon' is not a whole number"},
+      {"library_options:\n  gloo_timeout_seconds: soon\n",
+       ":2: library_options.gloo_timeout_seconds 'soon' is not a whole number"},
       {"library_options:\n  gloo_timeout_seconds: 0\n",
        ":2: library_options.gloo_timeout_seconds '0' is not a whole number of seconds from 1 to 100000000"},
       {"library_options:\n  gloo_timeout_seconds: 100000001\n",
        ":2: library_options.gloo_timeout_seconds '100000001' is not a whole number of seconds from 1"},
       {"autotune:\n  warmup_samples: -1\n", ":2: autotune.warmup_samples '-1' must be >= 0"},
-      {"autotune:\n  gaussian_process_noise: 1.5\n", ":2: autotune.gaussian_process_noise '1.5' is not a number in [0, 1]"},
+      {"autotune:\n  gaussian_process_noise: 1.5\n",
+       ":2: autotune.gaussian_process_noise '1.5' is not a number in [0, 1]"},
       {"controller: jsrun\n", ":1: controller 'jsrun' is not gloo or mpi"},
       {"logging:\n  level: LOUD\n", ":2: logging.level 'LOUD' is not one of TRACE"},
       {"logging:\n  with_timestamp: maybe\n", ":2: logging.with_timestamp 'maybe' is not true or false"},
@@ -536,7 +543,8 @@ TEST_F(HorovodConfig, BadKeysValuesAndYamlAreOneLineFileLineErrors) {
   auto r = run_launch({"-np", "1", "--config-file", f, "sh", "-c", "echo started"});
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err.rfind("launch: " + f + ":3: params.cycle_time_ms: --cycle-time-ms is not supported: ", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.rfind("launch: " + f + ":3: params.cycle_time_ms: --cycle-time-ms is not supported: ", 0), 0u)
+      << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   // A file that cannot be read is named.
   std::string missing = usage_error({"-np", "2", "--gloo", "--config-file", dir_ + "/none.yaml", "true"});
@@ -577,8 +585,8 @@ TEST_F(HorovodConfig, HorovodsOwnTestConfigIsReadUpToItsFirstRefusedKey) {
 std::string markdown_row(const HorovodFlag& f) {
   std::string names;
   for (const std::string& n : f.names) names += (names.empty() ? "`" : ", `") + n + "`";
-  return "| " + names + " | " + flag_status_name(f.status) + " | " + (f.env.empty() ? "" : "`" + f.env + "`") +
-         " | " + f.meaning + " |";
+  return "| " + names + " | " + flag_status_name(f.status) + " | " + (f.env.empty() ? "" : "`" + f.env + "`") + " | " +
+         f.meaning + " |";
 }
 
 TEST(HorovodFlags, ReadmeTableIsTheCodesTable) {

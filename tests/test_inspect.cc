@@ -295,14 +295,15 @@ class InspectRun : public ::testing::Test {
 TEST_F(InspectRun, TwoGlooRanksTableMatchesTheDumpedGradients) {
   const int W = 2;
   auto r = testutil::run(testutil::launch_bin() + " -np 2 --gloo " + testutil::train_bin() +
-                             " --max-steps 6 --log-interval 5 --inspect 0,5 --inspect-dump " + dir +
-                             " --metrics " + dir + "/m.jsonl",
+                             " --max-steps 6 --log-interval 5 --inspect 0,5 --inspect-dump " + dir + " --metrics " +
+                             dir + "/m.jsonl",
                          300);
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   // Rows of the two tables from rank 0's stderr.
   std::map<uint64_t, std::map<std::string, Row>> tables;
   uint64_t current = ~0ull;
-  std::regex head(R"(^\[0\]<stderr>:inspect: step (\d+) \(epoch 1, batch \d+\), 2 ranks, gloo, allreduce auto;.*bytes \(model\): Gloo direct exchange)");
+  std::regex head(
+      R"(^\[0\]<stderr>:inspect: step (\d+) \(epoch 1, batch \d+\), 2 ranks, gloo, allreduce auto;.*bytes \(model\): Gloo direct exchange)");
   for (const std::string& line : lines_of(r.err)) {
     std::smatch m;
     if (std::regex_search(line, m, head)) {
@@ -399,7 +400,8 @@ TEST_F(InspectRun, CheckSyncStopsOnTheInjectedDivergence) {
                          300);
   EXPECT_NE(r.status, 0) << r.out << r.err;
   // Checked after steps 0, 3, 6, 9: the change made after step 7 is caught at step 9.
-  std::regex msg(R"(\[[01]\]<stderr>:train: error: --check-sync: parameters diverged at step 9: fc1\.weight differs on rank 1 \(crc ([0-9a-f]{8})\) from rank 0 \(crc ([0-9a-f]{8})\)\n)");
+  std::regex msg(
+      R"(\[[01]\]<stderr>:train: error: --check-sync: parameters diverged at step 9: fc1\.weight differs on rank 1 \(crc ([0-9a-f]{8})\) from rank 0 \(crc ([0-9a-f]{8})\)\n)");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.err, m, msg)) << r.err;
   EXPECT_NE(m[1], m[2]);
@@ -423,8 +425,9 @@ TEST_F(InspectRun, BadInputStopsBeforeTraining) {
   const std::string train = testutil::train_bin();
   auto list = testutil::run(train + " --inspect 0,x", 60);
   EXPECT_EQ(list.status, 2);
-  EXPECT_NE(list.err.find("train: error: argument --inspect: invalid step list '0,x': item 2 'x' is not a step number\n"),
-            std::string::npos)
+  EXPECT_NE(
+      list.err.find("train: error: argument --inspect: invalid step list '0,x': item 2 'x' is not a step number\n"),
+      std::string::npos)
       << list.err;
   auto every = testutil::run(train + " --check-sync -1", 60);
   EXPECT_EQ(every.status, 2);

@@ -57,8 +57,8 @@ TEST(InstallDestdir, InstallsStrippedProgramsManPagesAndUninstallsAll) {
     EXPECT_TRUE(has(page, kBaresgdVersion)) << p;
     EXPECT_TRUE(has(page, "\\-\\-help")) << p;  // the options, from --help
   }
-  EXPECT_TRUE(has(testutil::read_file(d + "/usr/local/share/baresgd/install-manifest"),
-                  "/usr/local/bin/baresgd-train\n"));
+  EXPECT_TRUE(
+      has(testutil::read_file(d + "/usr/local/share/baresgd/install-manifest"), "/usr/local/bin/baresgd-train\n"));
   r = make_target("uninstall", d);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(files_under(d), "");
@@ -70,8 +70,11 @@ TEST(InstallDestdir, InstalledTrainFindsInstalledLauncher) {
   ASSERT_TRUE(testutil::have_mnist(src_dir() + "/data")) << "run `make data` first";
   const std::string d = testutil::make_temp_dir("install-np");
   ASSERT_EQ(make_target("install", d, "/opt/bsgd").status, 0);
-  auto r = run("cd / && '" + d + "/opt/bsgd/bin/baresgd-train' --num-proc 2 --epochs 1 --max-steps 2 "
-               "--log-interval 1 --data-dir '" + src_dir() + "/data'", 300);
+  auto r = run("cd / && '" + d +
+                   "/opt/bsgd/bin/baresgd-train' --num-proc 2 --epochs 1 --max-steps 2 "
+                   "--log-interval 1 --data-dir '" +
+                   src_dir() + "/data'",
+               300);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out, "[0]<stdout>:Train Epoch: 1 [0/30000")) << r.out << r.err;
   EXPECT_TRUE(has(r.out, "[1]<stdout>:")) << r.out;
@@ -107,7 +110,8 @@ TEST(InstallDataDir, TrainReadsEnvAndFlagWins) {
   EXPECT_TRUE(has(r.err, "/nonexistent/env/MNIST/raw/ or /nonexistent/env/")) << r.err;
   EXPECT_TRUE(has(r.err, "here from $BARESGD_DATA_DIR")) << r.err;
   r = run("cd / && BARESGD_DATA_DIR=/nonexistent/env '" + testutil::train_bin() +
-              "' --data-dir /nonexistent/flag --epochs 1", 60);
+              "' --data-dir /nonexistent/flag --epochs 1",
+          60);
   EXPECT_TRUE(has(r.err, "/nonexistent/flag/MNIST/raw/")) << r.err;
   EXPECT_FALSE(has(r.err, "/nonexistent/env")) << r.err;
   r = run("cd / && env -u BARESGD_DATA_DIR '" + testutil::train_bin() + "' --epochs 1", 60);
@@ -146,8 +150,10 @@ class InstallMinimalImage : public ::testing::Test {
     ASSERT_EQ(run("cp -a '" + stage_ + "/.' '" + root_ + "/'").status, 0);
     installed_ = true;
     data_ = "/tmp/baresgd-data-" + std::to_string(getpid());
-    ASSERT_EQ(run("mkdir -p '" + root_ + data_ + "/MNIST' && cp -r '" + src_dir() + "/data/MNIST/raw' '" +
-                  root_ + data_ + "/MNIST/'").status, 0);
+    ASSERT_EQ(run("mkdir -p '" + root_ + data_ + "/MNIST' && cp -r '" + src_dir() + "/data/MNIST/raw' '" + root_ +
+                  data_ + "/MNIST/'")
+                  .status,
+              0);
     ASSERT_EQ(mount("proc", (root_ + "/proc").c_str(), "proc", 0, nullptr), 0);
     proc_mounted_ = true;
     ASSERT_EQ(mount("/dev", (root_ + "/dev").c_str(), nullptr, MS_BIND, nullptr), 0);
@@ -161,8 +167,11 @@ class InstallMinimalImage : public ::testing::Test {
     if (!stage_.empty()) run("rm -rf '" + stage_ + "'");
   }
   testutil::RunResult in_root(const std::string& cmd, double timeout_s) {
-    return run("chroot '" + root_ + "' /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp "
-               "OMPI_MCA_btl=self,tcp /bin/sh -c 'cd " + data_ + " && " + cmd + "'", timeout_s);
+    return run("chroot '" + root_ +
+                   "' /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp "
+                   "OMPI_MCA_btl=self,tcp /bin/sh -c 'cd " +
+                   data_ + " && " + cmd + "'",
+               timeout_s);
   }
   std::string root_, stage_, data_;
   bool installed_ = false, proc_mounted_ = false, dev_mounted_ = false;

@@ -103,8 +103,7 @@ struct GradCheck {
 
 // Central differences of loss() with respect to param[i], i = 0, stride, 2*stride, ...
 template <class Loss, class Skip>
-GradCheck grad_check(Vec& param, const Vec& analytic, Loss loss, Skip skip, double eps,
-                     size_t stride = 1) {
+GradCheck grad_check(Vec& param, const Vec& analytic, Loss loss, Skip skip, double eps, size_t stride = 1) {
   GradCheck gc;
   for (size_t i = 0; i < param.size(); i += stride) {
     if (skip(i)) {
@@ -133,8 +132,7 @@ GradCheck grad_check(Vec& param, const Vec& analytic, Loss loss, double eps, siz
 }
 
 void expect_grad(const std::string& what, const GradCheck& gc, double tol = kGradTol) {
-  std::printf("  [grad] %-33s %.3g (%zu checked, %zu skipped)\n", what.c_str(), gc.max_err,
-              gc.checked, gc.skipped);
+  std::printf("  [grad] %-33s %.3g (%zu checked, %zu skipped)\n", what.c_str(), gc.max_err, gc.checked, gc.skipped);
   EXPECT_GT(gc.checked, 0u) << what;
   EXPECT_LE(gc.max_err, tol) << what;
 }
@@ -194,27 +192,24 @@ TEST_P(Conv2dFixture, ForwardBackwardMatchTorchAndNaive) {
   const Fixture& fx = fixture("conv2d.bin");
   const std::string p = GetParam();
   const ConvCase c = conv_case(fx, p);
-  const Vec x = floats(fx, p + ".x"), w = floats(fx, p + ".w"), b = floats(fx, p + ".b"),
-            dy = floats(fx, p + ".dy");
+  const Vec x = floats(fx, p + ".x"), w = floats(fx, p + ".w"), b = floats(fx, p + ".b"), dy = floats(fx, p + ".dy");
   ASSERT_EQ(x.size(), c.nx());
   ASSERT_EQ(dy.size(), c.ny());
   Vec ws = guarded_ws(c.ws());
 
   Vec y(c.ny()), yn(c.ny());
-  conv2d_forward(y.data(), x.data(), w.data(), b.data(), ws.data(), c.N, c.C, c.H, c.W, c.OC, c.KH,
-                 c.KW);
-  conv2d_forward_naive(yn.data(), x.data(), w.data(), b.data(), c.N, c.C, c.H, c.W, c.OC, c.KH,
-                       c.KW);
+  conv2d_forward(y.data(), x.data(), w.data(), b.data(), ws.data(), c.N, c.C, c.H, c.W, c.OC, c.KH, c.KW);
+  conv2d_forward_naive(yn.data(), x.data(), w.data(), b.data(), c.N, c.C, c.H, c.W, c.OC, c.KH, c.KW);
   expect_close("conv2d." + p + ".y vs torch", y, floats(fx, p + ".y"));
   expect_close("conv2d." + p + ".y naive vs torch", yn, floats(fx, p + ".y"));
   expect_close("conv2d." + p + ".y fast vs naive", y, yn);
 
   Vec dx(c.nx(), -1.0f), dw(c.nw(), -1.0f), db(c.OC, -1.0f);
   Vec dxn(c.nx()), dwn(c.nw()), dbn(c.OC);
-  conv2d_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), ws.data(), c.N,
-                  c.C, c.H, c.W, c.OC, c.KH, c.KW);
-  conv2d_backward_naive(dxn.data(), dwn.data(), dbn.data(), dy.data(), x.data(), w.data(), c.N, c.C,
-                        c.H, c.W, c.OC, c.KH, c.KW);
+  conv2d_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), ws.data(), c.N, c.C, c.H, c.W, c.OC,
+                  c.KH, c.KW);
+  conv2d_backward_naive(dxn.data(), dwn.data(), dbn.data(), dy.data(), x.data(), w.data(), c.N, c.C, c.H, c.W, c.OC,
+                        c.KH, c.KW);
   expect_close("conv2d." + p + ".dx vs torch", dx, floats(fx, p + ".dx"));
   const double terms = double(c.N) * c.OH() * c.OW();
   expect_close_sum("conv2d." + p + ".dw vs torch", dw, floats(fx, p + ".dw"), terms);
@@ -229,13 +224,13 @@ TEST_P(Conv2dFixture, ForwardBackwardMatchTorchAndNaive) {
 
   // dx == nullptr skips dx and leaves dw, db unchanged.
   Vec dw2(c.nw(), -1.0f), db2(c.OC, -1.0f);
-  conv2d_backward(nullptr, dw2.data(), db2.data(), dy.data(), x.data(), w.data(), ws.data(), c.N,
-                  c.C, c.H, c.W, c.OC, c.KH, c.KW);
+  conv2d_backward(nullptr, dw2.data(), db2.data(), dy.data(), x.data(), w.data(), ws.data(), c.N, c.C, c.H, c.W, c.OC,
+                  c.KH, c.KW);
   EXPECT_EQ(dw2, dw);
   EXPECT_EQ(db2, db);
   Vec dwn2(c.nw()), dbn2(c.OC);
-  conv2d_backward_naive(nullptr, dwn2.data(), dbn2.data(), dy.data(), x.data(), w.data(), c.N, c.C,
-                        c.H, c.W, c.OC, c.KH, c.KW);
+  conv2d_backward_naive(nullptr, dwn2.data(), dbn2.data(), dy.data(), x.data(), w.data(), c.N, c.C, c.H, c.W, c.OC,
+                        c.KH, c.KW);
   EXPECT_EQ(dwn2, dwn);
   EXPECT_EQ(dbn2, dbn);
 }
@@ -248,19 +243,15 @@ TEST(Conv2d, FastMatchesNaiveAtBatch64) {
   rng_seed(&rng, 7);
   const ConvCase cases[] = {{64, 1, 28, 28, 10, 5, 5}, {64, 10, 12, 12, 20, 5, 5}};
   for (const ConvCase& c : cases) {
-    const Vec x = randn(c.nx(), &rng), w = randn(c.nw(), &rng, 0.2f), b = randn(c.OC, &rng),
-              dy = randn(c.ny(), &rng);
+    const Vec x = randn(c.nx(), &rng), w = randn(c.nw(), &rng, 0.2f), b = randn(c.OC, &rng), dy = randn(c.ny(), &rng);
     Vec ws = guarded_ws(c.ws());
-    Vec y(c.ny()), yn(c.ny()), dx(c.nx()), dw(c.nw()), db(c.OC), dxn(c.nx()), dwn(c.nw()),
-        dbn(c.OC);
-    conv2d_forward(y.data(), x.data(), w.data(), b.data(), ws.data(), c.N, c.C, c.H, c.W, c.OC,
-                   c.KH, c.KW);
-    conv2d_forward_naive(yn.data(), x.data(), w.data(), b.data(), c.N, c.C, c.H, c.W, c.OC, c.KH,
-                         c.KW);
-    conv2d_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), ws.data(), c.N,
-                    c.C, c.H, c.W, c.OC, c.KH, c.KW);
-    conv2d_backward_naive(dxn.data(), dwn.data(), dbn.data(), dy.data(), x.data(), w.data(), c.N,
-                          c.C, c.H, c.W, c.OC, c.KH, c.KW);
+    Vec y(c.ny()), yn(c.ny()), dx(c.nx()), dw(c.nw()), db(c.OC), dxn(c.nx()), dwn(c.nw()), dbn(c.OC);
+    conv2d_forward(y.data(), x.data(), w.data(), b.data(), ws.data(), c.N, c.C, c.H, c.W, c.OC, c.KH, c.KW);
+    conv2d_forward_naive(yn.data(), x.data(), w.data(), b.data(), c.N, c.C, c.H, c.W, c.OC, c.KH, c.KW);
+    conv2d_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), ws.data(), c.N, c.C, c.H, c.W, c.OC,
+                    c.KH, c.KW);
+    conv2d_backward_naive(dxn.data(), dwn.data(), dbn.data(), dy.data(), x.data(), w.data(), c.N, c.C, c.H, c.W, c.OC,
+                          c.KH, c.KW);
     const std::string p = "conv2d.N64.C" + std::to_string(c.C);
     expect_close(p + ".y fast vs naive", y, yn);
     expect_close(p + ".dx fast vs naive", dx, dxn);
@@ -286,18 +277,16 @@ TEST(Conv2d, GradCheck) {
   for (const GC& g : cases) {
     const ConvCase& c = g.c;
     // Weights at PyTorch's init scale 1/sqrt(fan_in), so outputs are O(1) as in the net.
-    Vec x = randn(c.nx(), &rng), w = randn(c.nw(), &rng, 1.0f / std::sqrt(c.C * c.KH * c.KW)),
-        b = randn(c.OC, &rng);
+    Vec x = randn(c.nx(), &rng), w = randn(c.nw(), &rng, 1.0f / std::sqrt(c.C * c.KH * c.KW)), b = randn(c.OC, &rng);
     const Vec r = randn(c.ny(), &rng);
     Vec ws(c.ws()), y(c.ny());
     auto loss = [&] {
-      conv2d_forward(y.data(), x.data(), w.data(), b.data(), ws.data(), c.N, c.C, c.H, c.W, c.OC,
-                     c.KH, c.KW);
+      conv2d_forward(y.data(), x.data(), w.data(), b.data(), ws.data(), c.N, c.C, c.H, c.W, c.OC, c.KH, c.KW);
       return dot(y, r);
     };
     Vec dx(c.nx()), dw(c.nw()), db(c.OC);
-    conv2d_backward(dx.data(), dw.data(), db.data(), r.data(), x.data(), w.data(), ws.data(), c.N,
-                    c.C, c.H, c.W, c.OC, c.KH, c.KW);
+    conv2d_backward(dx.data(), dw.data(), db.data(), r.data(), x.data(), w.data(), ws.data(), c.N, c.C, c.H, c.W, c.OC,
+                    c.KH, c.KW);
     const std::string p = std::string("conv2d.") + g.name;
     expect_grad(p + ".dx", grad_check(x, dx, loss, kEpsSmooth, g.stride));
     expect_grad(p + ".dw", grad_check(w, dw, loss, kEpsSmooth, g.stride));
@@ -368,8 +357,7 @@ TEST(MaxPool2d, GradCheck) {
       return false;
     };
     char name[64];
-    std::snprintf(name, sizeof name, "pool.%dx%d.k%d%s.dx", c.H, c.W, c.k,
-                  c.plant_ties ? ".ties" : "");
+    std::snprintf(name, sizeof name, "pool.%dx%d.k%d%s.dx", c.H, c.W, c.k, c.plant_ties ? ".ties" : "");
     const GradCheck gc = grad_check(x, dx, loss, near_tie, eps);
     expect_grad(name, gc);
     if (c.plant_ties) {
@@ -430,17 +418,15 @@ RefForward ref_forward_from(const PoolCase& c, Vec a, const float* scale) {
   r.a = std::move(a);
   return r;
 }
-RefForward ref_forward(const PoolCase& c, const Vec& x, const Vec& w, const Vec& b,
-                       const float* scale) {
+RefForward ref_forward(const PoolCase& c, const Vec& x, const Vec& w, const Vec& b, const float* scale) {
   Vec a(c.na());
-  conv2d_forward_naive(a.data(), x.data(), w.data(), b.data(), c.N, c.C, c.H, c.W, c.OC, c.KH,
-                       c.KW);
+  conv2d_forward_naive(a.data(), x.data(), w.data(), b.data(), c.N, c.C, c.H, c.W, c.OC, c.KH, c.KW);
   return ref_forward_from(c, std::move(a), scale);
 }
 
 // The unfused backward of dy (N,OC,PH,PW): relu, max-pool routing, scale, naive conv backward.
-void ref_backward(const PoolCase& c, const RefForward& f, const Vec& dy, const Vec& x, const Vec& w,
-                  const float* scale, Vec* dx, Vec* dw, Vec* db) {
+void ref_backward(const PoolCase& c, const RefForward& f, const Vec& dy, const Vec& x, const Vec& w, const float* scale,
+                  Vec* dx, Vec* dw, Vec* db) {
   Vec g(dy);
   relu_backward(g.data(), g.data(), f.y.data(), g.size());
   Vec ga(c.na());
@@ -449,8 +435,8 @@ void ref_backward(const PoolCase& c, const RefForward& f, const Vec& dy, const V
   dx->assign(c.nx(), 0.0f);
   dw->assign(c.nw(), 0.0f);
   db->assign(c.OC, 0.0f);
-  conv2d_backward_naive(dx->data(), dw->data(), db->data(), ga.data(), x.data(), w.data(), c.N, c.C,
-                        c.H, c.W, c.OC, c.KH, c.KW);
+  conv2d_backward_naive(dx->data(), dw->data(), db->data(), ga.data(), x.data(), w.data(), c.N, c.C, c.H, c.W, c.OC,
+                        c.KH, c.KW);
 }
 
 // The fast kernels on row-major data (packed and unpacked here). Padding lanes must come out 0.
@@ -464,8 +450,8 @@ Fast fast_forward(const PoolCase& c, const Vec& x, const Vec& w, const Vec& b, c
   pack_lanes(f.xb.data(), x.data(), c.N, c.C * c.H * c.W);
   f.yb.assign(size_t(c.NL()) * c.OC * c.PH() * c.PW(), kGuard);
   f.sel.assign(c.nsel(), 0xBEEF);
-  conv2d_pool_relu_forward_n16(f.yb.data(), f.sel.data(), f.xb.data(), w.data(), b.data(), scale,
-                               c.N, c.C, c.H, c.W, c.OC, c.KH, c.KW);
+  conv2d_pool_relu_forward_n16(f.yb.data(), f.sel.data(), f.xb.data(), w.data(), b.data(), scale, c.N, c.C, c.H, c.W,
+                               c.OC, c.KH, c.KW);
   f.y.resize(c.ny());
   unpack_lanes(f.y.data(), f.yb.data(), c.N, c.OC * c.PH() * c.PW());
   return f;
@@ -475,17 +461,15 @@ void fast_backward(const PoolCase& c, Fast* f, const Vec& dy, const Vec& w, cons
   pack_lanes(dyb.data(), dy.data(), c.N, c.OC * c.PH() * c.PW());
   f->dw.assign(c.nw(), -1.0f);
   f->db.assign(c.OC, -1.0f);
-  conv2d_pool_relu_backward_weights_n16(f->dw.data(), f->db.data(), dyb.data(), f->sel.data(),
-                                        scale, f->xb.data(), c.N, c.C, c.H, c.W, c.OC, c.KH, c.KW);
-  const size_t ws_n =
-      conv2d_pool_relu_sparse_workspace_floats(c.N, c.C, c.H, c.W, c.OC, c.KH, c.KW);
+  conv2d_pool_relu_backward_weights_n16(f->dw.data(), f->db.data(), dyb.data(), f->sel.data(), scale, f->xb.data(), c.N,
+                                        c.C, c.H, c.W, c.OC, c.KH, c.KW);
+  const size_t ws_n = conv2d_pool_relu_sparse_workspace_floats(c.N, c.C, c.H, c.W, c.OC, c.KH, c.KW);
   Vec ws = guarded_ws(ws_n);
   f->dxb.assign(f->xb.size(), kGuard);
   f->dw_sparse.assign(c.nw(), -1.0f);
   f->db_sparse.assign(c.OC, -1.0f);
-  conv2d_pool_relu_backward_sparse(f->dxb.data(), f->dw_sparse.data(), f->db_sparse.data(),
-                                   dyb.data(), f->sel.data(), scale, f->xb.data(), w.data(),
-                                   ws.data(), c.N, c.C, c.H, c.W, c.OC, c.KH, c.KW);
+  conv2d_pool_relu_backward_sparse(f->dxb.data(), f->dw_sparse.data(), f->db_sparse.data(), dyb.data(), f->sel.data(),
+                                   scale, f->xb.data(), w.data(), ws.data(), c.N, c.C, c.H, c.W, c.OC, c.KH, c.KW);
   EXPECT_TRUE(guard_intact(ws, ws_n)) << "sparse backward wrote past its workspace";
   f->dx.resize(c.nx());
   unpack_lanes(f->dx.data(), f->dxb.data(), c.N, c.C * c.H * c.W);
@@ -501,8 +485,7 @@ bool padding_is_zero(const Vec& b, int N, int F) {
 
 // sel agrees with the reference argmax and relu: for each pooled output exactly the bit of its
 // argmax element when the output is > 0, else no bit; padding lanes never set.
-::testing::AssertionResult sel_matches(const PoolCase& c, const std::vector<uint16_t>& sel,
-                                       const RefForward& r) {
+::testing::AssertionResult sel_matches(const PoolCase& c, const std::vector<uint16_t>& sel, const RefForward& r) {
   const int PP = c.PH() * c.PW();
   for (int n = 0; n < c.NL(); ++n)
     for (int oc = 0; oc < c.OC; ++oc)
@@ -566,10 +549,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, ConvPoolFixture, ::testing::Values("a", "b", "co
 TEST(ConvPool, FastMatchesNaive) {
   Rng rng;
   rng_seed(&rng, 22);
-  const PoolCase cases[] = {{64, 1, 28, 28, 10, 5, 5},  {64, 10, 12, 12, 20, 5, 5},
-                            {40, 10, 12, 12, 20, 5, 5}, {17, 1, 28, 28, 10, 5, 5},
-                            {3, 2, 9, 7, 4, 3, 3},      {5, 17, 9, 9, 7, 3, 2},
-                            {2, 3, 8, 10, 6, 2, 4},     {33, 4, 7, 12, 13, 1, 6}};
+  const PoolCase cases[] = {{64, 1, 28, 28, 10, 5, 5}, {64, 10, 12, 12, 20, 5, 5}, {40, 10, 12, 12, 20, 5, 5},
+                            {17, 1, 28, 28, 10, 5, 5}, {3, 2, 9, 7, 4, 3, 3},      {5, 17, 9, 9, 7, 3, 2},
+                            {2, 3, 8, 10, 6, 2, 4},    {33, 4, 7, 12, 13, 1, 6}};
   for (const PoolCase& c : cases) {
     const Vec x = randn(c.nx(), &rng), w = randn(c.nw(), &rng, 1.0f / std::sqrt(c.C * c.KH * c.KW)),
               b = randn(c.OC, &rng, 0.1f), dy = randn(c.ny(), &rng);
@@ -585,8 +567,8 @@ TEST(ConvPool, FastMatchesNaive) {
     };
     for_each_isa([&](const char* isa) {
       char tag[96];
-      std::snprintf(tag, sizeof tag, "convpool.N%d.C%d.%dx%d.OC%d.k%dx%d.%s", c.N, c.C, c.H, c.W,
-                    c.OC, c.KH, c.KW, isa);
+      std::snprintf(tag, sizeof tag, "convpool.N%d.C%d.%dx%d.OC%d.k%dx%d.%s", c.N, c.C, c.H, c.W, c.OC, c.KH, c.KW,
+                    isa);
       const std::string t = tag;
       Fast f = fast_forward(c, x, w, b, scale.data());
       expect_close(t + ".y vs naive", f.y, r.y);
@@ -676,8 +658,7 @@ TEST_P(LinearFixture, ForwardBackwardMatchTorchAndNaive) {
   const std::string p = GetParam();
   const auto s = ints(fx, p + ".shape");
   const int N = s[0], IN = s[1], OUT = s[2];
-  const Vec x = floats(fx, p + ".x"), w = floats(fx, p + ".w"), b = floats(fx, p + ".b"),
-            dy = floats(fx, p + ".dy");
+  const Vec x = floats(fx, p + ".x"), w = floats(fx, p + ".w"), b = floats(fx, p + ".b"), dy = floats(fx, p + ".dy");
   Vec y(static_cast<size_t>(N) * OUT), yn(y.size());
   linear_forward(y.data(), x.data(), w.data(), b.data(), N, IN, OUT);
   linear_forward_naive(yn.data(), x.data(), w.data(), b.data(), N, IN, OUT);
@@ -688,8 +669,7 @@ TEST_P(LinearFixture, ForwardBackwardMatchTorchAndNaive) {
   Vec dx(x.size(), -1.0f), dw(w.size(), -1.0f), db(OUT, -1.0f);
   Vec dxn(x.size()), dwn(w.size()), dbn(OUT);
   linear_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), N, IN, OUT);
-  linear_backward_naive(dxn.data(), dwn.data(), dbn.data(), dy.data(), x.data(), w.data(), N, IN,
-                        OUT);
+  linear_backward_naive(dxn.data(), dwn.data(), dbn.data(), dy.data(), x.data(), w.data(), N, IN, OUT);
   expect_close("linear." + p + ".dx vs torch", dx, floats(fx, p + ".dx"));
   expect_close("linear." + p + ".dw vs torch", dw, floats(fx, p + ".dw"));
   expect_close("linear." + p + ".db vs torch", db, floats(fx, p + ".db"));
@@ -714,15 +694,13 @@ TEST(Linear, FastMatchesNaiveAtBatch64) {
   const int dims[][2] = {{320, 50}, {50, 10}};
   for (const auto& d : dims) {
     const int N = 64, IN = d[0], OUT = d[1];
-    const Vec x = randn(static_cast<size_t>(N) * IN, &rng), w = randn(OUT * IN, &rng, 0.1f),
-              b = randn(OUT, &rng), dy = randn(static_cast<size_t>(N) * OUT, &rng);
-    Vec y(N * OUT), yn(N * OUT), dx(x.size()), dxn(x.size()), dw(w.size()), dwn(w.size()), db(OUT),
-        dbn(OUT);
+    const Vec x = randn(static_cast<size_t>(N) * IN, &rng), w = randn(OUT * IN, &rng, 0.1f), b = randn(OUT, &rng),
+              dy = randn(static_cast<size_t>(N) * OUT, &rng);
+    Vec y(N * OUT), yn(N * OUT), dx(x.size()), dxn(x.size()), dw(w.size()), dwn(w.size()), db(OUT), dbn(OUT);
     linear_forward(y.data(), x.data(), w.data(), b.data(), N, IN, OUT);
     linear_forward_naive(yn.data(), x.data(), w.data(), b.data(), N, IN, OUT);
     linear_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), N, IN, OUT);
-    linear_backward_naive(dxn.data(), dwn.data(), dbn.data(), dy.data(), x.data(), w.data(), N, IN,
-                          OUT);
+    linear_backward_naive(dxn.data(), dwn.data(), dbn.data(), dy.data(), x.data(), w.data(), N, IN, OUT);
     const std::string p = "linear.N64." + std::to_string(IN) + "x" + std::to_string(OUT);
     expect_close(p + ".y fast vs naive", y, yn);
     expect_close(p + ".dx fast vs naive", dx, dxn);
@@ -819,8 +797,7 @@ TEST(Dropout2d, MatchesTorchMask) {
   const Fixture& fx = fixture("activation.bin");
   const auto s = fx.at("dropout2d.shape").i;
   const int NC = s[0] * s[1], HW = s[2] * s[3];
-  const Vec x = floats(fx, "dropout2d.x"), mask = floats(fx, "dropout2d.mask"),
-            dy = floats(fx, "dropout2d.dy");
+  const Vec x = floats(fx, "dropout2d.x"), mask = floats(fx, "dropout2d.mask"), dy = floats(fx, "dropout2d.dy");
   ASSERT_EQ(mask.size(), static_cast<size_t>(NC));
   for (float m : mask) EXPECT_TRUE(m == 0.0f || m == 2.0f) << m;
   Vec y(x.size()), dx(x.size());
@@ -959,8 +936,7 @@ TEST(NllLoss, GradCheck) {
     auto loss = [&] { return r0 * nll_loss_forward(logp.data(), target.data(), N, C, mean); };
     Vec g(logp.size());
     nll_loss_backward(g.data(), target.data(), static_cast<float>(r0), N, C, mean);
-    expect_grad(std::string("nll.") + (mean ? "mean" : "sum") + ".dlogp",
-                grad_check(logp, g, loss, kEpsSmooth));
+    expect_grad(std::string("nll.") + (mean ? "mean" : "sum") + ".dlogp", grad_check(logp, g, loss, kEpsSmooth));
   }
 }
 
@@ -1117,8 +1093,7 @@ TEST(Sgd, MomentumStepsMatchTorch) {
       sgd_momentum_step(p.data(), buf.data(), g.data() + s * n, n, hyper[0], hyper[1], s == 0);
       const std::string tag = "sgd." + c + ".step" + std::to_string(s + 1);
       expect_close(tag + ".p vs torch", p, Vec(ps.begin() + s * n, ps.begin() + (s + 1) * n));
-      expect_close(tag + ".buf vs torch", buf,
-                   Vec(bufs.begin() + s * n, bufs.begin() + (s + 1) * n));
+      expect_close(tag + ".buf vs torch", buf, Vec(bufs.begin() + s * n, bufs.begin() + (s + 1) * n));
     }
   }
 }

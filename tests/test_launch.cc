@@ -138,8 +138,10 @@ std::vector<std::string> child_env(const std::vector<std::string>& extra) {
   for (const auto& [name, value] : loopback_openmpi_env()) env[name] = value;
   for (const auto& s : extra) {
     size_t eq = s.find('=');
-    if (eq == std::string::npos) env.erase(s);
-    else env[s.substr(0, eq)] = s.substr(eq + 1);
+    if (eq == std::string::npos)
+      env.erase(s);
+    else
+      env[s.substr(0, eq)] = s.substr(eq + 1);
   }
   std::vector<std::string> out;
   for (auto& kv : env) out.push_back(kv.first + "=" + kv.second);
@@ -337,9 +339,9 @@ TEST(LaunchHosts, ParsesHostList) {
 }
 
 TEST(LaunchHosts, RejectsBadHostLists) {
-  const char* bad[] = {"",      ",",        "a,,b",     "a,",  ",a",         "a:",    "a:0",     "a:-1",
-                       "a:x",   ":2",       "a:2,a:1",  "a,a", "-oProxy=x",  "a b:2", "a:2:3",   "a:99999999999",
-                       "a:1.5", "a:+2",     "a;b",      "a:2 "};
+  const char* bad[] = {"",      ",",    "a,,b",    "a,",  ",a",        "a:",    "a:0",   "a:-1",
+                       "a:x",   ":2",   "a:2,a:1", "a,a", "-oProxy=x", "a b:2", "a:2:3", "a:99999999999",
+                       "a:1.5", "a:+2", "a;b",     "a:2 "};
   for (const char* s : bad) {
     EXPECT_THROW(parse_host_list(s), HostError) << "'" << s << "'";
   }
@@ -378,10 +380,10 @@ TEST(LaunchHosts, HostfileErrorsNameFileAndLine) {
     const char* text;
     const char* where;
   } cases[] = {
-      {"a slots=0\n", "hf:1"},          {"a slots=x\n", "hf:1"},         {"ok slots=1\na slots\n", "hf:2"},
-      {"a foo=2\n", "hf:1"},            {"a slots=2 extra\n", "hf:1"},   {"a slots=1\n\na slots=2\n", "hf:3"},
-      {"-a slots=1\n", "hf:1"},         {"a slots=-3\n", "hf:1"},        {"a slots=\n", "hf:1"},
-      {"a:2\n", "hf:1"},                {"a max_slots=2\n", "hf:1"},
+      {"a slots=0\n", "hf:1"},  {"a slots=x\n", "hf:1"},       {"ok slots=1\na slots\n", "hf:2"},
+      {"a foo=2\n", "hf:1"},    {"a slots=2 extra\n", "hf:1"}, {"a slots=1\n\na slots=2\n", "hf:3"},
+      {"-a slots=1\n", "hf:1"}, {"a slots=-3\n", "hf:1"},      {"a slots=\n", "hf:1"},
+      {"a:2\n", "hf:1"},        {"a max_slots=2\n", "hf:1"},
   };
   for (const auto& c : cases) {
     try {
@@ -751,9 +753,31 @@ std::string usage_error(const std::vector<std::string>& a, bool* show_usage = nu
 }  // namespace
 
 TEST(LaunchOptions, ParsesFlags) {
-  auto o = parse({"-np", "4", "--gloo", "-H", "a:2,b:2", "-p", "2222", "-i", "key", "-F", "cfg", "--tag-format=mpi",
-                  "--output-filename", "out", "--timestamp", "--verbose", "--start-timeout", "5", "--timeout=7.5",
-                  "--network-interface", "lo", "python3", "train.py", "--epochs", "1"});
+  auto o = parse({"-np",
+                  "4",
+                  "--gloo",
+                  "-H",
+                  "a:2,b:2",
+                  "-p",
+                  "2222",
+                  "-i",
+                  "key",
+                  "-F",
+                  "cfg",
+                  "--tag-format=mpi",
+                  "--output-filename",
+                  "out",
+                  "--timestamp",
+                  "--verbose",
+                  "--start-timeout",
+                  "5",
+                  "--timeout=7.5",
+                  "--network-interface",
+                  "lo",
+                  "python3",
+                  "train.py",
+                  "--epochs",
+                  "1"});
   EXPECT_EQ(o.np, 4);
   EXPECT_EQ(o.transport, Transport::kGloo);
   EXPECT_EQ(o.hosts, "a:2,b:2");
@@ -912,8 +936,8 @@ TEST(LaunchMpirun, HorovodVariablesReachRemoteRanks) {
   std::string cmd;
   for (auto& a : p.argv) cmd += a + " ";
   EXPECT_TRUE(contains(cmd, " -x HOROVOD_TIMELINE ")) << cmd;  // mpirun forwards it to orted's ranks
-  EXPECT_TRUE(contains(cmd, " -x HOROVODX ")) << cmd;  // as horovodrun: every exported variable
-  EXPECT_FALSE(contains(cmd, "/tmp/t.json")) << cmd;  // the value travels in the environment
+  EXPECT_TRUE(contains(cmd, " -x HOROVODX ")) << cmd;          // as horovodrun: every exported variable
+  EXPECT_FALSE(contains(cmd, "/tmp/t.json")) << cmd;           // the value travels in the environment
 }
 
 TEST(LaunchMpirun, ForwardsTheEnvironmentAndTheUsersMpiFlags) {
@@ -951,7 +975,8 @@ TEST(ShellWords, SplitsAsAShellWouldWithoutExpanding) {
   };
   EXPECT_EQ(words(""), V{});
   EXPECT_EQ(words("  a\tb\n c "), (V{"a", "b", "c"}));
-  EXPECT_EQ(words("--mca btl 'self,tcp' \"a \\\"b\\\" $X\" c\\ d"), (V{"--mca", "btl", "self,tcp", "a \"b\" $X", "c d"}));
+  EXPECT_EQ(words("--mca btl 'self,tcp' \"a \\\"b\\\" $X\" c\\ d"),
+            (V{"--mca", "btl", "self,tcp", "a \"b\" $X", "c d"}));
   EXPECT_EQ(words("''"), V{""});
   EXPECT_EQ(words("a'b'\"c\"d"), V{"abcd"});
   for (const char* bad : {"'x", "\"x", "x\\"}) {
@@ -998,8 +1023,8 @@ TEST_F(LaunchLocal, TagsInEveryFormat) {
                {"short", "[0]:out0", "[3]:err3"},
                {"host", "[localhost:0]<stdout>:out0", "[localhost:3]<stderr>:err3"}};
   for (const auto& c : cases) {
-    Launch l({"-np", "4", "--gloo", "--tag-format", c.fmt, "sh", "-c",
-              "echo out$BARESGD_RANK; echo err$BARESGD_RANK >&2"});
+    Launch l(
+        {"-np", "4", "--gloo", "--tag-format", c.fmt, "sh", "-c", "echo out$BARESGD_RANK; echo err$BARESGD_RANK >&2"});
     ASSERT_EQ(l.code(30), 0) << c.fmt << "\n" << l.err();
     auto out = split_lines(l.out()), err = split_lines(l.err());
     std::set<std::string> os(out.begin(), out.end()), es(err.begin(), err.end());
@@ -1053,8 +1078,8 @@ TEST_F(LaunchLocal, FloodOfLinesNoneLostSplitOrInterleaved) {
       ASSERT_TRUE(r >= 0 && r < 4) << line;
       int i = next[r]++;
       std::string pad(static_cast<size_t>(i % 97), static_cast<char>('a' + i % 26));
-      std::string want = "[" + std::to_string(r) + "]" + tag + "r" + std::to_string(r) + word + std::to_string(i) +
-                         " " + pad + " end";
+      std::string want =
+          "[" + std::to_string(r) + "]" + tag + "r" + std::to_string(r) + word + std::to_string(i) + " " + pad + " end";
       ASSERT_EQ(line, want);
     }
     for (int r = 0; r < 4; ++r) EXPECT_EQ(next[r], kLines) << "rank " << r;
@@ -1122,9 +1147,9 @@ TEST_F(LaunchLocal, RankExitCodeStopsJob) {
 
 TEST_F(LaunchLocal, FirstFailureDecides) {
   // Rank 1 fails with 5 at once; rank 2 turns the SIGTERM it then gets into exit 7 (not first).
-  Launch l({"-np", "3", "--gloo", "sh", "-c",
-            "case $BARESGD_RANK in 1) exit 5;; 2) trap 'exit 7' TERM; sleep 30 & wait;; *) sleep 30;; esac; : " +
-                marker_});
+  Launch l(
+      {"-np", "3", "--gloo", "sh", "-c",
+       "case $BARESGD_RANK in 1) exit 5;; 2) trap 'exit 7' TERM; sleep 30 & wait;; *) sleep 30;; esac; : " + marker_});
   EXPECT_EQ(l.code(30), 5) << l.err();
   EXPECT_TRUE(contains(l.err(), "rank 1 (localhost")) << l.err();
   EXPECT_FALSE(contains(l.err(), "rank 2 (")) << l.err();
@@ -1163,7 +1188,7 @@ TEST_F(LaunchLocal, KillNineOfOneRank) {
   ASSERT_TRUE(l.wait_out("ready", 4, 30)) << l.out() << l.err();
   auto pids = ready_pids(l.out());
   ASSERT_EQ(pids.size(), 4u);
-  usleep(200 * 1000);  // let the families fork
+  usleep(200 * 1000);                          // let the families fork
   EXPECT_GE(procs_with(marker_).size(), 12u);  // launcher + 4 x (rank, child, grandchild)
   auto t0 = Clock::now();
   ASSERT_EQ(kill(pids[2], SIGKILL), 0);
@@ -1175,7 +1200,8 @@ TEST_F(LaunchLocal, KillNineOfOneRank) {
       << l.err();
   double gone = wait_no_procs(marker_, 10);
   EXPECT_GE(gone, 0) << "orphans left";
-  std::cerr << "[ timing ] kill -9 of a local rank -> launcher exit in " << detect << " s, all gone +" << gone << " s\n";
+  std::cerr << "[ timing ] kill -9 of a local rank -> launcher exit in " << detect << " s, all gone +" << gone
+            << " s\n";
 }
 
 TEST_F(LaunchLocal, SigintStopsAllRanks) {
@@ -1298,8 +1324,8 @@ TEST_F(LaunchLocal, SecretOnlyInEnvironment) {
 
 TEST_F(LaunchLocal, OutputFilenameWritesUntaggedFiles) {
   std::string dir = "/tmp/" + marker_ + "-out";
-  Launch l({"-np", "2", "--gloo", "--output-filename", dir, "sh", "-c",
-            "printf 'a\\r\\nb\\rc' ; echo e$BARESGD_RANK >&2"});
+  Launch l(
+      {"-np", "2", "--gloo", "--output-filename", dir, "sh", "-c", "printf 'a\\r\\nb\\rc' ; echo e$BARESGD_RANK >&2"});
   ASSERT_EQ(l.code(30), 0) << l.err();
   EXPECT_EQ(read_file(dir + "/rank.0/stdout"), "a\r\nb\rc");
   EXPECT_EQ(read_file(dir + "/rank.1/stderr"), "e1\n");
@@ -1347,7 +1373,6 @@ TEST_F(LaunchLocal, MpiModeLocalhost) {
   EXPECT_EQ(t.code(60), 124) << t.err();
   EXPECT_GE(wait_no_procs(marker_, 10), 0);
 }
-
 
 // ============================================================================================
 // Integration: --dry-run and --timeline-filename
@@ -1401,7 +1426,7 @@ class LaunchDryRun : public LaunchLocal {
     ASSERT_EQ(mkdir(dir_.c_str(), 0700), 0);
     // hpc01 and hpc03 on addresses where nothing listens: a run could not reach them.
     std::ofstream(dir_ + "/ssh_config") << "Host hpc01\n  HostName 127.0.0.21\nHost hpc03\n  HostName 127.0.0.23\n"
-                                            "Host *\n  Port 1\n  ConnectTimeout 30\n";
+                                           "Host *\n  Port 1\n  ConnectTimeout 30\n";
   }
   void TearDown() override {
     LaunchLocal::TearDown();
@@ -1420,10 +1445,12 @@ TEST_F(LaunchDryRun, GlooRankTableEnvironmentAndSshCommandsStartNothing) {
   EXPECT_EQ(l.err(), "");
   char cwd[4096];
   ASSERT_TRUE(getcwd(cwd, sizeof cwd));
-  std::string ssh_tail = " -T HOST 'cd " + std::string(cwd) + " && exec env BARESGD_JOB_ID=<job id> " + real_path(launch_bin()) + " --agent'";
+  std::string ssh_tail = " -T HOST 'cd " + std::string(cwd) + " && exec env BARESGD_JOB_ID=<job id> " +
+                         real_path(launch_bin()) + " --agent'";
   auto ssh_cmd = [&](const std::string& host) {
     std::string tail = ssh_tail;
-    return "ssh -o BatchMode=yes -o ConnectTimeout=10 -o ServerAliveInterval=10 -o ServerAliveCountMax=3 -F " + cfg + tail.replace(tail.find("HOST"), 4, host);
+    return "ssh -o BatchMode=yes -o ConnectTimeout=10 -o ServerAliveInterval=10 -o ServerAliveCountMax=3 -F " + cfg +
+           tail.replace(tail.find("HOST"), 4, host);
   };
   std::string want =
       "dry run: 4 ranks on 2 hosts with --gloo; nothing was started\n"
@@ -1442,7 +1469,9 @@ TEST_F(LaunchDryRun, GlooRankTableEnvironmentAndSshCommandsStartNothing) {
       "  BARESGD_STORE_ADDR=127.0.0.1:<port>\n"
       "  BARESGD_SECRET=******\n"
       "  BARESGD_JOB_ID=<job id>\n"
-      "  HOROVOD_TIMELINE=" + timeline + "\n"
+      "  HOROVOD_TIMELINE=" +
+      timeline +
+      "\n"
       "  OPENBLAS_NUM_THREADS=<cores>/2\n"
       "\n"
       "environment per rank:\n"
@@ -1453,10 +1482,17 @@ TEST_F(LaunchDryRun, GlooRankTableEnvironmentAndSshCommandsStartNothing) {
       "3     3             1                   1                   hpc03             127.0.0.23\n"
       "\n"
       "command per host (one process per rank):\n"
-      "hpc01  " + ssh_cmd("hpc01") + "\n"
-      "       then the agent runs: touch " + flag + "\n"
-      "hpc03  " + ssh_cmd("hpc03") + "\n"
-      "       then the agent runs: touch " + flag + "\n";
+      "hpc01  " +
+      ssh_cmd("hpc01") +
+      "\n"
+      "       then the agent runs: touch " +
+      flag +
+      "\n"
+      "hpc03  " +
+      ssh_cmd("hpc03") +
+      "\n"
+      "       then the agent runs: touch " +
+      flag + "\n";
   EXPECT_EQ(l.out(), want);
   EXPECT_NE(access(flag.c_str(), F_OK), 0) << "a rank ran";
   EXPECT_NE(access(timeline.c_str(), F_OK), 0);
@@ -1490,20 +1526,22 @@ TEST_F(LaunchDryRun, MpiShowsTheExactMpirunCommand) {
   ASSERT_EQ(l.code(30), 0) << l.err();
   EXPECT_LT(l.elapsed(), 5.0);
   bool oversubscribed = 4 > affinity_cores();  // all loopback: the 4 ranks share this machine's cores
-  std::string mpirun = std::string("mpirun ") + (geteuid() == 0 ? "--allow-run-as-root " : "") +
-                       "-np 4 -H hpc01:2,hpc03:2 -bind-to none -map-by slot --tag-output -x BARESGD_COMM=mpi "
-                       "-x OPENBLAS_NUM_THREADS -x BARESGD_JOB_ID -x BARESGD_SECRET -x HOME -x PATH -x HOROVOD_TIMELINE "
-                       "-x OMPI_MCA_btl_tcp_if_include -x OMPI_MCA_oob_tcp_if_include "
-                       "-x OMPI_MCA_if_base_do_not_resolve -x OMPI_MCA_btl -x OMPI_MCA_pml " +
-                       (oversubscribed ? "-x OMPI_MCA_mpi_yield_when_idle " : "") + "-mca plm_rsh_args '-F " + cfg +
-                       "' touch " + flag + "\n";
+  std::string mpirun =
+      std::string("mpirun ") + (geteuid() == 0 ? "--allow-run-as-root " : "") +
+      "-np 4 -H hpc01:2,hpc03:2 -bind-to none -map-by slot --tag-output -x BARESGD_COMM=mpi "
+      "-x OPENBLAS_NUM_THREADS -x BARESGD_JOB_ID -x BARESGD_SECRET -x HOME -x PATH -x HOROVOD_TIMELINE "
+      "-x OMPI_MCA_btl_tcp_if_include -x OMPI_MCA_oob_tcp_if_include "
+      "-x OMPI_MCA_if_base_do_not_resolve -x OMPI_MCA_btl -x OMPI_MCA_pml " +
+      (oversubscribed ? "-x OMPI_MCA_mpi_yield_when_idle " : "") + "-mca plm_rsh_args '-F " + cfg + "' touch " + flag +
+      "\n";
   std::string out = l.out();
   EXPECT_TRUE(contains(out, "dry run: 4 ranks on 2 hosts with --mpi; nothing was started\n")) << out;
   EXPECT_TRUE(contains(out, "\ncommand:\n" + mpirun)) << out;
   EXPECT_EQ(out.substr(out.size() - mpirun.size()), mpirun) << out;
-  for (const std::string& line : std::vector<std::string>{"  BARESGD_COMM=mpi", "  BARESGD_SECRET=******", "  BARESGD_JOB_ID=<job id>",
-                                  "  HOROVOD_TIMELINE=" + timeline, "  OMPI_MCA_btl_tcp_if_include=lo",
-                                  "  OMPI_MCA_pml=ob1", "  OMPI_MCA_btl=self,tcp"})
+  for (const std::string& line :
+       std::vector<std::string>{"  BARESGD_COMM=mpi", "  BARESGD_SECRET=******", "  BARESGD_JOB_ID=<job id>",
+                                "  HOROVOD_TIMELINE=" + timeline, "  OMPI_MCA_btl_tcp_if_include=lo",
+                                "  OMPI_MCA_pml=ob1", "  OMPI_MCA_btl=self,tcp"})
     EXPECT_TRUE(contains(out, "\n" + line + "\n")) << line << "\n" << out;
   EXPECT_TRUE(contains(out, "3     hpc03  1/2    1/2    ssh  127.0.0.23\n")) << out;
   EXPECT_FALSE(std::regex_search(out, std::regex("[0-9a-f]{64}"))) << "a secret in the report";
@@ -1517,11 +1555,19 @@ TEST_F(LaunchDryRun, UnwritableTimelineIsRefusedBeforeAnythingStarts) {
     std::vector<std::string> args, env;
     std::string named;
   } cases[] = {
-      {{"-np", "2", "--gloo", "--timeline-filename", file + "/t.json", "touch", flag}, {}, "--timeline-filename " + file + "/t.json: "},
-      {{"-np", "2", "--gloo", "--timeline-filename", dir_ + "/none/t.json", "touch", flag}, {}, "--timeline-filename " + dir_ + "/none/t.json: "},
+      {{"-np", "2", "--gloo", "--timeline-filename", file + "/t.json", "touch", flag},
+       {},
+       "--timeline-filename " + file + "/t.json: "},
+      {{"-np", "2", "--gloo", "--timeline-filename", dir_ + "/none/t.json", "touch", flag},
+       {},
+       "--timeline-filename " + dir_ + "/none/t.json: "},
       {{"-np", "2", "--mpi", "--timeline-filename", dir_, "touch", flag}, {}, "--timeline-filename " + dir_ + ": "},
-      {{"-np", "2", "--gloo", "touch", flag}, {"HOROVOD_TIMELINE=" + dir_ + "/none/e.json"}, "HOROVOD_TIMELINE=" + dir_ + "/none/e.json: "},
-      {{"--dry-run", "-np", "2", "--gloo", "--timeline-filename", dir_ + "/none/t.json", "touch", flag}, {}, "--timeline-filename " + dir_ + "/none/t.json: "},
+      {{"-np", "2", "--gloo", "touch", flag},
+       {"HOROVOD_TIMELINE=" + dir_ + "/none/e.json"},
+       "HOROVOD_TIMELINE=" + dir_ + "/none/e.json: "},
+      {{"--dry-run", "-np", "2", "--gloo", "--timeline-filename", dir_ + "/none/t.json", "touch", flag},
+       {},
+       "--timeline-filename " + dir_ + "/none/t.json: "},
   };
   for (const auto& c : cases) {
     Launch l(c.args, c.env);
@@ -1571,8 +1617,9 @@ TEST_F(LaunchDryRun, SlurmAllocationGivesHostsSlotsAndNp) {
   Launch bad({"--dry-run", "--gloo", "touch", flag},
              {"SLURM_JOB_ID=1234", "SLURM_JOB_NODELIST=hpc[03-01]", "SLURM_TASKS_PER_NODE=1"});
   EXPECT_EQ(bad.code(30), 2);
-  EXPECT_EQ(bad.err(), "launch: in a Slurm allocation: SLURM_JOB_NODELIST='hpc[03-01]': reversed range '03-01' at "
-                       "character 5 (LO must be <= HI)\n");
+  EXPECT_EQ(bad.err(),
+            "launch: in a Slurm allocation: SLURM_JOB_NODELIST='hpc[03-01]': reversed range '03-01' at "
+            "character 5 (LO must be <= HI)\n");
   Launch none({"--gloo", "touch", flag});
   EXPECT_EQ(none.code(30), 2);
   EXPECT_EQ(none.err(), "launch: -np N is required (the number of ranks)\n");
@@ -1756,8 +1803,8 @@ TEST_F(LaunchRemote, GlooRankTableOverSsh) {
 }
 
 TEST_F(LaunchRemote, MixedLocalAndRemoteWithHostTags) {
-  Launch l({"-np", "3", "--gloo", "-H", "localhost:1,hpc03:2", "-F", cfg(), "--tag-format", "host", "--verbose",
-            "sh", "-c", "echo $BARESGD_HOST_ADDR $BARESGD_LOCAL_RANK/$BARESGD_LOCAL_SIZE"});
+  Launch l({"-np", "3", "--gloo", "-H", "localhost:1,hpc03:2", "-F", cfg(), "--tag-format", "host", "--verbose", "sh",
+            "-c", "echo $BARESGD_HOST_ADDR $BARESGD_LOCAL_RANK/$BARESGD_LOCAL_SIZE"});
   ASSERT_EQ(l.code(60), 0) << l.err();
   EXPECT_TRUE(contains(l.out(), "[localhost:0]<stdout>:127.0.0.1 0/1\n")) << l.out();
   EXPECT_TRUE(contains(l.out(), "[hpc03:1]<stdout>:127.0.0.13 0/2\n")) << l.out();
@@ -1870,7 +1917,8 @@ TEST_F(LaunchRemote, KillNineOfRemoteAgentIsAFailure) {
   kill(static_cast<pid_t>(ppid), SIGKILL);
   EXPECT_EQ(l.code(30), 255) << l.err();
   EXPECT_LT(l.elapsed(), 30.0);
-  EXPECT_TRUE(contains(l.err(), "launch: rank 2 (hpc03, pid " + std::to_string(pids[2]) + ") lost its agent")) << l.err();
+  EXPECT_TRUE(contains(l.err(), "launch: rank 2 (hpc03, pid " + std::to_string(pids[2]) + ") lost its agent"))
+      << l.err();
   EXPECT_GE(wait_no_procs(marker_, 10), 0) << "orphans left";
 }
 
@@ -1913,8 +1961,7 @@ TEST_F(LaunchRemote, SecretNeverOnACommandLine) {
 
 TEST_F(LaunchRemote, FloodThroughSsh) {
   const int kLines = 5000;
-  Launch l({"-np", "4", "--gloo", "-H", "hpc01:2,hpc03:2", "-F", cfg(), rank_tool(), "lines",
-            std::to_string(kLines)});
+  Launch l({"-np", "4", "--gloo", "-H", "hpc01:2,hpc03:2", "-F", cfg(), rank_tool(), "lines", std::to_string(kLines)});
   ASSERT_EQ(l.code(120), 0) << l.err().substr(0, 2000);
   // The remote login shell's own chatter (rc files; on CI pyenv's "cannot rehash" when several sessions
   // start at once) reaches the launcher on ssh's stderr before the agent runs and is tagged like the
@@ -1938,9 +1985,8 @@ TEST_F(LaunchRemote, FloodThroughSsh) {
       ASSERT_TRUE(r >= 0 && r < 4) << line;
       int i = next[r]++;
       std::string pad(static_cast<size_t>(i % 97), static_cast<char>('a' + i % 26));
-      ASSERT_EQ(line, "[" + std::to_string(r) + "]" + (stream == 0 ? "<stdout>:r" : "<stderr>:r") +
-                          std::to_string(r) + (stream == 0 ? " out " : " err ") + std::to_string(i) + " " + pad +
-                          " end");
+      ASSERT_EQ(line, "[" + std::to_string(r) + "]" + (stream == 0 ? "<stdout>:r" : "<stderr>:r") + std::to_string(r) +
+                          (stream == 0 ? " out " : " err ") + std::to_string(i) + " " + pad + " end");
     }
   }
 }
@@ -1966,8 +2012,8 @@ TEST_F(LaunchRemote, SilentHostTimesOutWithinStartTimeout) {
   // still far less than ssh's own retries would take (3 attempts of ConnectTimeout=6: 18 s).
   // kStart is 6 s so that hpc01, a real sshd, answers in time on a loaded machine (2 s did not).
   const double kStart = 6, kEarly = 0.3, kLate = 2;
-  Launch l({"-np", "2", "--gloo", "-H", "hpc01:1,hpc02:1", "-F", cfg(), "--start-timeout", "6", "--verbose", "sh",
-            "-c", "echo started; : " + marker_});
+  Launch l({"-np", "2", "--gloo", "-H", "hpc01:1,hpc02:1", "-F", cfg(), "--start-timeout", "6", "--verbose", "sh", "-c",
+            "echo started; : " + marker_});
   ASSERT_TRUE(l.wait_out("launch: checking 2 host(s) over ssh\n", 1, 30, true)) << l.err();
   const auto checking = Clock::now();
   EXPECT_EQ(l.code(30), 1) << l.err();
@@ -2052,9 +2098,10 @@ TEST_F(LaunchRemote, EndToEndAllreduceGlooAndMpi) {
     const char* want[] = {"rank=0 size=4 local=0/2 cross=0/2", "rank=1 size=4 local=1/2 cross=0/2",
                           "rank=2 size=4 local=0/2 cross=1/2", "rank=3 size=4 local=1/2 cross=1/2"};
     for (int r = 0; r < 4; ++r)
-      EXPECT_TRUE(contains(l.out(), "[" + std::to_string(r) + "]<stdout>:allreduce ok backend=" + backend + " " +
-                                        want[r] + "\n"))
-          << mode << "\n" << l.out();
+      EXPECT_TRUE(contains(
+          l.out(), "[" + std::to_string(r) + "]<stdout>:allreduce ok backend=" + backend + " " + want[r] + "\n"))
+          << mode << "\n"
+          << l.out();
   }
 }
 
@@ -2062,8 +2109,9 @@ TEST_F(LaunchRemote, TimelineVariableReachesRemoteRanks) {
   std::string t = dir_ + "/t.json", e = dir_ + "/env.json";
   const char* show = "echo T=$HOROVOD_TIMELINE ${SSH_CONNECTION:+ssh}";
   for (const char* mode : {"--gloo", "--mpi"}) {
-    Launch flag({"-np", "3", mode, "-H", "localhost:1,hpc03:2", "-F", cfg(), "--timeline-filename", t, "sh", "-c", show},
-                {"HOROVOD_TIMELINE"});
+    Launch flag(
+        {"-np", "3", mode, "-H", "localhost:1,hpc03:2", "-F", cfg(), "--timeline-filename", t, "sh", "-c", show},
+        {"HOROVOD_TIMELINE"});
     ASSERT_EQ(flag.code(120), 0) << mode << "\n" << flag.err();
     EXPECT_TRUE(contains(flag.out(), "[0]<stdout>:T=" + t + "\n")) << mode << "\n" << flag.out();
     EXPECT_TRUE(contains(flag.out(), "[1]<stdout>:T=" + t + " ssh\n")) << mode << "\n" << flag.out();
@@ -2214,16 +2262,19 @@ TEST_F(LaunchRemote, KillNineOfLauncherRemoteRanksGoneWithinHeartbeatTimeout) {
 // Issue 11, 3: a rank's child that called setsid (left the rank's group) does not survive a
 // kill -9 of the rank, locally or on a remote host. Found by the job's BARESGD_JOB_ID.
 TEST_F(LaunchRemote, SetsidGrandchildrenDieWithTheJob) {
-  const std::string script =
-      "setsid sleep 301 </dev/null >/dev/null 2>&1 & echo job $BARESGD_JOB_ID; exec " + rank_tool() + " sleep 120 " + marker_;
-  Launch l({"-np", "3", "--gloo", "-H", "localhost:1,hpc03:2", "-F", cfg(), "--heartbeat-timeout", "3", "sh", "-c",
-            script});
+  const std::string script = "setsid sleep 301 </dev/null >/dev/null 2>&1 & echo job $BARESGD_JOB_ID; exec " +
+                             rank_tool() + " sleep 120 " + marker_;
+  Launch l(
+      {"-np", "3", "--gloo", "-H", "localhost:1,hpc03:2", "-F", cfg(), "--heartbeat-timeout", "3", "sh", "-c", script});
   ASSERT_TRUE(l.wait_out("ready", 3, 60)) << l.out() << l.err();
   std::smatch m;
   std::string out = l.out();
   ASSERT_TRUE(std::regex_search(out, m, std::regex("<stdout>:job (\\S+)"))) << out;
   const std::string entry = "BARESGD_JOB_ID=" + m[1].str();
-  const std::string sleeper("sleep\0" "301\0", 10);
+  const std::string sleeper(
+      "sleep\0"
+      "301\0",
+      10);
   for (int i = 0; i < 100 && procs_with_env(entry, sleeper).size() < 3; ++i) usleep(50 * 1000);
   ASSERT_EQ(procs_with_env(entry, sleeper).size(), 3u) << "the three setsid sleeps did not start";
   auto pids = ready_pids(out);
@@ -2239,7 +2290,8 @@ TEST_F(LaunchRemote, SetsidGrandchildrenDieWithTheJob) {
 // Issue 11, 4: a newline-less line over 64 MiB is cut, and the cut is said, not silent; no byte is lost.
 TEST_F(LaunchLocal, LineOver64MiBIsCutWithAMarker) {
   const size_t n = 64u * 1024 * 1024 + 1000;
-  Launch l({"-np", "1", "--gloo", "sh", "-c", "head -c " + std::to_string(n) + " /dev/zero | tr '\\0' q; : " + marker_});
+  Launch l(
+      {"-np", "1", "--gloo", "sh", "-c", "head -c " + std::to_string(n) + " /dev/zero | tr '\\0' q; : " + marker_});
   ASSERT_EQ(l.code(120), 0) << l.err().substr(0, 2000);
   const std::string out = l.out();
   const std::string mark = kCutMarker;
@@ -2249,7 +2301,6 @@ TEST_F(LaunchLocal, LineOver64MiBIsCutWithAMarker) {
   EXPECT_EQ(static_cast<size_t>(std::count(out.begin(), out.end(), 'q')), n);
   EXPECT_EQ(out.compare(at + mark.size(), 13, "\n[0]<stdout>:"), 0) << out.substr(at, mark.size() + 20);
 }
-
 
 // Issue 11, 5: --bind-addr 0.0.0.0 and two spellings of one machine are refused in one line.
 TEST_F(LaunchLocal, WildcardBindAddrAndHostAliasesRefused) {

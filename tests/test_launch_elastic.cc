@@ -102,8 +102,9 @@ TEST_F(LaunchElastic, BadDiscoveryIsOneLineAndStartsNothing) {
                                 ">= 1)\n");
   Proc failing(launch({"--host-discovery-script", "echo no inventory >&2; exit 3"}, rank));
   EXPECT_EQ(failing.code(60), 1);
-  EXPECT_EQ(failing.err(), "launch: --host-discovery-script echo no inventory >&2; exit 3 exited with status 3: no "
-                           "inventory\n");
+  EXPECT_EQ(failing.err(),
+            "launch: --host-discovery-script echo no inventory >&2; exit 3 exited with status 3: no "
+            "inventory\n");
   Proc hanging(launch({"--host-discovery-script", "sleep 30", "--start-timeout", "1"}, rank));
   EXPECT_EQ(hanging.code(60), 1);
   EXPECT_EQ(hanging.err(), "launch: --host-discovery-script sleep 30: timed out after 1.00 s\n");
@@ -112,16 +113,19 @@ TEST_F(LaunchElastic, BadDiscoveryIsOneLineAndStartsNothing) {
 
 TEST_F(LaunchElastic, TooFewSlotsWaitThenFailNamingThem) {
   offer("");
-  Proc job(launch({"--host-discovery-script", discovery(), "--min-np", "2", "--elastic-timeout", "1.5"}, "echo started"));
+  Proc job(
+      launch({"--host-discovery-script", discovery(), "--min-np", "2", "--elastic-timeout", "1.5"}, "echo started"));
   EXPECT_EQ(job.code(60), 1);
   EXPECT_EQ(job.err(),
             "launch: waiting for usable slots: 0 usable slots (none), --min-np 2\n"
             "launch: the job cannot start: 0 usable slots (none), --min-np 2 for --elastic-timeout 1.5 s\n");
   offer("localhost:1\n");
-  Proc small(launch({"--host-discovery-script", discovery(), "--min-np", "2", "--elastic-timeout", "1"}, "echo started"));
+  Proc small(
+      launch({"--host-discovery-script", discovery(), "--min-np", "2", "--elastic-timeout", "1"}, "echo started"));
   EXPECT_EQ(small.code(60), 1);
-  EXPECT_TRUE(contains(small.err(), "launch: the job cannot start: 1 usable slots (localhost:1), --min-np 2 for "
-                                    "--elastic-timeout 1 s\n"))
+  EXPECT_TRUE(contains(small.err(),
+                       "launch: the job cannot start: 1 usable slots (localhost:1), --min-np 2 for "
+                       "--elastic-timeout 1 s\n"))
       << small.err();
   EXPECT_FALSE(contains(small.out(), "started"));
 }
@@ -168,7 +172,8 @@ class LaunchElasticRemote : public LaunchElastic {
   }
   static void TearDownTestSuite() {
     if (hosts_dir_.empty()) return;
-    std::string cmd = "timeout 60 bash tests/test_hosts.sh stop " + hosts_dir_ + " >/dev/null 2>&1; rm -rf " + hosts_dir_;
+    std::string cmd =
+        "timeout 60 bash tests/test_hosts.sh stop " + hosts_dir_ + " >/dev/null 2>&1; rm -rf " + hosts_dir_;
     if (std::system(cmd.c_str()) != 0) std::cerr << "test_hosts.sh stop failed\n";
   }
   void SetUp() override {
@@ -204,8 +209,9 @@ TEST_F(LaunchElasticRemote, AHostThatDoesNotAnswerIsBlacklistedAtTheStart) {
   Proc job(launch(on("hpc01:2,hpc02:2", {"--min-np", "2", "--start-timeout", "20"}), "echo size=$BARESGD_SIZE"));
   ASSERT_EQ(job.code(120), 0) << job.err();
   const std::string err = job.err();
-  EXPECT_TRUE(std::regex_search(err, std::regex("launch: host hpc02 blacklisted \\(cannot reach it over ssh: [^\n]+\\); "
-                                                "it gets no ranks for the rest of the job\n")))
+  EXPECT_TRUE(
+      std::regex_search(err, std::regex("launch: host hpc02 blacklisted \\(cannot reach it over ssh: [^\n]+\\); "
+                                        "it gets no ranks for the rest of the job\n")))
       << err;
   EXPECT_TRUE(contains(err, "launch: elastic start 1: 2 ranks on hpc01:2\n")) << err;
   EXPECT_TRUE(contains(job.out(), "size=2")) << job.out();
@@ -215,8 +221,9 @@ TEST_F(LaunchElasticRemote, BelowMinNpAfterABlacklistTheJobFailsNamingTheSlots) 
   Proc job(launch(on("hpc01:2,hpc02:2", {"--min-np", "3", "--start-timeout", "20"}), "echo started"));
   EXPECT_EQ(job.code(120), 1);
   const std::string err = job.err();
-  EXPECT_TRUE(contains(err, "launch: the job cannot run: 2 usable slots (hpc01:2; blacklisted: hpc02), --min-np 3 "
-                            "(-H hosts; a --host-discovery-script could add more)\n"))
+  EXPECT_TRUE(contains(err,
+                       "launch: the job cannot run: 2 usable slots (hpc01:2; blacklisted: hpc02), --min-np 3 "
+                       "(-H hosts; a --host-discovery-script could add more)\n"))
       << err;
   EXPECT_FALSE(contains(job.out(), "started"));
 }
@@ -262,11 +269,22 @@ TEST_F(LaunchElasticRemote, AHostLostForGoodFinishesOnTheOtherSeeingEverySampleO
   ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
   const std::string data = dir_ + "/data", ckpt = dir_ + "/ckpt", record = dir_ + "/samples";
   write_mnist_subset(data, 16000, 1000);
-  const std::vector<std::string> train = {abs_path(testutil::train_bin()), "--batch-size", "64", "--epochs", "2",
-                                          "--log-interval", "10", "--data-dir", data, "--checkpoint-every", "4",
-                                          "--checkpoint-dir", ckpt, "--sample-record", record};
-  Proc job(cat(cat({launch_, "--gloo"}, on("hpc01:2,hpc03:2", {"--min-np", "2", "--heartbeat-timeout", "10"})),
-               train));
+  const std::vector<std::string> train = {abs_path(testutil::train_bin()),
+                                          "--batch-size",
+                                          "64",
+                                          "--epochs",
+                                          "2",
+                                          "--log-interval",
+                                          "10",
+                                          "--data-dir",
+                                          data,
+                                          "--checkpoint-every",
+                                          "4",
+                                          "--checkpoint-dir",
+                                          ckpt,
+                                          "--sample-record",
+                                          record};
+  Proc job(cat(cat({launch_, "--gloo"}, on("hpc01:2,hpc03:2", {"--min-np", "2", "--heartbeat-timeout", "10"})), train));
   ASSERT_GT(wait_for_checkpoint(job, ckpt, 4, 1, 180), 0) << job.err();
   const std::string pid_text = read_file(hosts_dir_ + "/hpc03.pid");
   ASSERT_FALSE(pid_text.empty()) << "no pid file for hpc03's sshd";
@@ -304,9 +322,9 @@ std::string usage_error(const std::vector<std::string>& a) {
 }
 
 TEST(LaunchElasticOptions, HorovodsNamesParse) {
-  LaunchOptions o = parse_launch_options({"--gloo", "--min-num-proc", "2", "--max-num-proc=4",
-                                          "--host-discovery-script", "./d.sh", "--slots-per-host", "3",
-                                          "--elastic-timeout", "5", "./train"});
+  LaunchOptions o =
+      parse_launch_options({"--gloo", "--min-num-proc", "2", "--max-num-proc=4", "--host-discovery-script", "./d.sh",
+                            "--slots-per-host", "3", "--elastic-timeout", "5", "./train"});
   EXPECT_EQ(o.elastic.min_np, 2);
   EXPECT_EQ(o.elastic.max_np, 4);
   EXPECT_EQ(o.elastic.discovery_script, "./d.sh");
@@ -321,7 +339,8 @@ TEST(LaunchElasticOptions, BadCombinationsAreOneLineErrorsNamingTheFlags) {
   EXPECT_EQ(usage_error({"--gloo", "--max-np", "two", "x"}), "--max-np 'two' is not a whole number");
   EXPECT_EQ(usage_error({"--gloo", "--min-np", "3", "-np", "2", "x"}), "--min-np 3 is more than -np 2");
   EXPECT_EQ(usage_error({"--gloo", "--min-np", "3", "--max-np", "2", "x"}), "--min-np 3 is more than --max-np 2");
-  EXPECT_EQ(usage_error({"--gloo", "--min-np", "1", "--max-np", "2", "-np", "3", "x"}), "-np 3 is more than --max-np 2");
+  EXPECT_EQ(usage_error({"--gloo", "--min-np", "1", "--max-np", "2", "-np", "3", "x"}),
+            "-np 3 is more than --max-np 2");
   EXPECT_EQ(usage_error({"--gloo", "-np", "2", "--max-np", "2", "x"}),
             "--max-np needs --min-np or --host-discovery-script (elastic mode)");
   EXPECT_EQ(usage_error({"--mpi", "--min-np", "2", "x"}),
@@ -339,7 +358,8 @@ TEST(LaunchElasticOptions, BadCombinationsAreOneLineErrorsNamingTheFlags) {
 TEST(LaunchElasticOptions, HorovodElasticTimeoutIsReadAndTheFlagWins) {
   ::setenv("HOROVOD_ELASTIC_TIMEOUT", "7", 1);
   EXPECT_EQ(parse_launch_options({"--gloo", "--min-np", "1", "x"}).elastic.elastic_timeout_s, 7);
-  EXPECT_EQ(parse_launch_options({"--gloo", "--min-np", "1", "--elastic-timeout", "3", "x"}).elastic.elastic_timeout_s, 3);
+  EXPECT_EQ(parse_launch_options({"--gloo", "--min-np", "1", "--elastic-timeout", "3", "x"}).elastic.elastic_timeout_s,
+            3);
   ::setenv("HOROVOD_ELASTIC_TIMEOUT", "soon", 1);
   EXPECT_EQ(usage_error({"--gloo", "--min-np", "1", "x"}), "HOROVOD_ELASTIC_TIMEOUT 'soon' is not a number of seconds");
   ::unsetenv("HOROVOD_ELASTIC_TIMEOUT");

@@ -78,7 +78,8 @@ std::map<int, pid_t> new_ranks(const std::string& marker, const std::map<int, pi
 
 // The step in "resuming from step S" of restart line k (1-based), or -1.
 long long resumed_step(const std::string& err, int k) {
-  std::regex re("launch: restart " + std::to_string(k) + " of \\d+ in [0-9.]+ s after [^\\n]*; resuming from step (\\d+) ");
+  std::regex re("launch: restart " + std::to_string(k) +
+                " of \\d+ in [0-9.]+ s after [^\\n]*; resuming from step (\\d+) ");
   std::smatch m;
   return std::regex_search(err, m, re) ? std::stoll(m[1]) : -1;
 }
@@ -88,9 +89,9 @@ TEST_F(LaunchRestarts, TwoKillNinesResumeBitIdenticalToAnUninterruptedRun) {
   const std::string data = dir_ + "/data", ckpt = dir_ + "/ckpt";
   const long long per_epoch = 64;
   write_mnist_subset(data, 16000, 1000);  // 4 ranks: 64 steps per epoch
-  const std::vector<std::string> args = {train_, "--batch-size", "64", "--test-batch-size", "1000", "--epochs", "2",
-                                         "--log-interval", "10", "--seed", "42", "--data-dir", data,
-                                         "--checkpoint-every", "4"};
+  const std::vector<std::string> args = {
+      train_, "--batch-size", "64", "--test-batch-size", "1000", "--epochs",           "2", "--log-interval",
+      "10",   "--seed",       "42", "--data-dir",        data,   "--checkpoint-every", "4"};
   auto t0 = Clock::now();
   {
     Proc ref(launch(4, {}, cat(args, {"--checkpoint-dir", dir_ + "/refckpt", "--dump-params", dir_ + "/ref.bin"})));
@@ -101,7 +102,8 @@ TEST_F(LaunchRestarts, TwoKillNinesResumeBitIdenticalToAnUninterruptedRun) {
   ASSERT_EQ(want.size(), 21840u * 4);
 
   auto t1 = Clock::now();
-  Proc job(launch(4, {"--max-restarts", "3"}, cat(args, {"--checkpoint-dir", ckpt, "--dump-params", dir_ + "/out.bin"})));
+  Proc job(
+      launch(4, {"--max-restarts", "3"}, cat(args, {"--checkpoint-dir", ckpt, "--dump-params", dir_ + "/out.bin"})));
   // Kill 1: rank 2 once a checkpoint past step 4 exists.
   ASSERT_GT(wait_for_checkpoint(job, ckpt, 4, 1, 120), 0) << job.err();
   auto first = rank_pids(marker_);
@@ -137,7 +139,8 @@ TEST_F(LaunchRestarts, TwoKillNinesResumeBitIdenticalToAnUninterruptedRun) {
   EXPECT_EQ(runs.size(), 1u) << "the restarts wrote checkpoints of more than one run";
   EXPECT_EQ(checkpoints_in(ckpt).size(), 3u);
   EXPECT_TRUE(contains(job.out(), "Train Epoch: 2 ")) << job.out();
-  EXPECT_EQ(count_of(job.out(), "[0]<stdout>:Train Epoch: 1 [0/"), 1) << "a restart began again at batch 0:\n" << job.out();
+  EXPECT_EQ(count_of(job.out(), "[0]<stdout>:Train Epoch: 1 [0/"), 1) << "a restart began again at batch 0:\n"
+                                                                      << job.out();
   std::cerr << "[ sample ] restart lines:\n";
   for (const std::string& l : lines_of(err))
     if (contains(l, "launch: restart ")) std::cerr << "[ sample ]   " << l << "\n";
@@ -211,8 +214,9 @@ TEST_F(LaunchRestarts, CleanExitTimeoutAndSigtermNeverRestart) {
 TEST_F(LaunchRestarts, DryRunShowsThePolicy) {
   Proc job(launch(2, {"--max-restarts", "2", "--dry-run"}, {testutil::train_bin(), "--checkpoint-dir", "/tmp/c"}));
   ASSERT_EQ(job.code(30), 0) << job.err();
-  EXPECT_TRUE(contains(job.out(), "\nrestarts: up to 2 after a job failure (--max-restarts), waiting 1 s, doubling, at "
-                                  "most 30 s; restarted ranks run with --resume (checkpoints in /tmp/c)\n"))
+  EXPECT_TRUE(contains(job.out(),
+                       "\nrestarts: up to 2 after a job failure (--max-restarts), waiting 1 s, doubling, at "
+                       "most 30 s; restarted ranks run with --resume (checkpoints in /tmp/c)\n"))
       << job.out();
   Proc plain(launch(2, {"--dry-run"}, {testutil::train_bin()}));
   ASSERT_EQ(plain.code(30), 0) << plain.err();
@@ -235,7 +239,8 @@ class LaunchRestartsRemote : public LaunchRestarts {
   }
   static void TearDownTestSuite() {
     if (hosts_dir_.empty()) return;
-    std::string cmd = "timeout 60 bash tests/test_hosts.sh stop " + hosts_dir_ + " >/dev/null 2>&1; rm -rf " + hosts_dir_;
+    std::string cmd =
+        "timeout 60 bash tests/test_hosts.sh stop " + hosts_dir_ + " >/dev/null 2>&1; rm -rf " + hosts_dir_;
     if (std::system(cmd.c_str()) != 0) std::cerr << "test_hosts.sh stop failed\n";
   }
   void SetUp() override {
@@ -255,9 +260,9 @@ TEST_F(LaunchRestartsRemote, KillNineOfARemoteRankRestartsAndResumesBitIdentical
   const std::string data = dir_ + "/data", ckpt = dir_ + "/ckpt";
   write_mnist_subset(data, 16000, 1000);
   const std::vector<std::string> hosts = {"-H", "hpc01:2,hpc03:2", "-F", cfg()};
-  const std::vector<std::string> args = {train_, "--batch-size", "64", "--test-batch-size", "1000", "--epochs", "2",
-                                         "--log-interval", "10", "--seed", "42", "--data-dir", data,
-                                         "--checkpoint-every", "4"};
+  const std::vector<std::string> args = {
+      train_, "--batch-size", "64", "--test-batch-size", "1000", "--epochs",           "2", "--log-interval",
+      "10",   "--seed",       "42", "--data-dir",        data,   "--checkpoint-every", "4"};
   {
     Proc ref(launch(4, hosts, cat(args, {"--checkpoint-dir", dir_ + "/refckpt", "--dump-params", dir_ + "/ref.bin"})));
     ASSERT_EQ(ref.code(300), 0) << ref.err();
@@ -293,9 +298,9 @@ TEST_F(LaunchRestartsRemote, TwoKillNinesOverTwoHostsInAThreeEpochRunEndBitIdent
   const long long per_epoch = 64;
   write_mnist_subset(data, 16000, 1000);  // 4 ranks: 64 steps per epoch
   const std::vector<std::string> hosts = {"-H", "hpc01:2,hpc03:2", "-F", cfg()};
-  const std::vector<std::string> args = {train_, "--batch-size", "64", "--test-batch-size", "1000", "--epochs", "3",
-                                         "--log-interval", "10", "--seed", "42", "--data-dir", data,
-                                         "--checkpoint-every", "4"};
+  const std::vector<std::string> args = {
+      train_, "--batch-size", "64", "--test-batch-size", "1000", "--epochs",           "3", "--log-interval",
+      "10",   "--seed",       "42", "--data-dir",        data,   "--checkpoint-every", "4"};
   {
     Proc ref(launch(4, hosts, cat(args, {"--checkpoint-dir", dir_ + "/refckpt", "--dump-params", dir_ + "/ref.bin"})));
     ASSERT_EQ(ref.code(600), 0) << ref.err();
@@ -319,9 +324,11 @@ TEST_F(LaunchRestartsRemote, TwoKillNinesOverTwoHostsInAThreeEpochRunEndBitIdent
   ASSERT_EQ(job.code(600), 0) << job.err();
   const std::string err = job.err();
   EXPECT_EQ(restart_lines(err), 2) << err;
-  EXPECT_TRUE(contains(err, "after rank 3 (hpc03, pid " + std::to_string(first[3]) + ") was killed by signal 9 (SIGKILL)"))
+  EXPECT_TRUE(
+      contains(err, "after rank 3 (hpc03, pid " + std::to_string(first[3]) + ") was killed by signal 9 (SIGKILL)"))
       << err;
-  EXPECT_TRUE(contains(err, "after rank 1 (hpc01, pid " + std::to_string(second[1]) + ") was killed by signal 9 (SIGKILL)"))
+  EXPECT_TRUE(
+      contains(err, "after rank 1 (hpc01, pid " + std::to_string(second[1]) + ") was killed by signal 9 (SIGKILL)"))
       << err;
   EXPECT_EQ(count_of(err, "train: resuming from " + ckpt + "/ckpt-"), 2) << err;
   EXPECT_TRUE(contains(job.out(), "Train Epoch: 3 ")) << job.out();
@@ -346,7 +353,8 @@ TEST(LaunchRestartOptions, ParsesBothNames) {
   EXPECT_EQ(parse_launch_options({"-np", "2", "--gloo", "--max-restarts", "3", "prog"}).max_restarts, 3);
   EXPECT_EQ(parse_launch_options({"-np", "2", "--gloo", "--max-restarts=0", "prog"}).max_restarts, 0);
   EXPECT_EQ(parse_launch_options({"-np", "2", "--gloo", "--reset-limit", "4", "prog"}).max_restarts, 4);
-  EXPECT_EQ(parse_launch_options({"-np", "2", "--gloo", "--reset-limit=2", "--max-restarts", "2", "prog"}).max_restarts, 2);
+  EXPECT_EQ(parse_launch_options({"-np", "2", "--gloo", "--reset-limit=2", "--max-restarts", "2", "prog"}).max_restarts,
+            2);
   // After CMD it is CMD's.
   LaunchOptions o = parse_launch_options({"-np", "2", "--gloo", "prog", "--max-restarts", "3"});
   EXPECT_EQ(o.max_restarts, 0);
@@ -360,12 +368,14 @@ TEST(LaunchRestartOptions, BadValuesAreOneLineErrorsNamingTheFlag) {
   EXPECT_FALSE(usage);
   EXPECT_EQ(usage_error(cat(head, {"--reset-limit", "-2", "p"})), "--reset-limit must be >= 0 (got -2)");
   usage = true;
-  EXPECT_EQ(usage_error(cat(head, {"--max-restarts", "1.5", "p"}), &usage), "--max-restarts '1.5' is not a whole number");
+  EXPECT_EQ(usage_error(cat(head, {"--max-restarts", "1.5", "p"}), &usage),
+            "--max-restarts '1.5' is not a whole number");
   EXPECT_FALSE(usage);
   EXPECT_EQ(usage_error(cat(head, {"--max-restarts", "x", "p"})), "--max-restarts 'x' is not a whole number");
   EXPECT_EQ(usage_error(cat(head, {"--max-restarts=", "p"})), "--max-restarts needs a whole number");
   EXPECT_EQ(usage_error(cat(head, {"--max-restarts"})), "--max-restarts needs a value");
-  EXPECT_EQ(usage_error(cat(head, {"--max-restarts", "99999999999", "p"})), "--max-restarts '99999999999' is out of range");
+  EXPECT_EQ(usage_error(cat(head, {"--max-restarts", "99999999999", "p"})),
+            "--max-restarts '99999999999' is out of range");
   EXPECT_EQ(usage_error(cat(head, {"--max-restarts", "2000000", "p"})),
             "--max-restarts 2000000 is more restarts than launch supports (1000000)");
   EXPECT_EQ(usage_error(cat(head, {"--max-restarts", "2", "--reset-limit", "3", "p"})),
@@ -388,11 +398,13 @@ TEST(LaunchRestartOptions, ResumeIsAddedOnlyWithACheckpointDir) {
   EXPECT_EQ(resume_command(V{"./train", "--epochs", "2"}), (V{"./train", "--epochs", "2"}));
   EXPECT_EQ(resume_command(V{"./train", "--checkpoint-dir", "D"}), (V{"./train", "--checkpoint-dir", "D", "--resume"}));
   EXPECT_EQ(resume_command(V{"./train", "--checkpoint-dir=D"}), (V{"./train", "--checkpoint-dir=D", "--resume"}));
-  EXPECT_EQ(resume_command(V{"./train", "--resume", "--checkpoint-dir", "D"}), (V{"./train", "--resume", "--checkpoint-dir", "D"}));
-  EXPECT_EQ(resume_command(resume_command(V{"t", "--checkpoint-dir", "D"})), (V{"t", "--checkpoint-dir", "D", "--resume"}));
+  EXPECT_EQ(resume_command(V{"./train", "--resume", "--checkpoint-dir", "D"}),
+            (V{"./train", "--resume", "--checkpoint-dir", "D"}));
+  EXPECT_EQ(resume_command(resume_command(V{"t", "--checkpoint-dir", "D"})),
+            (V{"t", "--checkpoint-dir", "D", "--resume"}));
   EXPECT_EQ(checkpoint_dir_of(V{"t", "--checkpoint-dir", "A", "--checkpoint-dir=B"}), "B");
   EXPECT_EQ(checkpoint_dir_of(V{"t", "--checkpoint-dir"}), "");  // no value: not ours to judge
-  EXPECT_EQ(checkpoint_dir_of(V{"--checkpoint-dir", "A"}), "");   // the program itself
+  EXPECT_EQ(checkpoint_dir_of(V{"--checkpoint-dir", "A"}), "");  // the program itself
 }
 
 TEST(LaunchRestartOptions, PolicyLineShowsAControlByteInTheDirectoryAsAnEscape) {

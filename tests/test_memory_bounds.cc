@@ -26,7 +26,7 @@
 namespace {
 
 struct Bounded {
-  int status = -1;          // exit code, 128 + signal, or -1 when it timed out
+  int status = -1;  // exit code, 128 + signal, or -1 when it timed out
   long long max_rss_kib = 0;
   std::string out, err;
 };
@@ -35,7 +35,8 @@ struct Bounded {
 // ru_maxrss of a child forked from this test process would count the test process's pages the
 // child held before its exec), stdout/stderr to files in dir; kills its process group (by pid)
 // after timeout_s.
-Bounded run_bounded(const std::vector<std::string>& argv, uint64_t limit, const std::string& dir, double timeout_s = 120) {
+Bounded run_bounded(const std::vector<std::string>& argv, uint64_t limit, const std::string& dir,
+                    double timeout_s = 120) {
   const std::string out = dir + "/out.txt", err = dir + "/err.txt", rss = dir + "/rss.txt";
   std::vector<std::string> timed = {"/usr/bin/time", "-f", "%M", "-o", rss};
   timed.insert(timed.end(), argv.begin(), argv.end());
@@ -44,7 +45,8 @@ Bounded run_bounded(const std::vector<std::string>& argv, uint64_t limit, const 
     ::setpgid(0, 0);
     struct rlimit r = {rlim_t(limit), rlim_t(limit)};
     ::setrlimit(RLIMIT_AS, &r);
-    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644),
+              e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(o, 1);
     ::dup2(e, 2);
     std::vector<char*> a;
@@ -132,7 +134,8 @@ TEST(MemoryBounds, BatchThatCannotFitIsRefusedWithWhatItNeeds) {
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
   EXPECT_EQ(r.err.rfind("train: error: --batch-size 16000 needs 3", 0), 0u) << r.err;  // ~390 MiB
   EXPECT_NE(r.err.find(" MiB of batch buffers on this rank (16000 samples, 1 compute thread), more than the "),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("(ulimit -v 320.0 MiB ("), std::string::npos) << r.err;
   EXPECT_EQ(r.out.find("Train Epoch"), std::string::npos) << r.out;
   std::system(("rm -rf '" + top + "'").c_str());
@@ -144,7 +147,8 @@ TEST(MemoryBounds, GzipBombIsRefusedFromItsHeaderBeforeItInflates) {
   const std::string d = bomb_dir(top, idx_header(1, 4096, 4096));
   const Bounded r = run_bounded(train_args(d, "64"), 3 * kGiB, top);
   EXPECT_EQ(r.status, 1) << r.err;
-  EXPECT_EQ(r.err, "train: error: " + d + "/train-images-idx3-ubyte.gz: wrong image size 4096x4096 (MNIST images are 28x28)\n");
+  EXPECT_EQ(r.err, "train: error: " + d +
+                       "/train-images-idx3-ubyte.gz: wrong image size 4096x4096 (MNIST images are 28x28)\n");
   EXPECT_LT(r.max_rss_kib, 100 * 1024) << "peak RSS " << r.max_rss_kib << " KiB: the bomb was inflated";
   std::system(("rm -rf '" + top + "'").c_str());
 }
@@ -155,7 +159,8 @@ TEST(MemoryBounds, GzipPastItsAnnouncedSizeStopsThere) {
   const std::string d = bomb_dir(top, idx_header(1, 28, 28));
   const Bounded r = run_bounded(train_args(d, "64"), 3 * kGiB, top);
   EXPECT_EQ(r.status, 1) << r.err;
-  EXPECT_EQ(r.err, "train: error: " + d + "/train-images-idx3-ubyte.gz: inflates past the 800 bytes its header announces\n");
+  EXPECT_EQ(r.err,
+            "train: error: " + d + "/train-images-idx3-ubyte.gz: inflates past the 800 bytes its header announces\n");
   EXPECT_LT(r.max_rss_kib, 100 * 1024) << "peak RSS " << r.max_rss_kib << " KiB: the bomb was inflated";
   std::system(("rm -rf '" + top + "'").c_str());
 }

@@ -41,8 +41,12 @@ std::vector<std::string> keys_of(const std::string& line) {
 
 TEST(Metrics, JsonLineEscapesAndNullsNonFinite) {
   JsonLine j;
-  j.str("s", "a\"b\\c\nd\x01").num("x", 0.25).num("nan", std::nan("")).integer("i", -3).boolean("b", true).strings(
-      "v", {"h1", "h\"2"});
+  j.str("s", "a\"b\\c\nd\x01")
+      .num("x", 0.25)
+      .num("nan", std::nan(""))
+      .integer("i", -3)
+      .boolean("b", true)
+      .strings("v", {"h1", "h\"2"});
   EXPECT_EQ(j.object(), R"({"s":"a\"b\\c\nd\u0001","x":0.25,"nan":null,"i":-3,"b":true,"v":["h1","h\"2"]})");
   EXPECT_TRUE(jsoncheck::valid_json(j.object()));
   EXPECT_FALSE(jsoncheck::valid_json("{\"a\":1,}"));
@@ -58,10 +62,9 @@ TEST(Metrics, StepRecordsInFormatOrderWithWaitFromTheFastestRank) {
   EXPECT_EQ(keys_of(lines[0]),
             (std::vector<std::string>{"type", "epoch", "batch", "step", "rank", "loss", "lr", "grad_norm", "data_s",
                                       "compute_s", "comm_s", "wait_s", "step_s", "samples_per_s", "allreduce_bytes"}));
-  EXPECT_EQ(lines[0],
-            R"({"type":"step","epoch":1,"batch":10,"step":10,"rank":0,"loss":2.3,"lr":0.02,"grad_norm":1.5,)"
-            R"("data_s":0.001,"compute_s":0.002,"comm_s":0.004,"wait_s":0.003,"step_s":0.0075,)"
-            R"("samples_per_s":8533.3,"allreduce_bytes":87360})");
+  EXPECT_EQ(lines[0], R"({"type":"step","epoch":1,"batch":10,"step":10,"rank":0,"loss":2.3,"lr":0.02,"grad_norm":1.5,)"
+                      R"("data_s":0.001,"compute_s":0.002,"comm_s":0.004,"wait_s":0.003,"step_s":0.0075,)"
+                      R"("samples_per_s":8533.3,"allreduce_bytes":87360})");
   EXPECT_DOUBLE_EQ(num_field(lines[1], "wait_s"), 0);
 }
 
@@ -89,7 +92,8 @@ TEST(Metrics, HeaderTestInspectAdasumAndSummaryRecords) {
   for (const char* flag : {"\"fp16_allreduce\":false", "\"use_adasum\":false", "\"gradient_predivide_factor\":1",
                            "\"inspect\":[0,5]", "\"check_sync\":0", "\"max_steps\":-1", "\"metrics\":\"\""})
     EXPECT_NE(header.find(flag), std::string::npos) << flag;
-  EXPECT_EQ(test_record(1, 235, 0.2034, 0.9412), R"({"type":"test","epoch":1,"step":235,"loss":0.2034,"accuracy":0.9412})");
+  EXPECT_EQ(test_record(1, 235, 0.2034, 0.9412),
+            R"({"type":"test","epoch":1,"step":235,"loss":0.2034,"accuracy":0.9412})");
   LayerStats s{0.12, 0.93, 0.11, 0.0004, 87360, 87360, 0x9f3a12c4u, 0};
   EXPECT_EQ(inspect_record(100, 1, "conv1.weight", s, "model"),
             R"({"type":"inspect","step":100,"rank":1,"layer":"conv1.weight","local_grad_norm":0.12,)"
@@ -198,7 +202,8 @@ TEST_F(MetricsRun, TwoGlooRanksTwoEpochsFile) {
         EXPECT_NEAR(num_field(l, "samples_per_s"), 256 / num_field(l, "step_s"), 1e-6 * num_field(l, "samples_per_s"));
         char loss[32];
         std::snprintf(loss, sizeof loss, "Loss: %.6f", num_field(l, "loss"));
-        EXPECT_NE(train_lines[k][size_t(seen[k])].find(loss), std::string::npos) << train_lines[k][size_t(seen[k])] << " vs " << l;
+        EXPECT_NE(train_lines[k][size_t(seen[k])].find(loss), std::string::npos)
+            << train_lines[k][size_t(seen[k])] << " vs " << l;
         ++seen[k];
         min_comm = std::min(min_comm, num_field(l, "comm_s"));
       }
@@ -253,10 +258,12 @@ TEST_F(MetricsRun, UnwritablePathStopsEveryRankBeforeTraining) {
   // Rank 0's reason is printed before rank 1 learns of it and exits (which makes the launcher stop
   // the job), so it is never lost; five runs, since losing it was a race.
   for (int attempt = 0; attempt < 5; ++attempt) {
-    auto two = testutil::run(testutil::launch_bin() + " -np 2 --gloo " + testutil::train_bin() + " --metrics " + dir, 120);
+    auto two =
+        testutil::run(testutil::launch_bin() + " -np 2 --gloo " + testutil::train_bin() + " --metrics " + dir, 120);
     EXPECT_NE(two.status, 0);
     EXPECT_NE(two.err.find("[0]<stderr>:train: error: --metrics " + dir + ": cannot write: Is a directory"),
-              std::string::npos) << "attempt " << attempt << ": " << two.err;
+              std::string::npos)
+        << "attempt " << attempt << ": " << two.err;
     EXPECT_EQ(two.out.find("Train Epoch"), std::string::npos) << two.out;
   }
 }
@@ -273,8 +280,10 @@ TEST_F(MetricsRun, SummaryOnStderrAndStdoutUnchangedByTheNewFlags) {
   EXPECT_NE(plain.out.find("Test set: Average loss:"), std::string::npos);
   std::smatch m;
   ASSERT_TRUE(std::regex_search(plain.out, m, std::regex(R"(Accuracy: ([0-9.]+%))")));
-  std::regex summary("^train: summary: world_size=1 backend=single algorithm=auto epochs=1 steps=60 train_s=[0-9.]+ "
-                     "epoch_s=[0-9.]+ samples_per_s=[0-9]+ comm_share=0.0% test_accuracy=" + m[1].str() + "\n$");
+  std::regex summary(
+      "^train: summary: world_size=1 backend=single algorithm=auto epochs=1 steps=60 train_s=[0-9.]+ "
+      "epoch_s=[0-9.]+ samples_per_s=[0-9]+ comm_share=0.0% test_accuracy=" +
+      m[1].str() + "\n$");
   EXPECT_TRUE(std::regex_search(plain.err, summary)) << plain.err;
   EXPECT_NE(seen.err.find("inspect: step 59 (epoch 1, batch 59)"), std::string::npos) << seen.err;
   // Two Gloo ranks: each rank's stdout lines, in order, as without the flags.

@@ -95,13 +95,9 @@ TEST_F(MnistFiles, Truncated) {
   expect_error(im, lb.substr(0, lb.size() - 1), "lab", "truncated");
 }
 
-TEST_F(MnistFiles, TrailingBytes) {
-  expect_error(idx_images(2) + "xx", idx_labels(2), "img", "bytes after");
-}
+TEST_F(MnistFiles, TrailingBytes) { expect_error(idx_images(2) + "xx", idx_labels(2), "img", "bytes after"); }
 
-TEST_F(MnistFiles, CountMismatch) {
-  expect_error(idx_images(3), idx_labels(4), "lab", "holds 4 labels but");
-}
+TEST_F(MnistFiles, CountMismatch) { expect_error(idx_images(3), idx_labels(4), "lab", "holds 4 labels but"); }
 
 TEST_F(MnistFiles, BadLabel) {
   std::string lb = idx_labels(6);
@@ -178,8 +174,8 @@ TEST_F(MnistFiles, TrainRejectsBadDataBeforeTraining) {
   testutil::write_file(dir + "/t10k-labels-idx1-ubyte", idx_labels(2));
   auto r = testutil::run(testutil::train_bin() + " --data-dir " + dir + " --epochs 1", 60);
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("train: error: " + dir + "/train-labels-idx1-ubyte: label 200 at index 2"),
-            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("train: error: " + dir + "/train-labels-idx1-ubyte: label 200 at index 2"), std::string::npos)
+      << r.err;
   EXPECT_EQ(r.out.find("Train Epoch"), std::string::npos);
 }
 

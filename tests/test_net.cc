@@ -73,8 +73,7 @@ TEST(Net, TenMomentumStepsMatchPyTorch) {
     net.forward(x.f.data() + size_t(s) * n * 784, n, false);
     float loss = net.backward(f.at("target").i.data() + size_t(s) * n, n);
     EXPECT_NEAR(loss, losses[s], 1e-4) << "step " << s;
-    sgd_momentum_step(net.params.data(), buf.data(), net.grads.data(), Net::kNumParams, 0.01f, 0.5f,
-                      s == 0);
+    sgd_momentum_step(net.params.data(), buf.data(), net.grads.data(), Net::kNumParams, 0.01f, 0.5f, s == 0);
   }
   EXPECT_LT(max_rel_err(net.params.data(), f.at("params10").f.data(), Net::kNumParams), 1e-4);
 }

@@ -117,8 +117,8 @@ TEST_F(NetnsHosts, EveryRankRunsOnItsHost) {
   for (std::string mode : {"--gloo", "--mpi"}) {
     auto r = run(launch_in_nsA("-np 4 " + mode + " -H nsA:2,nsB:2 --tag-format host /bin/hostname"), 120);
     ASSERT_EQ(r.status, 0) << mode << ": " << r.err;
-    for (std::string line : {"[nsA:0]<stdout>:nsA\n", "[nsA:1]<stdout>:nsA\n", "[nsB:2]<stdout>:nsB\n",
-                             "[nsB:3]<stdout>:nsB\n"})
+    for (std::string line :
+         {"[nsA:0]<stdout>:nsA\n", "[nsA:1]<stdout>:nsA\n", "[nsB:2]<stdout>:nsB\n", "[nsB:3]<stdout>:nsB\n"})
       EXPECT_NE(r.out.find(line), std::string::npos) << mode << ": no " << line << r.out;
   }
 }
@@ -127,8 +127,8 @@ TEST_F(NetnsHosts, EveryRankRunsOnItsHost) {
 TEST_F(NetnsHosts, AMissingComponentIsOneLine) {
   const std::string bin = testutil::make_temp_dir("netns-bin"), d = testutil::make_temp_dir("netns-none");
   std::string links;
-  for (std::string prog : {"dirname", "sha256sum", "cut", "id", "ip", "vde_switch", "vde_plug2tap", "ssh",
-                           "ssh-keygen", "unshare", "ping", "tr", "head"})
+  for (std::string prog : {"dirname", "sha256sum", "cut", "id", "ip", "vde_switch", "vde_plug2tap", "ssh", "ssh-keygen",
+                           "unshare", "ping", "tr", "head"})
     links += "ln -s \"$(command -v " + prog + ")\" " + bin + "/ && ";
   ASSERT_EQ(run(links + "true", 30).status, 0);
   const std::string before = run("ip netns list", 30).out;
@@ -231,9 +231,10 @@ TEST_F(NetnsHosts, ACutLinkIsNamedWithinTheCommTimeout) {
   const std::string out = *dir + "/cut.out", err = *dir + "/cut.err";
   const std::string job = launch_in_nsA("-np 2 --gloo -H nsA:1,nsB:1 --tag-format host --heartbeat-timeout 10 " +
                                         testutil::train_bin() + " --epochs 3 --log-interval 10 --comm-timeout 5");
-  auto r = run("(" + job + " >" + out + " 2>" + err + "; echo $? >" + *dir + "/cut.status) & "
-               "for i in $(seq 1200); do grep -q 'Train Epoch: 1 \\[640/' " + out + " && break; sleep 0.1; done; " +
-               kScript + "link " + *dir + " nsB down; echo cut; wait",
+  auto r = run("(" + job + " >" + out + " 2>" + err + "; echo $? >" + *dir +
+                   "/cut.status) & "
+                   "for i in $(seq 1200); do grep -q 'Train Epoch: 1 \\[640/' " +
+                   out + " && break; sleep 0.1; done; " + kScript + "link " + *dir + " nsB down; echo cut; wait",
                300);
   const std::string o = testutil::read_file(out), e = testutil::read_file(err);
   run(kScript + ("link " + *dir) + " nsB up", 30);
@@ -241,7 +242,8 @@ TEST_F(NetnsHosts, ACutLinkIsNamedWithinTheCommTimeout) {
   ASSERT_NE(o.find("Train Epoch: 1 [640/"), std::string::npos) << "training never started:\n" << o << e;
   EXPECT_EQ(o.find("Test set:"), std::string::npos) << "the link was cut after the first epoch";
   EXPECT_NE(testutil::read_file(*dir + "/cut.status"), "0\n") << "the job succeeded through a cut link";
-  EXPECT_TRUE(std::regex_search(e, std::regex(R"(rank 0 \(host nsA\): gloo \S+ timed out after 5 s waiting for rank 1)")))
+  EXPECT_TRUE(
+      std::regex_search(e, std::regex(R"(rank 0 \(host nsA\): gloo \S+ timed out after 5 s waiting for rank 1)")))
       << e;
   EXPECT_TRUE(std::regex_search(e, std::regex(R"(launch: nsB .*stopping the job)"))) << e;
   // Nothing of the job is left: nsB's ranks stop through their own comm timeout and their agents'
@@ -253,8 +255,10 @@ TEST_F(NetnsHosts, ACutLinkIsNamedWithinTheCommTimeout) {
     if (left_a.empty() && left_b.empty()) break;
     usleep(100000);
   }
-  EXPECT_TRUE(left_a.empty()) << run("ps -o pid,args -p " + std::string(left_a.empty() ? "1" : *left_a.begin()), 10).out;
-  EXPECT_TRUE(left_b.empty()) << run("ps -o pid,args -p " + std::string(left_b.empty() ? "1" : *left_b.begin()), 10).out;
+  EXPECT_TRUE(left_a.empty())
+      << run("ps -o pid,args -p " + std::string(left_a.empty() ? "1" : *left_a.begin()), 10).out;
+  EXPECT_TRUE(left_b.empty())
+      << run("ps -o pid,args -p " + std::string(left_b.empty() ? "1" : *left_b.begin()), 10).out;
   EXPECT_GT(min_rtt_ms(*dir), 0) << "the link did not come back up";
 }
 

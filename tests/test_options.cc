@@ -37,9 +37,9 @@ TEST(Options, HorovodExampleDefaults) {
 }
 
 TEST(Options, BothValueSyntaxesAndSwitches) {
-  Options o = parse({"--batch-size", "32", "--lr=0.05", "--epochs=2", "--no-cuda", "--fp16-allreduce",
-                     "--use-adasum", "--gradient-predivide-factor", "2.5", "--data-dir", "/x",
-                     "--num-proc", "4", "--hosts", "a:2,b:2", "--communication", "mpi", "--seed", "-3"});
+  Options o = parse({"--batch-size", "32", "--lr=0.05", "--epochs=2", "--no-cuda", "--fp16-allreduce", "--use-adasum",
+                     "--gradient-predivide-factor", "2.5", "--data-dir", "/x", "--num-proc", "4", "--hosts", "a:2,b:2",
+                     "--communication", "mpi", "--seed", "-3"});
   EXPECT_EQ(o.batch_size, 32);
   EXPECT_DOUBLE_EQ(o.lr, 0.05);
   EXPECT_EQ(o.epochs, 2);

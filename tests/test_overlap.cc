@@ -23,7 +23,8 @@ using testutil::run;
 std::vector<Segment> net_backward_layers() {
   std::vector<Segment> layers;
   for (int layer = Net::kNumLayers - 1; layer >= 0; --layer)
-    layers.push_back({Net::kParams[2 * layer].offset, Net::kParams[2 * layer].count + Net::kParams[2 * layer + 1].count});
+    layers.push_back(
+        {Net::kParams[2 * layer].offset, Net::kParams[2 * layer].count + Net::kParams[2 * layer + 1].count});
   return layers;
 }
 

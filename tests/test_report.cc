@@ -68,7 +68,8 @@ const char* const kChartIds[] = {"loss-chart", "accuracy-chart", "step-time-char
 // ---- JSON ----------------------------------------------------------------------------------------
 
 TEST(Json, ParsesEveryKindOfValue) {
-  const JsonValue v = parse_json(" {\"a\": [1, -2.5e3, 0.0, true, false, null], \"b\": {\"c\": \"x\\ty\\\"\\\\\\/\"}} \n");
+  const JsonValue v =
+      parse_json(" {\"a\": [1, -2.5e3, 0.0, true, false, null], \"b\": {\"c\": \"x\\ty\\\"\\\\\\/\"}} \n");
   ASSERT_TRUE(v.is_object());
   ASSERT_EQ(v.members.size(), 2u);
   const JsonValue* a = v.find("a");
@@ -93,7 +94,7 @@ TEST(Json, UnicodeEscapes) {
   EXPECT_EQ(parse_json("\"\\u20AC\"").text, "\xe2\x82\xac");
   EXPECT_EQ(parse_json("\"\\ud83d\\ude00\"").text, "\xf0\x9f\x98\x80");  // a surrogate pair
   EXPECT_EQ(parse_json("\"\\u0000\"").text, std::string(1, '\0'));
-  EXPECT_EQ(parse_json("\"h\xc3\xa9llo\"").text, "h\xc3\xa9llo");       // raw UTF-8 passes
+  EXPECT_EQ(parse_json("\"h\xc3\xa9llo\"").text, "h\xc3\xa9llo");  // raw UTF-8 passes
   EXPECT_EQ(json_error("\"\\ud83d\""), "line 1, column 2: unpaired high surrogate in a \\u escape");
   EXPECT_EQ(json_error("\"a\\ud83dxx\""), "line 1, column 3: unpaired high surrogate in a \\u escape");
   EXPECT_EQ(json_error("\"\\ud83d\\n\""), "line 1, column 2: unpaired high surrogate in a \\u escape");
@@ -102,7 +103,7 @@ TEST(Json, UnicodeEscapes) {
   EXPECT_EQ(json_error("\"\\ude00\""), "line 1, column 2: unpaired low surrogate in a \\u escape");
   EXPECT_EQ(json_error("\"\\u12G4\""), "line 1, column 6: expected 4 hex digits after \\u");
   EXPECT_EQ(json_error("\"\xff\""), "line 1, column 2: invalid UTF-8 in a string");
-  EXPECT_EQ(json_error("\"\xc0\xaf\""), "line 1, column 2: invalid UTF-8 in a string");  // overlong '/'
+  EXPECT_EQ(json_error("\"\xc0\xaf\""), "line 1, column 2: invalid UTF-8 in a string");      // overlong '/'
   EXPECT_EQ(json_error("\"\xed\xa0\x80\""), "line 1, column 2: invalid UTF-8 in a string");  // a raw surrogate
 }
 
@@ -331,7 +332,8 @@ TEST(ReportTimeline, NotATraceIsNamed) {
             "t.json: not a trace file: line 1, column 13: expected ',' or ']' after an event");
   EXPECT_EQ(error("[{\"ph\":\"X\"}, 3]"), "t.json: line 1, column 14: a trace event that is not a JSON object");
   EXPECT_EQ(error("{\"a\":1}"), "t.json: not a trace file: the object has no \"traceEvents\" array");
-  EXPECT_EQ(error("[{\"ph\":\"X\",}]"), "t.json: not a trace file: line 1, column 12: unexpected '}', expected a key in quotes");
+  EXPECT_EQ(error("[{\"ph\":\"X\",}]"),
+            "t.json: not a trace file: line 1, column 12: unexpected '}', expected a key in quotes");
   EXPECT_EQ(error("[] x"), "t.json: not a trace file: line 1, column 4: text after the closing ']'");
 }
 
@@ -498,10 +500,17 @@ struct BrowserRun {
 // run_processes started) if it takes longer than 90 s.
 BrowserRun run_chromium(const std::string& page, const std::vector<std::string>& mode) {
   const std::string profile = testutil::make_temp_dir("chromium-profile");
-  std::vector<std::string> argv = {kChromium,        "--headless",        "--no-sandbox",
-                                   "--disable-gpu",  "--disable-background-networking",
-                                   "--disable-component-update", "--disable-sync", "--no-first-run",
-                                   "--user-data-dir=" + profile, "--enable-logging=stderr", "--v=0"};
+  std::vector<std::string> argv = {kChromium,
+                                   "--headless",
+                                   "--no-sandbox",
+                                   "--disable-gpu",
+                                   "--disable-background-networking",
+                                   "--disable-component-update",
+                                   "--disable-sync",
+                                   "--no-first-run",
+                                   "--user-data-dir=" + profile,
+                                   "--enable-logging=stderr",
+                                   "--v=0"};
   argv.insert(argv.end(), mode.begin(), mode.end());
   argv.push_back("file://" + page);
   const testutil::RunAll all = testutil::run_processes({{argv, testutil::current_environment()}}, 90);
@@ -524,13 +533,13 @@ std::vector<std::string> console_errors(const std::string& err) {
   return lines;
 }
 
-#define SKIP_WITHOUT_CHROMIUM()                                                                   \
-  do {                                                                                            \
-    struct stat st_ {};                                                                           \
-    if (::stat(kChromium, &st_) != 0) {                                                           \
+#define SKIP_WITHOUT_CHROMIUM()                                                                      \
+  do {                                                                                               \
+    struct stat st_ {};                                                                              \
+    if (::stat(kChromium, &st_) != 0) {                                                              \
       std::printf("skipped: %s is absent (Debian package chromium; .ci/install-deps)\n", kChromium); \
-      GTEST_SKIP() << kChromium << " is absent";                                                  \
-    }                                                                                             \
+      GTEST_SKIP() << kChromium << " is absent";                                                     \
+    }                                                                                                \
   } while (0)
 
 TEST(ReportBrowser, ChromiumBuildsTheChartsWithNoConsoleErrors) {

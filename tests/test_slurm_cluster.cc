@@ -61,8 +61,8 @@ bool alive(int pid) {
 
 TEST_F(SlurmCluster, SrunPmixTrainsAsOneFourRankJob) {
   const std::string out = make_temp_dir("slurm_srun");
-  RunResult r = slurm("srun --mpi=pmix -n 4 " + train_cmd() + " --epochs 1 --max-steps 3 --dump-params " + out +
-                      "/params.%r");
+  RunResult r =
+      slurm("srun --mpi=pmix -n 4 " + train_cmd() + " --epochs 1 --max-steps 3 --dump-params " + out + "/params.%r");
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.err.find("world_size=4 backend=mpi"), std::string::npos) << r.err;
   const std::string p0 = read_file(out + "/params.0");
@@ -96,23 +96,25 @@ TEST_F(SlurmCluster, SbatchScriptRunsSrunAsOneJob) {
 TEST_F(SlurmCluster, ScancelStopsEveryTask) {
   const std::string d = make_temp_dir("slurm_scancel");
   // Each task records its pid, then trains far longer than the test waits.
-  write_file(d + "/task.sh", "#!/bin/sh\necho $$ > " + d + "/pid.$SLURM_PROCID\nexec " + train_cmd() +
-                                 " --epochs 100\n");
+  write_file(d + "/task.sh",
+             "#!/bin/sh\necho $$ > " + d + "/pid.$SLURM_PROCID\nexec " + train_cmd() + " --epochs 100\n");
   write_file(d + "/job.sh", "#!/bin/sh\nsrun --mpi=pmix -n 2 sh " + d + "/task.sh\n");
   RunResult sub = slurm("sbatch --parsable -n 2 -o " + d + "/out.txt " + d + "/job.sh");
   ASSERT_EQ(sub.status, 0) << sub.out << sub.err;
   const std::string job = sub.out.substr(0, sub.out.find_first_of("\n;"));
-  RunResult wait = run("for i in $(seq 600); do [ -s " + d + "/pid.0 ] && [ -s " + d +
-                       "/pid.1 ] && exit 0; sleep 0.1; done; exit 1", 90);
+  RunResult wait =
+      run("for i in $(seq 600); do [ -s " + d + "/pid.0 ] && [ -s " + d + "/pid.1 ] && exit 0; sleep 0.1; done; exit 1",
+          90);
   ASSERT_EQ(wait.status, 0) << "tasks did not start: " << read_file(d + "/out.txt")
                             << slurm("squeue -a -o '%i %T %r'; sinfo -N -o '%N %T %E'").out;
   const int pid0 = std::stoi(read_file(d + "/pid.0")), pid1 = std::stoi(read_file(d + "/pid.1"));
   EXPECT_TRUE(alive(pid0) && alive(pid1));
   RunResult cancel = slurm("scancel " + job);
   ASSERT_EQ(cancel.status, 0) << cancel.err;
-  RunResult gone = slurm("for i in $(seq 600); do squeue -h -j " + job + " 2>/dev/null | grep -q . || " +
-                         "{ kill -0 " + std::to_string(pid0) + " 2>/dev/null || kill -0 " + std::to_string(pid1) +
-                         " 2>/dev/null || exit 0; }; sleep 0.1; done; exit 1", 90);
+  RunResult gone = slurm("for i in $(seq 600); do squeue -h -j " + job + " 2>/dev/null | grep -q . || " + "{ kill -0 " +
+                             std::to_string(pid0) + " 2>/dev/null || kill -0 " + std::to_string(pid1) +
+                             " 2>/dev/null || exit 0; }; sleep 0.1; done; exit 1",
+                         90);
   EXPECT_EQ(gone.status, 0) << "job " << job << " or its tasks still there";
   EXPECT_FALSE(alive(pid0));
   EXPECT_FALSE(alive(pid1));

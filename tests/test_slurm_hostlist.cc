@@ -83,8 +83,7 @@ TEST(SlurmHostlist, PaddingIsTheWidthOfTheLowerBound) {
 
 TEST(SlurmHostlist, SeveralGroupsAndSuffixes) {
   EXPECT_EQ(expand_slurm_hostlist("n[001-003]x,gpu"), (Names{"n001x", "n002x", "n003x", "gpu"}));
-  EXPECT_EQ(expand_slurm_hostlist("rack[1-2]-n[01-02]"),
-            (Names{"rack1-n01", "rack1-n02", "rack2-n01", "rack2-n02"}));
+  EXPECT_EQ(expand_slurm_hostlist("rack[1-2]-n[01-02]"), (Names{"rack1-n01", "rack1-n02", "rack2-n01", "rack2-n02"}));
   EXPECT_EQ(expand_slurm_hostlist("r[1,3]c[1-2]n[9-10].ib"),
             (Names{"r1c1n9.ib", "r1c1n10.ib", "r1c2n9.ib", "r1c2n10.ib", "r3c1n9.ib", "r3c1n10.ib", "r3c2n9.ib",
                    "r3c2n10.ib"}));
@@ -97,8 +96,9 @@ TEST(SlurmHostlist, CapsTheExpansion) {
   EXPECT_EQ(expand_slurm_hostlist("n[1-65536]").back(), "n65536");
   EXPECT_EQ(hostlist_error("n[1-65537]"),
             "SLURM_JOB_NODELIST='n[1-65537]': range '1-65537' at character 3 expands to more than 65536 hosts");
-  EXPECT_EQ(hostlist_error("a[1-256]b[1-257]"),
-            "SLURM_JOB_NODELIST='a[1-256]b[1-257]': 'a[1-256]b[1-257]' at character 1 expands to more than 65536 hosts");
+  EXPECT_EQ(
+      hostlist_error("a[1-256]b[1-257]"),
+      "SLURM_JOB_NODELIST='a[1-256]b[1-257]': 'a[1-256]b[1-257]' at character 1 expands to more than 65536 hosts");
   EXPECT_EQ(hostlist_error("a[1-40000],b[1-40000]"),
             "SLURM_JOB_NODELIST='a[1-40000],b[1-40000]': expands to more than 65536 hosts");
   EXPECT_EQ(hostlist_error("n[0-999999999999999999]"),
@@ -109,9 +109,9 @@ TEST(SlurmHostlist, CapsTheExpansion) {
             "number of more than 18 digits");
   const std::string long_name(253, 'a');
   EXPECT_EQ(expand_slurm_hostlist(long_name + "[10-99]").size(), 90u);  // 255 characters each
-  EXPECT_EQ(hostlist_error(long_name + "[100-101]"),
-            "SLURM_JOB_NODELIST='" + std::string(200, 'a') + "...': host names from '" + long_name +
-                "[100-101]' at character 1 are longer than 255 characters");
+  EXPECT_EQ(hostlist_error(long_name + "[100-101]"), "SLURM_JOB_NODELIST='" + std::string(200, 'a') +
+                                                         "...': host names from '" + long_name +
+                                                         "[100-101]' at character 1 are longer than 255 characters");
 }
 
 TEST(SlurmHostlist, RefusesBadListsWithExactMessages) {
@@ -146,9 +146,11 @@ TEST(SlurmHostlist, RefusesBadListsWithExactMessages) {
   };
   for (const auto& c : cases)
     EXPECT_EQ(hostlist_error(c.text), std::string("SLURM_JOB_NODELIST='") + c.text + "': " + c.why) << c.text;
-  EXPECT_EQ(hostlist_error("a\nb"), "SLURM_JOB_NODELIST='a\\x0ab': character '\\x0a' at character 2 is not allowed in a "
-                                    "host name (letters, digits, '-', '_', '.')");
-  EXPECT_EQ(tasks_error("1\t"), "SLURM_TASKS_PER_NODE='1\\x09': '1\\x09' at character 1 is not COUNT or COUNT(xREPEAT)");
+  EXPECT_EQ(hostlist_error("a\nb"),
+            "SLURM_JOB_NODELIST='a\\x0ab': character '\\x0a' at character 2 is not allowed in a "
+            "host name (letters, digits, '-', '_', '.')");
+  EXPECT_EQ(tasks_error("1\t"),
+            "SLURM_TASKS_PER_NODE='1\\x09': '1\\x09' at character 1 is not COUNT or COUNT(xREPEAT)");
 }
 
 TEST(SlurmTasksPerNode, Forms) {
@@ -210,14 +212,17 @@ TEST(SlurmAllocation, ReadsHostsSlotsAndTasks) {
 TEST(SlurmAllocation, RefusesInconsistentEnvironments) {
   EXPECT_EQ(allocation_error(allocation("hpc[01-04]", "2(x3)")),
             "SLURM_TASKS_PER_NODE='2(x3)' lists 3 nodes but SLURM_JOB_NODELIST='hpc[01-04]' has 4");
-  EXPECT_EQ(allocation_error(allocation("a", "1,1")), "SLURM_TASKS_PER_NODE='1,1' lists 2 nodes but SLURM_JOB_NODELIST='a' has 1");
-  EXPECT_EQ(allocation_error(allocation("n[1-2],n2", "1(x3)")), "SLURM_JOB_NODELIST='n[1-2],n2': host 'n2' is listed twice");
+  EXPECT_EQ(allocation_error(allocation("a", "1,1")),
+            "SLURM_TASKS_PER_NODE='1,1' lists 2 nodes but SLURM_JOB_NODELIST='a' has 1");
+  EXPECT_EQ(allocation_error(allocation("n[1-2],n2", "1(x3)")),
+            "SLURM_JOB_NODELIST='n[1-2],n2': host 'n2' is listed twice");
   EXPECT_EQ(allocation_error(allocation("n[1-2]", "65536,1")),
             "SLURM_TASKS_PER_NODE='65536,1': 65537 tasks in all, more than launch supports (65536)");
   EXPECT_EQ(allocation_error({{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NODELIST", "a"}}),
             "SLURM_JOB_NODELIST is set but SLURM_TASKS_PER_NODE is not: cannot tell how many tasks each node holds "
             "(pass -H or --hostfile)");
-  EXPECT_EQ(allocation_error(allocation("a[", "1")), "SLURM_JOB_NODELIST='a[': unbalanced '[' at character 2 (no ']' after it)");
+  EXPECT_EQ(allocation_error(allocation("a[", "1")),
+            "SLURM_JOB_NODELIST='a[': unbalanced '[' at character 2 (no ']' after it)");
   EXPECT_EQ(allocation_error(allocation("a", "0")), "SLURM_TASKS_PER_NODE='0': a count of 0 tasks at character 1");
   EnvMap env = allocation("a[1-2]", "2(x2)");
   env["SLURM_NTASKS"] = "5";
@@ -247,15 +252,16 @@ TEST(LaunchHostChoiceOptions, AllocationGivesHostsSlotsAndNp) {
   EXPECT_EQ(c.hosts[1].slots, 2);
   EXPECT_EQ(c.described(), "the Slurm allocation 1234 (hpc[01-02]: 2(x2))");
   env["SLURM_NTASKS"] = "3";
-  EXPECT_EQ(choose_hosts(opts({"--gloo", "x"}), env).np, 3);       // SLURM_NTASKS
+  EXPECT_EQ(choose_hosts(opts({"--gloo", "x"}), env).np, 3);              // SLURM_NTASKS
   EXPECT_EQ(choose_hosts(opts({"-np", "2", "--gloo", "x"}), env).np, 2);  // -np wins
   EXPECT_EQ(choose_hosts(opts({"-np", "4", "--gloo", "x"}), env).np, 4);  // up to the slots
   EXPECT_EQ(choice_error({"-np", "8", "--gloo", "x"}, allocation("hpc[01-02]", "2(x2)")),
             "-np 8 but the Slurm allocation 1234 holds 4 tasks (hpc[01-02]: 2(x2))");
   EXPECT_EQ(choice_error({"-np", "2", "--gloo", "x"}, allocation("hpc01", "1")),
             "-np 2 but the Slurm allocation 1234 holds 1 task (hpc01: 1)");
-  EXPECT_EQ(choice_error({"--gloo", "x"}, allocation("hpc[01-02]", "2(x3)")),
-            "in a Slurm allocation: SLURM_TASKS_PER_NODE='2(x3)' lists 3 nodes but SLURM_JOB_NODELIST='hpc[01-02]' has 2");
+  EXPECT_EQ(
+      choice_error({"--gloo", "x"}, allocation("hpc[01-02]", "2(x3)")),
+      "in a Slurm allocation: SLURM_TASKS_PER_NODE='2(x3)' lists 3 nodes but SLURM_JOB_NODELIST='hpc[01-02]' has 2");
 }
 
 TEST(LaunchHostChoiceOptions, FlagsWinAndNpIsRequiredOutsideAnAllocation) {

@@ -137,11 +137,11 @@ TEST_F(SlurmLaunchSteps, SallocLaunchRunsEachRankAsAJobStep) {
   const std::string d = make_temp_dir("slurm_steps_salloc");
   const std::string wrap = write_wrapper(d, "rank.sh", true, "");
   const std::string args = " --epochs 1 --max-steps 5 --seed 3";
-  RunResult r = slurm("cd " + d + " && { salloc -n 2 " + launch_bin() + " --gloo " + wrap + args +
-                      " --dump-params " + d + "/params.%r > " + d + "/out 2> " + d + "/err & S=$!; }; " +
-                      "for i in $(seq 900); do [ -s " + d + "/pid.0 ] && [ -s " + d + "/pid.1 ] && break; sleep 0.1; done; " +
-                      "squeue -h -s -j \"$(cat " + d + "/job)\" -o '%i %j' > " + d + "/steps; touch " + d + "/go; " +
-                      "wait $S; echo $? > " + d + "/rc");
+  RunResult r =
+      slurm("cd " + d + " && { salloc -n 2 " + launch_bin() + " --gloo " + wrap + args + " --dump-params " + d +
+            "/params.%r > " + d + "/out 2> " + d + "/err & S=$!; }; " + "for i in $(seq 900); do [ -s " + d +
+            "/pid.0 ] && [ -s " + d + "/pid.1 ] && break; sleep 0.1; done; " + "squeue -h -s -j \"$(cat " + d +
+            "/job)\" -o '%i %j' > " + d + "/steps; touch " + d + "/go; " + "wait $S; echo $? > " + d + "/rc");
   const std::string out = read_file(d + "/out"), err = read_file(d + "/err");
   ASSERT_EQ(trimmed(read_file(d + "/rc")), "0") << r.out << r.err << out << err;
   const std::string job = trimmed(read_file(d + "/job"));
@@ -171,10 +171,9 @@ void scancel_and_expect_gone(const std::string& job, const std::vector<int>& pid
   ASSERT_EQ(cancel.status, 0) << cancel.err;
   std::string any_alive;
   for (int p : pids) any_alive += " || kill -0 " + std::to_string(p) + " 2>/dev/null";
-  RunResult gone = slurm_run("for i in $(seq 600); do squeue -h -j " + job +
-                                                  " 2>/dev/null | grep -q . || { false" + any_alive +
-                                                  " || exit 0; }; sleep 0.1; done; exit 1",
-                                                  90);
+  RunResult gone = slurm_run("for i in $(seq 600); do squeue -h -j " + job + " 2>/dev/null | grep -q . || { false" +
+                                 any_alive + " || exit 0; }; sleep 0.1; done; exit 1",
+                             90);
   EXPECT_EQ(gone.status, 0) << "job " << job << " or its processes still there";
   for (int p : pids) EXPECT_FALSE(alive(p)) << "pid " << p << " (" << cmdline(p) << ") outlived scancel";
 }
@@ -204,7 +203,8 @@ std::string readme_job_dir(const std::string& tag, bool long_run) {
 
 TEST_F(SlurmLaunchSteps, ReadmeSbatchScriptTrainsThroughJobSteps) {
   const std::string script = readme_sbatch_script();
-  ASSERT_NE(script.find("#SBATCH"), std::string::npos) << "README.md has no sbatch script under '## On a Slurm cluster'";
+  ASSERT_NE(script.find("#SBATCH"), std::string::npos)
+      << "README.md has no sbatch script under '## On a Slurm cluster'";
   ASSERT_NE(script.find("./launch --gloo ./train"), std::string::npos) << script;
   const std::string d = readme_job_dir("slurm_steps_readme", false);
   // -n 2 and -o on the command line win over the script's #SBATCH lines (2 cores here).
@@ -258,10 +258,11 @@ TEST_F(SlurmLaunchSteps, ScancelStopsTheLauncherAndEveryRank) {
 TEST_F(SlurmLaunchSteps, ScancelOfAnSallocJobStopsTheLauncherAndEveryRank) {
   const std::string d = make_temp_dir("slurm_steps_salloc_scancel");
   const std::string wrap = write_wrapper(d, "rank.sh", false, "--epochs 100");
-  RunResult bg = slurm("cd " + d + " && { salloc -n 2 sh -c 'echo $$ > " + d + "/launcher.pid; exec " +
-                       launch_bin() + " --gloo " + wrap + "' > " + d + "/out 2> " + d + "/err < /dev/null & } ; " +
-                       "for i in $(seq 1200); do [ \"$(grep -c '^\\[[01]\\]<stdout>:Train Epoch: 1 \\[640/' " + d +
-                       "/out 2>/dev/null)\" = 2 ] && exit 0; sleep 0.1; done; exit 1", 150);
+  RunResult bg = slurm("cd " + d + " && { salloc -n 2 sh -c 'echo $$ > " + d + "/launcher.pid; exec " + launch_bin() +
+                           " --gloo " + wrap + "' > " + d + "/out 2> " + d + "/err < /dev/null & } ; " +
+                           "for i in $(seq 1200); do [ \"$(grep -c '^\\[[01]\\]<stdout>:Train Epoch: 1 \\[640/' " + d +
+                           "/out 2>/dev/null)\" = 2 ] && exit 0; sleep 0.1; done; exit 1",
+                       150);
   ASSERT_EQ(bg.status, 0) << "ranks did not train: " << read_file(d + "/out") << read_file(d + "/err");
   const std::string job = trimmed(read_file(d + "/job"));
   expect_ranks_in_steps(d, job, 2);
@@ -278,10 +279,11 @@ TEST_F(SlurmLaunchSteps, SilentAgentInAStepIsNamedAndItsRankKilled) {
   const std::string d = make_temp_dir("slurm_steps_silent");
   const std::string wrap = write_wrapper(d, "rank.sh", false, "--epochs 100");
   RunResult bg = slurm("cd " + d + " && { salloc -n 2 sh -c 'echo $$ > " + d + "/launcher.pid; exec " + launch_bin() +
-                       " --gloo --heartbeat-timeout 3 " + wrap + "' > " + d + "/out 2> " + d + "/err < /dev/null; " +
-                       "echo $? > " + d + "/rc; } & " +
-                       "for i in $(seq 1200); do [ \"$(grep -c '^\\[[01]\\]<stdout>:Train Epoch: 1 \\[640/' " + d +
-                       "/out 2>/dev/null)\" = 2 ] && exit 0; sleep 0.1; done; exit 1", 150);
+                           " --gloo --heartbeat-timeout 3 " + wrap + "' > " + d + "/out 2> " + d +
+                           "/err < /dev/null; " + "echo $? > " + d + "/rc; } & " +
+                           "for i in $(seq 1200); do [ \"$(grep -c '^\\[[01]\\]<stdout>:Train Epoch: 1 \\[640/' " + d +
+                           "/out 2>/dev/null)\" = 2 ] && exit 0; sleep 0.1; done; exit 1",
+                       150);
   ASSERT_EQ(bg.status, 0) << "ranks did not train: " << read_file(d + "/out") << read_file(d + "/err");
   expect_ranks_in_steps(d, trimmed(read_file(d + "/job")), 2);
   const int launcher = std::stoi(read_file(d + "/launcher.pid")), rank1 = std::stoi(read_file(d + "/pid.1"));
@@ -326,9 +328,10 @@ TEST(SrunStepsPlan, DryRunShowsEachRankAsAJobStep) {
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("hosts and slots from the Slurm allocation 77 (localhost: 2)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("localhost  0/2    0/1    srun"), std::string::npos) << r.out;
-  const std::string srun = d + "/srun --nodes=1 --ntasks=1 --ntasks-per-node=1 --nodelist=localhost --overlap "
-                               "--kill-on-bad-exit=1 --unbuffered --quiet --export=ALL --chdir=" + d +
-                           " --job-name=rank0 " + launch_bin() + " --agent";
+  const std::string srun = d +
+                           "/srun --nodes=1 --ntasks=1 --ntasks-per-node=1 --nodelist=localhost --overlap "
+                           "--kill-on-bad-exit=1 --unbuffered --quiet --export=ALL --chdir=" +
+                           d + " --job-name=rank0 " + launch_bin() + " --agent";
   EXPECT_NE(r.out.find(srun), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("then the agent runs: " + train_bin() + " --epochs 1"), std::string::npos) << r.out;
 }

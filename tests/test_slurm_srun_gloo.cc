@@ -54,8 +54,11 @@ std::string write_task_script(const std::string& d) {
              "#!/bin/bash\n"
              "case \" $AS_NOBODY \" in *\" $SLURM_PROCID \"*) set -- setpriv --reuid=65534 --regid=65534 "
              "--clear-groups \"$@\" ;; esac\n"
-             "\"$@\" & pid=$!\necho $pid > " + d + "/pid.$SLURM_PROCID\nwait $pid; rc=$?\n"
-             "echo $rc > " + d + "/rc.$SLURM_PROCID\nexit $rc\n");
+             "\"$@\" & pid=$!\necho $pid > " +
+                 d +
+                 "/pid.$SLURM_PROCID\nwait $pid; rc=$?\n"
+                 "echo $rc > " +
+                 d + "/rc.$SLURM_PROCID\nexit $rc\n");
   return "bash " + d + "/task.sh ";
 }
 
@@ -90,13 +93,15 @@ TEST_F(SlurmSrunGloo, FourTasksTrainAsOneJobBitEqualToLaunch) {
 TEST_F(SlurmSrunGloo, CredentialOfAnotherUidIsRefusedAndEveryTaskFails) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to run one task as nobody (setpriv)";
   const std::string d = make_temp_dir("srun_gloo_uid");
-  RunResult r = srun(d, 2, "AS_NOBODY=1", write_task_script(d) + train_cmd() + " --epochs 1 --max-steps 1 --start-timeout 5");
+  RunResult r =
+      srun(d, 2, "AS_NOBODY=1", write_task_script(d) + train_cmd() + " --epochs 1 --max-steps 1 --start-timeout 5");
   EXPECT_NE(r.status, 0);
   const std::string err1 = read_file(d + "/err.1"), err0 = read_file(d + "/err.0");
   EXPECT_EQ(line_count(err1), 1) << err1;
   EXPECT_NE(err1.find("train: error: rank 1"), std::string::npos) << err1;
   EXPECT_NE(err1.find("refused this rank's MUNGE credential: MUNGE credential from client 127.0.0.1:"),
-            std::string::npos) << err1;
+            std::string::npos)
+      << err1;
   EXPECT_NE(err1.find("belongs to uid 65534, not this job's uid 0"), std::string::npos) << err1;
   EXPECT_NE(err0.find("rank 0's rendezvous store refused client 127.0.0.1:"), std::string::npos) << err0;
   EXPECT_NE(err0.find("rank 1 never registered"), std::string::npos) << err0;
@@ -110,14 +115,17 @@ TEST_F(SlurmSrunGloo, CredentialOfAnotherUidIsRefusedAndEveryTaskFails) {
 // BARESGD_TEST_MUNGE=expired: task 1's credential lives 1 s and is sent after 2 s.
 TEST_F(SlurmSrunGloo, ExpiredCredentialIsRefusedAndEveryTaskFails) {
   const std::string d = make_temp_dir("srun_gloo_expired");
-  write_file(d + "/expire1.sh", "#!/bin/bash\n[ \"$SLURM_PROCID\" = 1 ] && export BARESGD_TEST_MUNGE=expired\nexec \"$@\"\n");
-  RunResult r = srun(d, 2, "", write_task_script(d) + "bash " + d + "/expire1.sh " + train_cmd() +
-                                   " --epochs 1 --max-steps 1 --start-timeout 6");
+  write_file(d + "/expire1.sh",
+             "#!/bin/bash\n[ \"$SLURM_PROCID\" = 1 ] && export BARESGD_TEST_MUNGE=expired\nexec \"$@\"\n");
+  RunResult r = srun(d, 2, "",
+                     write_task_script(d) + "bash " + d + "/expire1.sh " + train_cmd() +
+                         " --epochs 1 --max-steps 1 --start-timeout 6");
   EXPECT_NE(r.status, 0);
   const std::string err1 = read_file(d + "/err.1");
   EXPECT_EQ(line_count(err1), 1) << err1;
   EXPECT_NE(err1.find("refused this rank's MUNGE credential: MUNGE credential from client 127.0.0.1:"),
-            std::string::npos) << err1;
+            std::string::npos)
+      << err1;
   EXPECT_NE(err1.find("is expired"), std::string::npos) << err1;
   EXPECT_EQ(trimmed(read_file(d + "/rc.0")), "1");
   EXPECT_EQ(trimmed(read_file(d + "/rc.1")), "1");
@@ -133,9 +141,11 @@ std::string write_listener_script(const std::string& d) {
              "python3 -c 'import socket,sys,time\n"
              "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
              "s.bind((\"127.0.0.1\", int(sys.argv[1]))); s.listen(16); open(sys.argv[2], \"w\").write(\"ready\")\n"
-             "time.sleep(40)' $port " + d + "/listener.ready </dev/null >/dev/null 2>&1 & echo $! > " + d +
-             "/listener.pid\n"
-             "for i in $(seq 100); do [ -s " + d + "/listener.ready ] && break; sleep 0.05; done\n");
+             "time.sleep(40)' $port " +
+                 d + "/listener.ready </dev/null >/dev/null 2>&1 & echo $! > " + d +
+                 "/listener.pid\n"
+                 "for i in $(seq 100); do [ -s " +
+                 d + "/listener.ready ] && break; sleep 0.05; done\n");
   return d + "/listen.sh";
 }
 
@@ -144,8 +154,8 @@ std::string write_listener_script(const std::string& d) {
 TEST_F(SlurmSrunGloo, SilentListenerInRankZerosPlaceIsNamedWithinTheTimeout) {
   const std::string d = make_temp_dir("srun_gloo_silent");
   const std::string listen = write_listener_script(d);
-  write_file(d + "/rank0_silent.sh", "#!/bin/bash\nif [ \"$SLURM_PROCID\" = 0 ]; then . " + listen +
-                                         "; wait; exit 0; fi\nexec \"$@\"\n");
+  write_file(d + "/rank0_silent.sh",
+             "#!/bin/bash\nif [ \"$SLURM_PROCID\" = 0 ]; then . " + listen + "; wait; exit 0; fi\nexec \"$@\"\n");
   RunResult r = slurm("srun -K -n 2 -e " + d + "/err.%t " + write_task_script(d) + "bash " + d + "/rank0_silent.sh " +
                           train_cmd() + " --epochs 1 --max-steps 1 --start-timeout 4",
                       120);
@@ -154,12 +164,15 @@ TEST_F(SlurmSrunGloo, SilentListenerInRankZerosPlaceIsNamedWithinTheTimeout) {
   EXPECT_EQ(line_count(err1), 1) << err1;
   EXPECT_NE(err1.find("rank 0's rendezvous store on node localhost (127.0.0.1) did not complete the MUNGE handshake "
                       "within 4000 ms on any port of this job step: localhost:"),
-            std::string::npos) << err1;
+            std::string::npos)
+      << err1;
   EXPECT_NE(err1.find(" (connected, but no greeting), localhost:"), std::string::npos) << err1;
   EXPECT_NE(err1.find("(Connection refused)"), std::string::npos) << err1;
   EXPECT_EQ(trimmed(read_file(d + "/rc.1")), "1");
-  RunResult gone = run("for i in $(seq 100); do kill -0 $(cat " + d + "/listener.pid) 2>/dev/null || exit 0; sleep 0.1; "
-                       "done; exit 1", 30);
+  RunResult gone = run("for i in $(seq 100); do kill -0 $(cat " + d +
+                           "/listener.pid) 2>/dev/null || exit 0; sleep 0.1; "
+                           "done; exit 1",
+                       30);
   EXPECT_EQ(gone.status, 0) << "the listener outlived the step";
   run("rm -rf " + d);
 }
@@ -170,8 +183,9 @@ TEST_F(SlurmSrunGloo, SilentListenerOnTheFirstPortIsPassedOver) {
   const std::string d = make_temp_dir("srun_gloo_squatter");
   const std::string listen = write_listener_script(d);
   write_file(d + "/rank0_squat.sh", "#!/bin/bash\n[ \"$SLURM_PROCID\" = 0 ] && . " + listen + "\n\"$@\"\n");
-  RunResult r = srun(d, 2, "", write_task_script(d) + "bash " + d + "/rank0_squat.sh " + train_cmd() +
-                                   " --epochs 1 --max-steps 2 --dump-params " + d + "/p.%r");
+  RunResult r = srun(d, 2, "",
+                     write_task_script(d) + "bash " + d + "/rank0_squat.sh " + train_cmd() +
+                         " --epochs 1 --max-steps 2 --dump-params " + d + "/p.%r");
   ASSERT_EQ(r.status, 0) << r.out << r.err << read_file(d + "/err.0") << read_file(d + "/err.1");
   EXPECT_EQ(read_file(d + "/listener.ready"), "ready");
   EXPECT_EQ(read_file(d + "/p.0").size(), 21840u * 4);
@@ -238,8 +252,8 @@ class RogueStore {
 };
 
 std::string client_error(const RogueStore& rogue, const std::string& step) {
-  MungeStoreTarget t{"localhost", "127.0.0.1", {rogue.port()}, step,
-                     SlurmClusterFixture::dir() + "/munge/munge.socket.2"};
+  MungeStoreTarget t{
+      "localhost", "127.0.0.1", {rogue.port()}, step, SlurmClusterFixture::dir() + "/munge/munge.socket.2"};
   std::string where;
   try {
     ::close(munge_store_connect(t, std::chrono::milliseconds(3000), &where));
@@ -257,9 +271,10 @@ TEST_F(SlurmSrunGloo, RogueStoreReflectingTheClientsCredentialIsRefused) {
   const std::string msg = client_error(rogue, munge_step_payload("5", "0"));
   EXPECT_GE(rogue.answered(), 1);
   EXPECT_NE(msg.find("did not complete the MUNGE handshake within 3000 ms on any port of this job step: localhost:" +
-                     std::to_string(rogue.port()) + " (MUNGE credential from store server localhost:" +
-                     std::to_string(rogue.port())),
-            std::string::npos) << msg;
+                     std::to_string(rogue.port()) +
+                     " (MUNGE credential from store server localhost:" + std::to_string(rogue.port())),
+            std::string::npos)
+      << msg;
   EXPECT_NE(msg.find(" client-hello server-nonce=" + std::string(64, 'a')), std::string::npos) << msg;
   EXPECT_NE(msg.find(", not this job step (baresgd-store job=5 step=0 server-reply client-nonce="), std::string::npos)
       << msg;
@@ -276,7 +291,8 @@ TEST_F(SlurmSrunGloo, RogueStoreAnsweringWithAnotherConnectionsCredentialIsRefus
   EXPECT_GE(rogue.answered(), 1);
   EXPECT_NE(msg.find("is for baresgd-store job=5 step=0 server-reply client-nonce=" + std::string(64, 'b') +
                      ", not this job step"),
-            std::string::npos) << msg;
+            std::string::npos)
+      << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
 }
 

@@ -48,8 +48,7 @@ TEST(Sha256, NistVectors) {
   EXPECT_EQ(hex(sha256("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_EQ(hex(sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  EXPECT_EQ(hex(sha256(std::string(1000000, 'a'))),
-            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  EXPECT_EQ(hex(sha256(std::string(1000000, 'a'))), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 TEST(Sha256, PaddingBoundaries) {
@@ -62,8 +61,7 @@ TEST(Sha256, PaddingBoundaries) {
   }
   EXPECT_EQ(seen.size(), 9u);
   // 64 bytes of "a": a known value (python3 hashlib).
-  EXPECT_EQ(hex(sha256(std::string(64, 'a'))),
-            "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+  EXPECT_EQ(hex(sha256(std::string(64, 'a'))), "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
 }
 
 TEST(HmacSha256, Rfc4231) {
@@ -77,12 +75,10 @@ TEST(HmacSha256, Rfc4231) {
   EXPECT_EQ(hex(hmac_sha256(std::string(20, '\xaa'), std::string(50, '\xdd'))),
             "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe");
   // Test case 4
-  EXPECT_EQ(hex(hmac_sha256(from_hex("0102030405060708090a0b0c0d0e0f10111213141516171819"),
-                            std::string(50, '\xcd'))),
+  EXPECT_EQ(hex(hmac_sha256(from_hex("0102030405060708090a0b0c0d0e0f10111213141516171819"), std::string(50, '\xcd'))),
             "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b");
   // Test case 6: key longer than the block
-  EXPECT_EQ(hex(hmac_sha256(std::string(131, '\xaa'),
-                            "Test Using Larger Than Block-Size Key - Hash Key First")),
+  EXPECT_EQ(hex(hmac_sha256(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First")),
             "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
   // Test case 7: key and data longer than the block
   EXPECT_EQ(hex(hmac_sha256(std::string(131, '\xaa'),
@@ -147,10 +143,10 @@ TEST(StoreProtocol, RejectsMalformedRequests) {
   EXPECT_TRUE(bad(""));
   EXPECT_TRUE(bad("G"));
   EXPECT_TRUE(bad(std::string("G\0\0\0", 4)));
-  EXPECT_TRUE(bad("Zxxxxxxx"));                                   // unknown op
-  EXPECT_TRUE(bad(encode_get_request("key") + "x"));              // trailing bytes
-  EXPECT_TRUE(bad(encode_add_request("key", 1) + "x"));           // trailing bytes
-  EXPECT_TRUE(bad(encode_add_request("key", 1).substr(0, 10)));   // short delta
+  EXPECT_TRUE(bad("Zxxxxxxx"));                                  // unknown op
+  EXPECT_TRUE(bad(encode_get_request("key") + "x"));             // trailing bytes
+  EXPECT_TRUE(bad(encode_add_request("key", 1) + "x"));          // trailing bytes
+  EXPECT_TRUE(bad(encode_add_request("key", 1).substr(0, 10)));  // short delta
   std::string past = encode_get_request("key");
   past[4] = 9;  // keylen 9 > 3 bytes present
   EXPECT_TRUE(bad(past));
@@ -169,8 +165,8 @@ TEST(StoreProtocol, DecimalCounters) {
   EXPECT_EQ(v, INT64_MAX);
   EXPECT_TRUE(parse_decimal_i64("-9223372036854775808", &v));
   EXPECT_EQ(v, INT64_MIN);
-  for (const char* s : {"", "-", "+1", " 1", "1 ", "01", "-0", "1a", "9223372036854775808",
-                        "-9223372036854775809", "99999999999999999999"})
+  for (const char* s : {"", "-", "+1", " 1", "1 ", "01", "-0", "1a", "9223372036854775808", "-9223372036854775809",
+                        "99999999999999999999"})
     EXPECT_FALSE(parse_decimal_i64(s, &v)) << s;
 }
 
@@ -246,12 +242,10 @@ class RawConn {
     char buf[4096];
     while (Clock::now() < deadline) {
       pollfd p{fd_, POLLIN, 0};
-      int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())
-                         .count());
+      int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
       if (::poll(&p, 1, std::max(left, 1)) <= 0) continue;
       ssize_t r = ::recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
-      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-        return true;
+      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return true;
     }
     return false;
   }
@@ -401,8 +395,7 @@ TEST_F(StoreServerTest, EightConcurrentClients) {
         }
         // Every rank waits for every other rank's last key (a barrier through the store).
         for (int o = 0; o < kClients; ++o) {
-          const std::string v = c->wait_get("rank" + std::to_string(o) + "/" +
-                                                std::to_string(kRounds - 1), 5000ms);
+          const std::string v = c->wait_get("rank" + std::to_string(o) + "/" + std::to_string(kRounds - 1), 5000ms);
           if (v != std::to_string(o * (kRounds - 1))) errors[r] = "bad value " + v;
         }
       } catch (const std::exception& e) {
@@ -571,7 +564,10 @@ TEST_F(StoreServerTest, SilentAndHalfOpenHandshakesDoNotBlockOthers) {
   RawConn silent(server_->port());
   // Sends half of the MAC frame and stops.
   RawConn partial(server_->port());
-  partial.send_bytes(std::string("\x00\x00\x00\x20" "0123456789", 14));
+  partial.send_bytes(
+      std::string("\x00\x00\x00\x20"
+                  "0123456789",
+                  14));
   // Half-closes its sending side after a partial length prefix.
   RawConn half(server_->port());
   half.send_bytes(std::string("\x00\x00", 2));
@@ -666,8 +662,7 @@ TEST(StoreServerLimits, ConnectionCapEvictsUnauthenticatedFirst) {
   EXPECT_TRUE(squatters[0]->closed_by_peer(2000ms));
   // Fill all slots with authenticated clients: a newcomer is then refused (not an old rank).
   std::vector<std::unique_ptr<StoreClient>> ranks;
-  for (int i = 0; i < 3; ++i)
-    ranks.push_back(std::make_unique<StoreClient>(address(server), secret, 3000ms));
+  for (int i = 0; i < 3; ++i) ranks.push_back(std::make_unique<StoreClient>(address(server), secret, 3000ms));
   const auto t0 = Clock::now();
   EXPECT_THROW(StoreClient(address(server), secret, 300ms), std::runtime_error);
   EXPECT_LT(Clock::now() - t0, 3s);
@@ -732,8 +727,7 @@ TEST(StoreClientErrors, NotAStoreServer) {
     char buf[64];
     timeval tv{2, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    while (::recv(fd, buf, sizeof(buf), 0) > 0) {
-    }
+    while (::recv(fd, buf, sizeof(buf), 0) > 0) {}
     ::close(fd);
   });
   const std::string addr = "127.0.0.1:" + std::to_string(ntohs(sa.sin_port));
@@ -741,8 +735,7 @@ TEST(StoreClientErrors, NotAStoreServer) {
     StoreClient c(addr, random_secret_hex(), 2000ms);
     ADD_FAILURE() << "accepted a server that is not a store";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("not a baresgd rendezvous store"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("not a baresgd rendezvous store"), std::string::npos) << e.what();
   }
   fake.join();
   ::close(lfd);
@@ -793,16 +786,13 @@ TEST(StoreSession, ByteAtATimeAndPipelined) {
   std::string greeting(s.output_data(), s.output_size());
   s.on_output_written(s.output_size());
   EXPECT_EQ(greeting, encode_frame(std::string(kStoreGreeting) + nonce));
-  const std::string in = encode_frame(hmac_sha256(secret, nonce)) +
-                         encode_frame(encode_set_request("k", "v")) +
-                         encode_frame(encode_add_request("c", 5)) +
-                         encode_frame(encode_get_request("k"));
+  const std::string in = encode_frame(hmac_sha256(secret, nonce)) + encode_frame(encode_set_request("k", "v")) +
+                         encode_frame(encode_add_request("c", 5)) + encode_frame(encode_get_request("k"));
   for (char ch : in) s.on_input(&ch, 1);
   std::string expect_add;
   put_i64be(&expect_add, 5);
   EXPECT_EQ(std::string(s.output_data(), s.output_size()),
-            encode_frame("OK") + encode_frame("OK") + encode_frame(expect_add) +
-                encode_frame("Fv"));
+            encode_frame("OK") + encode_frame("OK") + encode_frame(expect_add) + encode_frame("Fv"));
   EXPECT_TRUE(s.authenticated());
   s.on_output_written(s.output_size());
   s.on_input_closed();
@@ -815,8 +805,7 @@ TEST(StoreSession, DeniedFlushesThenCloses) {
   const std::string nonce(kStoreNonceBytes, 'n');
   StoreSession s(&table, "right", nonce, StoreLimits());
   s.on_output_written(s.output_size());
-  const std::string in = encode_frame(hmac_sha256("wrong", nonce)) +
-                         encode_frame(encode_set_request("k", "v"));
+  const std::string in = encode_frame(hmac_sha256("wrong", nonce)) + encode_frame(encode_set_request("k", "v"));
   s.on_input(in.data(), in.size());
   EXPECT_FALSE(s.done());  // "DENIED" still to send
   EXPECT_EQ(std::string(s.output_data(), s.output_size()), encode_frame("DENIED"));

@@ -38,12 +38,12 @@ TEST(StoreMungeCheck, AdmitsOwnUidForThisStep) { EXPECT_EQ(check(good()), ""); }
 TEST(StoreMungeCheck, RefusesEachBadCredentialWithOneLineNamingIt) {
   DecodedCredential foreign = good();
   foreign.uid = 65534;
-  EXPECT_EQ(check(foreign), "MUNGE credential from client 127.0.0.1:5000 belongs to uid 65534, "
-                            "not this job's uid 1000");
+  EXPECT_EQ(check(foreign),
+            "MUNGE credential from client 127.0.0.1:5000 belongs to uid 65534, "
+            "not this job's uid 1000");
   DecodedCredential other_step = good();
   other_step.payload = munge_step_payload("42", "1");
-  EXPECT_NE(check(other_step).find("not this job step (baresgd-store job=42 step=0)"),
-            std::string::npos);
+  EXPECT_NE(check(other_step).find("not this job step (baresgd-store job=42 step=0)"), std::string::npos);
   DecodedCredential expired = good();
   expired.status = MungeStatus::kExpired;
   expired.status_text = "Expired credential";
@@ -101,7 +101,8 @@ TEST(SlurmStorePlan, BadListsAreOneLineNamingTheVariable) {
   const std::string counts = error("n[1-2]", "2", 2);
   EXPECT_NE(counts.find("SLURM_STEP_TASKS_PER_NODE='2' over SLURM_STEP_NODELIST='n[1-2]' is 2 tasks on 1 of 2 nodes, "
                         "not this step's 2 tasks"),
-            std::string::npos) << counts;
+            std::string::npos)
+      << counts;
   EXPECT_NE(error("n[1-2]", "2(x2)", 3).find("not this step's 3 tasks"), std::string::npos);
   EXPECT_NE(error("n[2-1]", "1(x2)", 2).find("SLURM_STEP_NODELIST='n[2-1]'"), std::string::npos);
   EXPECT_NE(error("", "1", 1).find("SLURM_STEP_NODELIST"), std::string::npos);
@@ -110,10 +111,14 @@ TEST(SlurmStorePlan, BadListsAreOneLineNamingTheVariable) {
 }
 
 TEST(SlurmStoreEnv, SrunTasksKeepTheirStepForTheStore) {
-  rank_env_checks::EnvMap env = {{"SLURM_PROCID", "1"},         {"SLURM_NTASKS", "2"},
-                                 {"SLURM_LOCALID", "1"},        {"SLURM_JOB_ID", "77"},
-                                 {"SLURM_STEP_ID", "4"},        {"SLURM_STEP_NODELIST", "localhost"},
-                                 {"SLURM_STEP_TASKS_PER_NODE", "2"}, {"BARESGD_MUNGE_SOCKET", "/x/munge.socket.2"}};
+  rank_env_checks::EnvMap env = {{"SLURM_PROCID", "1"},
+                                 {"SLURM_NTASKS", "2"},
+                                 {"SLURM_LOCALID", "1"},
+                                 {"SLURM_JOB_ID", "77"},
+                                 {"SLURM_STEP_ID", "4"},
+                                 {"SLURM_STEP_NODELIST", "localhost"},
+                                 {"SLURM_STEP_TASKS_PER_NODE", "2"},
+                                 {"BARESGD_MUNGE_SOCKET", "/x/munge.socket.2"}};
   RankInfo r = rank_env_checks::discover(env);
   EXPECT_EQ(r.slurm_job, "77");
   EXPECT_EQ(r.slurm_step, "4");
@@ -156,7 +161,8 @@ TEST(MungeStoreClient, SilentListenerAndClosedPortAreNamedWithinTheTimeout) {
   }
   EXPECT_NE(msg.find("rank 0's rendezvous store on node node0 (127.0.0.1) did not complete the MUNGE handshake "
                      "within 1500 ms"),
-            std::string::npos) << msg;
+            std::string::npos)
+      << msg;
   EXPECT_NE(msg.find("node0:" + std::to_string(silent_port) + " (connected, but no greeting)"), std::string::npos)
       << msg;
   EXPECT_NE(msg.find("node0:" + std::to_string(closed_port) + " (Connection refused)"), std::string::npos) << msg;

@@ -37,8 +37,8 @@ using minijson::Value;
 using testutil::read_file;
 using testutil::run;
 
-const std::vector<std::string> kForward = {"conv1+pool+relu", "conv2+dropout2d+pool+relu",
-                                           "fc1+relu+dropout", "fc2+log_softmax"};
+const std::vector<std::string> kForward = {"conv1+pool+relu", "conv2+dropout2d+pool+relu", "fc1+relu+dropout",
+                                           "fc2+log_softmax"};
 constexpr int kCommTid = 1000;
 
 bool exists(const std::string& p) { return ::access(p.c_str(), F_OK) == 0; }
@@ -90,8 +90,7 @@ std::map<std::pair<int, long long>, const Value*> allreduces(const std::vector<V
 // What every finished multi-rank timeline must hold; hosts[r] is rank r's host name. Training
 // steps first..last each hold their slices; no slice lies outside first..range_last (default last).
 void check_training_trace(const std::vector<Value>& ev, const std::vector<std::string>& hosts, int threads,
-                          long long first, long long last, const std::string& backend,
-                          long long range_last = -1) {
+                          long long first, long long last, const std::string& backend, long long range_last = -1) {
   if (range_last < 0) range_last = last;
   const int world = int(hosts.size());
   ASSERT_FALSE(ev.empty());
@@ -229,8 +228,8 @@ TEST(TimelineSteps, ParsesRangesStrictly) {
   EXPECT_TRUE(r.first == 7 && r.last == 7);
   ASSERT_TRUE(parse_step_range("0-0", &r));
   EXPECT_TRUE(StepRange{}.contains(0) && StepRange{}.contains(1LL << 40));
-  for (const char* bad : {"", "-", "5-", "-5", "20-5", "a", "1-2-3", " 5", "5 ", "+5", "5-+6", "1.5",
-                          "99999999999999999999", "0x10"})
+  for (const char* bad :
+       {"", "-", "5-", "-5", "20-5", "a", "1-2-3", " 5", "5 ", "+5", "5-+6", "1.5", "99999999999999999999", "0x10"})
     EXPECT_FALSE(parse_step_range(bad, &r)) << "'" << bad << "'";
 }
 
@@ -275,7 +274,7 @@ TEST(TimelineTrace, FormatsLinesAsJson) {
   append_trace_record(&out, r, c, &patch);
   out += trace_process_metadata(1, "h\"1") + trace_end(2);
   std::vector<Value> ev = events_of(out, "formatted lines");
-  ASSERT_EQ(ev.size(), 7u);  // allreduce, step slice, 's', 'f', process name + sort index, end
+  ASSERT_EQ(ev.size(), 7u);         // allreduce, step slice, 's', 'f', process name + sort index, end
   EXPECT_EQ(ev[0]["ts"].n(), 1.5);  // 3000 - 500 - 1000 ns
   EXPECT_EQ(ev[0]["dur"].n(), 2.5);
   EXPECT_EQ(ev[0]["args"]["wait_us"].n(), 0.25);
@@ -477,9 +476,8 @@ void check_flows(const std::vector<Value>& ev, int world, int min_pairs, const s
     bool bound = false;
     for (const Value& e : ev)
       if (e["ph"].s() == "X" && int(e["pid"].n()) == to && int(e["tid"].n()) == kCommTid &&
-          e["name"].s().rfind(alg + " ", 0) == 0 && int(e["args"]["recv_peer"].n()) == from &&
-          e.has("args") && e["args"].has("algo_step") && f["ts"].n() >= e["ts"].n() &&
-          f["ts"].n() <= e["ts"].n() + e["dur"].n())
+          e["name"].s().rfind(alg + " ", 0) == 0 && int(e["args"]["recv_peer"].n()) == from && e.has("args") &&
+          e["args"].has("algo_step") && f["ts"].n() >= e["ts"].n() && f["ts"].n() <= e["ts"].n() + e["dur"].n())
         bound = true;
     EXPECT_TRUE(bound) << "flow " << id << " from rank " << from << " binds to no step slice of rank " << to;
   }
@@ -544,8 +542,8 @@ bool TimelineTwoHosts::started = false;
 TEST_F(TimelineTwoHosts, FourRanksOnTwoHostsMergeIntoOneFileOnOneClock) {
   const std::string file = dir + "/four.json";
   auto r = run("BARESGD_SSH_CONFIG=" + *hosts_dir + "/ssh_config " + testutil::launch_bin() +
-                   " -np 4 --gloo -H hpc01:2,hpc03:2 " + testutil::train_bin() +
-                   " --max-steps 5 --timeline " + file + " --timeline-steps 1-3",
+                   " -np 4 --gloo -H hpc01:2,hpc03:2 " + testutil::train_bin() + " --max-steps 5 --timeline " + file +
+                   " --timeline-steps 1-3",
                600);
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   check_training_trace(events_of(read_file(file), file), {"hpc01", "hpc01", "hpc03", "hpc03"}, 1, 1, 3, "gloo");

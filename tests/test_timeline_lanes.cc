@@ -50,9 +50,10 @@ std::string flow(const char* ph, const std::string& id, int pid, double ts) {
 std::string ring_events(long first, long last, double (*span)(long) = nullptr) {
   std::string s;
   for (int r = 0; r < 2; ++r) {
-    s += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(r) + ",\"tid\":0,\"args\":{\"name\":\"rank " +
-         std::to_string(r) + " @ localhost\"}},\n";
-    s += "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(r) + ",\"tid\":1,\"args\":{\"name\":\"compute 0\"}},\n";
+    s += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(r) +
+         ",\"tid\":0,\"args\":{\"name\":\"rank " + std::to_string(r) + " @ localhost\"}},\n";
+    s += "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(r) +
+         ",\"tid\":1,\"args\":{\"name\":\"compute 0\"}},\n";
     s += "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(r) +
          ",\"tid\":1000,\"args\":{\"name\":\"comm\"}},\n";
   }
@@ -70,9 +71,10 @@ std::string ring_events(long first, long last, double (*span)(long) = nullptr) {
                  st + ",\"call\":" + std::to_string(k) + ",\"algorithm\":\"ring\",\"bytes\":87360");
       for (int a = 0; a < 2; ++a) {
         const double ts = t0 + 0.46 * d + 0.24 * d * a, dur = 0.24 * d;
-        s += slice(std::string(a ? "ring allgather 1" : "ring reduce-scatter 0") + " -> rank " + std::to_string(peer),
-                   "comm", r, 1000, ts, dur,
-                   st + ",\"algo_step\":" + std::to_string(a) + ",\"peer\":" + std::to_string(peer) + ",\"bytes\":43680");
+        s += slice(
+            std::string(a ? "ring allgather 1" : "ring reduce-scatter 0") + " -> rank " + std::to_string(peer), "comm",
+            r, 1000, ts, dur,
+            st + ",\"algo_step\":" + std::to_string(a) + ",\"peer\":" + std::to_string(peer) + ",\"bytes\":43680");
         const std::string id = std::to_string(100 * k + 10 * r + a);
         s += flow("s", id, r, ts);
         s += flow("f", id, peer, ts + dur);
@@ -154,10 +156,12 @@ TEST(TimelineLanes, CommLaneHasExactlyItsNestingRows) {
   // The second ring step written to start 1 ns before the first ends (3-decimal rounding) is its
   // sibling, not its child: still three rows.
   std::string trace = ring_trace(1, 1);
-  const std::string second = "\"name\":\"ring allgather 1 -> rank 1\",\"cat\":\"comm\",\"pid\":0,\"tid\":1000,\"ts\":10700.000";
+  const std::string second =
+      "\"name\":\"ring allgather 1 -> rank 1\",\"cat\":\"comm\",\"pid\":0,\"tid\":1000,\"ts\":10700.000";
   const size_t at = trace.find(second);
   ASSERT_NE(at, std::string::npos) << trace;
-  trace.replace(at, second.size(), "\"name\":\"ring allgather 1 -> rank 1\",\"cat\":\"comm\",\"pid\":0,\"tid\":1000,\"ts\":10699.999");
+  trace.replace(at, second.size(),
+                "\"name\":\"ring allgather 1 -> rank 1\",\"cat\":\"comm\",\"pid\":0,\"tid\":1000,\"ts\":10699.999");
   EXPECT_EQ(lane_rows(svg_of(trace, 1), "data-pid=\"0\" data-tid=\"1000\""), 3);
 }
 
@@ -169,7 +173,8 @@ TEST(TimelineLanes, TrackIdleInTheStepGetsNoEmptyLane) {
   EXPECT_EQ(count(svg, "<rect class=\"lane\""), 2u);
   EXPECT_EQ(count(svg, "data-tid=\"1000\""), 0u);
   EXPECT_EQ(count(svg, "class=\"slice\""), 2u);
-  EXPECT_NE(svg.find("class=\"lanes-idle\">no slice in step 3: rank 0 @ localhost \xc2\xb7 comm, rank 1 @ localhost \xc2\xb7 comm</text>"),
+  EXPECT_NE(svg.find("class=\"lanes-idle\">no slice in step 3: rank 0 @ localhost \xc2\xb7 comm, rank 1 @ localhost "
+                     "\xc2\xb7 comm</text>"),
             std::string::npos)
       << svg;
   EXPECT_EQ(count(svg_of(trace, 1), "lanes-idle"), 0u);
@@ -187,8 +192,8 @@ TEST(TimelineLanes, DefaultStepIsTheMedianAfterTheFirst) {
   EXPECT_EQ(default_lane_step(parse_timeline_text(ring_trace(0, 5, spans), "t.json")), 2);
   EXPECT_EQ(default_lane_step(parse_timeline_text(ring_trace(4, 4, spans), "t.json")), 4);
   // No step at all: slices without args.step, or none.
-  EXPECT_EQ(default_lane_step(parse_timeline_text("[{\"ph\":\"X\",\"name\":\"a\",\"pid\":0,\"tid\":1,\"ts\":1,\"dur\":2}]",
-                                                  "t.json")),
+  EXPECT_EQ(default_lane_step(parse_timeline_text(
+                "[{\"ph\":\"X\",\"name\":\"a\",\"pid\":0,\"tid\":1,\"ts\":1,\"dur\":2}]", "t.json")),
             -1);
   EXPECT_EQ(default_lane_step(parse_timeline_text("[]", "t.json")), -1);
 }

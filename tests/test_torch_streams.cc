@@ -58,7 +58,8 @@ TEST(TorchGenerator, UniformBernoulliRandpermEqualTorch) {
   torch_bernoulli_fill(b50.data(), b50.size(), 0.5, &g);
   torch_bernoulli_fill(b30.data(), b30.size(), 0.3, &g);
   size_t diff = 0;
-  EXPECT_TRUE(same_bits(u.data(), fx.at("seed5.uniform").f.data(), u.size(), &diff)) << diff << " uniform values differ";
+  EXPECT_TRUE(same_bits(u.data(), fx.at("seed5.uniform").f.data(), u.size(), &diff))
+      << diff << " uniform values differ";
   EXPECT_TRUE(same_bits(b50.data(), fx.at("seed5.bernoulli50").f.data(), b50.size(), &diff)) << diff;
   EXPECT_TRUE(same_bits(b30.data(), fx.at("seed5.bernoulli30").f.data(), b30.size(), &diff)) << diff;
   size_t ones = 0;
@@ -150,8 +151,8 @@ TEST(TorchStreams, DropoutMasksOfTheFirstThreeStepsEqualTorch) {
 
 TEST(SamplerTorch, ShardsOfTheFirstEpochEqualTorchForW123) {
   const Fixture fx(fixture_path("sampler.bin"));
-  for (const auto& [split, n, epoch] : {std::tuple<std::string, size_t, uint64_t>{"train", 60000, 1},
-                                        {"test", 10000, 0}})
+  for (const auto& [split, n, epoch] :
+       {std::tuple<std::string, size_t, uint64_t>{"train", 60000, 1}, {"test", 10000, 0}})
     for (int W = 1; W <= 3; ++W)
       for (int r = 0; r < W; ++r) {
         DistributedSampler s(n, W, r, true, 0);
@@ -190,9 +191,9 @@ std::vector<std::string> rank_lines(const std::string& out, int rank, int world)
 }
 
 std::string run_example(int W, const std::string& flags) {
-  const std::string cmd = W == 1 ? testutil::train_bin() + " " + flags
-                                 : testutil::launch_bin() + " -np " + std::to_string(W) + " --gloo " +
-                                       testutil::train_bin() + " " + flags;
+  const std::string cmd =
+      W == 1 ? testutil::train_bin() + " " + flags
+             : testutil::launch_bin() + " -np " + std::to_string(W) + " --gloo " + testutil::train_bin() + " " + flags;
   auto r = testutil::run(cmd, 900);
   EXPECT_EQ(r.status, 0) << r.err;
   return r.out;
@@ -228,11 +229,13 @@ TEST(TorchReplay, TwentyStepsOfTheExampleWithinFloatRounding) {
       moved = std::max(moved, double(std::fabs(ref[i] - init[i])));
       scale = std::max(scale, double(std::fabs(ref[i])));
     }
-    std::printf("%s: 20 steps: max |loss - torch| %.2g (printed to 1e-6), max |param - torch| %.2g "
-                "(params up to %.3f, moved up to %.3f)\n", w.c_str(), worst_loss, worst, scale, moved);
+    std::printf(
+        "%s: 20 steps: max |loss - torch| %.2g (printed to 1e-6), max |param - torch| %.2g "
+        "(params up to %.3f, moved up to %.3f)\n",
+        w.c_str(), worst_loss, worst, scale, moved);
     std::fflush(stdout);
-    EXPECT_LT(worst_loss, 2e-6) << w;  // measured 7.3e-7 (W=1), 6.6e-7 (W=2): the printing's 5e-7 and a bit
-    EXPECT_LT(worst, 2e-7) << w;  // measured 1.9e-8 / 1.5e-8: about 1 ulp at 0.2 (1.5e-8)
+    EXPECT_LT(worst_loss, 2e-6) << w;    // measured 7.3e-7 (W=1), 6.6e-7 (W=2): the printing's 5e-7 and a bit
+    EXPECT_LT(worst, 2e-7) << w;         // measured 1.9e-8 / 1.5e-8: about 1 ulp at 0.2 (1.5e-8)
     EXPECT_GT(moved, 100 * worst) << w;  // the steps moved the weights far more than the gap
   }
   std::system(("rm -rf '" + dir + "'").c_str());
@@ -270,7 +273,8 @@ TEST(TorchReplay, TestPassOverTheSameWeightsPrintsTorchsLineForW123) {
     const size_t at = out.find("Test set:");
     ASSERT_NE(at, std::string::npos) << out;
     const std::string got = out.substr(at, out.find('\n', at) - at);
-    std::printf("W=%d test pass over torch's weights after epoch 1:\n  torch:   %s\n  baresgd: %s\n", W, want.c_str(), got.c_str());
+    std::printf("W=%d test pass over torch's weights after epoch 1:\n  torch:   %s\n  baresgd: %s\n", W, want.c_str(),
+                got.c_str());
     std::fflush(stdout);
     EXPECT_EQ(got, want) << "W=" << W;
   }
@@ -307,8 +311,8 @@ TEST(TorchReplay, FirstEpochPrintedLinesEqualTorchs) {
         }
       }
     }
-    std::printf("W=%d: %d of %d printed lines equal torch's\n  torch:   %s\n  baresgd: %s\n", W, equal,
-                total, ref_test.c_str(), ours_test.c_str());
+    std::printf("W=%d: %d of %d printed lines equal torch's\n  torch:   %s\n  baresgd: %s\n", W, equal, total,
+                ref_test.c_str(), ours_test.c_str());
     std::fflush(stdout);  // before the next run forks
     EXPECT_GE(equal, min_equal[W]) << "W=" << W;
   }
@@ -333,10 +337,13 @@ TEST(TorchStreams, ResumedRunsEndBitIdenticalToUninterrupted) {
     const size_t at = out.find("Test set:");
     return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
   };
-  const std::string whole = ok(testutil::run(train + " --max-steps 1000 --log-interval 1000 --dump-params " + dir + "/u.bin", 900));
-  ok(testutil::run(train + " --max-steps 920 --log-interval 1000 --checkpoint-every 100 --checkpoint-dir " + dir + "/a", 900));
+  const std::string whole =
+      ok(testutil::run(train + " --max-steps 1000 --log-interval 1000 --dump-params " + dir + "/u.bin", 900));
+  ok(testutil::run(train + " --max-steps 920 --log-interval 1000 --checkpoint-every 100 --checkpoint-dir " + dir + "/a",
+                   900));
   const auto resumed = testutil::run(train + " --max-steps 1000 --log-interval 1000 --resume --checkpoint-dir " + dir +
-                                     "/a --dump-params " + dir + "/a.bin", 900);
+                                         "/a --dump-params " + dir + "/a.bin",
+                                     900);
   EXPECT_NE(resumed.err.find("(epoch 1, batch 900, step 900)"), std::string::npos) << resumed.err;
   EXPECT_EQ(test_line(ok(resumed)), test_line(whole));
   EXPECT_FALSE(test_line(whole).empty());
@@ -344,7 +351,8 @@ TEST(TorchStreams, ResumedRunsEndBitIdenticalToUninterrupted) {
       << "resumed mid-epoch: weights differ from the uninterrupted run's";
   ok(testutil::run(train + " --epochs 1 --log-interval 1000 --checkpoint-dir " + dir + "/b", 900));
   const auto next = testutil::run(train + " --max-steps 1000 --log-interval 1000 --resume --checkpoint-dir " + dir +
-                                  "/b --dump-params " + dir + "/b.bin", 900);
+                                      "/b --dump-params " + dir + "/b.bin",
+                                  900);
   EXPECT_NE(next.err.find("(epoch 2, batch 0, step 938)"), std::string::npos) << next.err;
   EXPECT_TRUE(testutil::read_file(dir + "/b.bin") == testutil::read_file(dir + "/u.bin"))
       << "resumed at an epoch's start: weights differ from the uninterrupted run's";

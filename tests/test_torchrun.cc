@@ -24,14 +24,15 @@ using rank_env_checks::discover_error;
 
 // What torchrun's agent sets for worker 3 of 2 nodes x 2 workers.
 EnvMap torchrun_env() {
-  return {{"RANK", "3"},           {"WORLD_SIZE", "4"},           {"LOCAL_RANK", "1"},
-          {"LOCAL_WORLD_SIZE", "2"}, {"GROUP_RANK", "1"},        {"MASTER_ADDR", "127.0.0.1"},
-          {"MASTER_PORT", "29500"}, {"TORCHELASTIC_RUN_ID", "none"}};
+  return {{"RANK", "3"},       {"WORLD_SIZE", "4"},          {"LOCAL_RANK", "1"},      {"LOCAL_WORLD_SIZE", "2"},
+          {"GROUP_RANK", "1"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}, {"TORCHELASTIC_RUN_ID", "none"}};
 }
 
 EnvMap with(EnvMap env, const std::string& k, const char* v) {
-  if (v) env[k] = v;
-  else env.erase(k);
+  if (v)
+    env[k] = v;
+  else
+    env.erase(k);
   return env;
 }
 
@@ -107,15 +108,14 @@ namespace {
 
 // ./train with torchrun's variables for rank `rank` of 2, plus extra arguments.
 RunResult train_as_torchrun_rank(int rank, const std::string& extra_env, const std::string& args) {
-  std::string env = "env -u BARESGD_RANK -u BARESGD_SIZE -u OMPI_COMM_WORLD_RANK -u SLURM_PROCID RANK=" +
-                    std::to_string(rank) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(rank) +
-                    " LOCAL_WORLD_SIZE=2 GROUP_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 " + extra_env + " ";
+  std::string env =
+      "env -u BARESGD_RANK -u BARESGD_SIZE -u OMPI_COMM_WORLD_RANK -u SLURM_PROCID RANK=" + std::to_string(rank) +
+      " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(rank) +
+      " LOCAL_WORLD_SIZE=2 GROUP_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 " + extra_env + " ";
   return run(env + train_bin() + " --max-steps 1 --epochs 1 " + args, 60);
 }
 
-bool is_one_line(const std::string& s) {
-  return !s.empty() && s.find('\n') == s.size() - 1;
-}
+bool is_one_line(const std::string& s) { return !s.empty() && s.find('\n') == s.size() - 1; }
 
 }  // namespace
 
@@ -131,7 +131,8 @@ TEST(TorchrunTrain, WorldSizeTwoNeverTrainsAsDuplicateRankZero) {
     EXPECT_TRUE(is_one_line(r.err)) << comm << ": " << r.err;
     if (std::string(comm) == "BARESGD_COMM=single") {  // refused while reading the environment
       EXPECT_NE(r.err.find("BARESGD_COMM=single but the torchrun environment says the world has 2 ranks"),
-                std::string::npos) << r.err;
+                std::string::npos)
+          << r.err;
       continue;
     }
     EXPECT_NE(r.err.find("WORLD_SIZE=2"), std::string::npos) << comm << ": " << r.err;
@@ -139,7 +140,8 @@ TEST(TorchrunTrain, WorldSizeTwoNeverTrainsAsDuplicateRankZero) {
     if (std::string(comm) != "BARESGD_COMM=mpi") {
       EXPECT_NE(r.err.find("MASTER_ADDR:MASTER_PORT=127.0.0.1:1): torchrun's c10d TCPStore at 127.0.0.1:1 not "
                            "reachable within 2000 ms"),
-                std::string::npos) << comm << ": " << r.err;
+                std::string::npos)
+          << comm << ": " << r.err;
     }
   }
   EXPECT_EQ(run("ls " + dir + "/ckpt 2>/dev/null | grep -c ckpt").out, "0\n");
@@ -159,7 +161,8 @@ TEST(TorchrunTrain, RealTorchrunTwoWorkersTrainAsOneJob) {
   if (run("command -v torchrun").status != 0) GTEST_SKIP() << "torchrun not installed (python3-torch)";
   if (!have_mnist()) GTEST_SKIP() << "needs data/MNIST (make data)";
   const std::string dir = make_temp_dir("torchrun-real");
-  RunResult port = run("python3 -c 'import socket;s=socket.socket();s.bind((\"127.0.0.1\",0));print(s.getsockname()[1])'");
+  RunResult port =
+      run("python3 -c 'import socket;s=socket.socket();s.bind((\"127.0.0.1\",0));print(s.getsockname()[1])'");
   ASSERT_EQ(port.status, 0) << port.err;
   port.out.pop_back();
   const std::string flags = " --epochs 1 --max-steps 40 --checkpoint-dir " + dir + "/ckpt --dump-params ";

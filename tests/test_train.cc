@@ -14,14 +14,11 @@ double accuracy_of(const std::string& out) {
   std::smatch m;
   std::string last;
   std::regex re(R"(Test set: Average loss: [0-9.]+, Accuracy: ([0-9.]+)%)");
-  for (auto it = std::sregex_iterator(out.begin(), out.end(), re); it != std::sregex_iterator(); ++it)
-    last = (*it)[1];
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), re); it != std::sregex_iterator(); ++it) last = (*it)[1];
   return last.empty() ? -1 : std::stod(last);
 }
 
-void require_data() {
-  ASSERT_TRUE(testutil::have_mnist()) << "real MNIST missing in data/MNIST/raw: run `make data`";
-}
+void require_data() { ASSERT_TRUE(testutil::have_mnist()) << "real MNIST missing in data/MNIST/raw: run `make data`"; }
 
 TEST(TrainEndToEnd, OneEpochLogLinesAndAccuracy) {
   require_data();
@@ -70,7 +67,8 @@ TEST(TrainEndToEnd, MaxStepsAndDumpParams) {
       << "same seed, same steps: bit-identical weights";
   auto bad = testutil::run(testutil::train_bin() + " --max-steps 1 --dump-params /nonexistent/x.bin", 120);
   EXPECT_EQ(bad.status, 1);
-  EXPECT_NE(bad.err.find("--dump-params /nonexistent/x.bin: directory /nonexistent does not exist"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("--dump-params /nonexistent/x.bin: directory /nonexistent does not exist"), std::string::npos)
+      << bad.err;
   std::system(("rm -rf '" + dir + "'").c_str());
 }
 
@@ -93,12 +91,14 @@ TEST(TrainRefusals, EmptyCheckpointDirIsRefused) {
 TEST(TrainRefusals, ResumeRefusesACheckpointOfAnotherSeed) {
   require_data();
   std::string dir = testutil::make_temp_dir("seed");
-  auto first = testutil::run(testutil::train_bin() + " --threads 1 --max-steps 4 --checkpoint-every 2 --checkpoint-dir " + dir, 120);
+  auto first = testutil::run(
+      testutil::train_bin() + " --threads 1 --max-steps 4 --checkpoint-every 2 --checkpoint-dir " + dir, 120);
   ASSERT_EQ(first.status, 0) << first.err;
-  auto other = testutil::run(testutil::train_bin() + " --threads 1 --max-steps 6 --seed 1 --resume --checkpoint-dir " + dir, 120);
+  auto other = testutil::run(
+      testutil::train_bin() + " --threads 1 --max-steps 6 --seed 1 --resume --checkpoint-dir " + dir, 120);
   EXPECT_EQ(other.status, 1);
   EXPECT_TRUE(std::regex_search(other.err, std::regex("ckpt-[0-9a-f]{16}-000000000004\\.bin was written with "
-                                                         "--seed 42, this run has --seed 1 ")))
+                                                      "--seed 42, this run has --seed 1 ")))
       << other.err;
   EXPECT_EQ(other.out.find("Train Epoch"), std::string::npos) << other.out;
   auto same = testutil::run(testutil::train_bin() + " --threads 1 --max-steps 6 --resume --checkpoint-dir " + dir, 120);

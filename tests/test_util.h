@@ -143,9 +143,9 @@ inline std::vector<std::string> current_environment() {
 }
 
 struct RunResult {
-  int status = -1;        // exit code, or 128+signal; -1 when the deadline killed it
+  int status = -1;  // exit code, or 128+signal; -1 when the deadline killed it
   bool timed_out = false;
-  std::string out, err;   // stdout, stderr
+  std::string out, err;  // stdout, stderr
   double seconds = 0;
 };
 
@@ -162,12 +162,9 @@ inline RunResult run(const std::string& cmd, double timeout_s = 120) {
 }
 
 // Synthetic IDX files for the data tests: big-endian u32, images (pixel i = 7i mod 256), labels i%10.
-inline std::string be32(uint32_t v) {
-  return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)};
-}
+inline std::string be32(uint32_t v) { return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; }
 
-inline std::string idx_images(uint32_t n, uint32_t rows = 28, uint32_t cols = 28,
-                              uint32_t magic = 0x803) {
+inline std::string idx_images(uint32_t n, uint32_t rows = 28, uint32_t cols = 28, uint32_t magic = 0x803) {
   std::string s = be32(magic) + be32(n) + be32(rows) + be32(cols);
   for (uint32_t i = 0; i < n * rows * cols; ++i) s.push_back(char((i * 7) & 0xff));
   return s;

@@ -36,8 +36,8 @@ namespace {
 std::string info_line(const Communicator& c) {
   const RankInfo& i = c.info();
   char buf[512];
-  std::snprintf(buf, sizeof buf, "rank=%d size=%d backend=%s source=%s local=%d/%d cross=%d/%d host=%s", i.rank,
-                i.size, c.backend_name(), i.source.c_str(), i.local_rank, i.local_size, i.cross_rank, i.cross_size,
+  std::snprintf(buf, sizeof buf, "rank=%d size=%d backend=%s source=%s local=%d/%d cross=%d/%d host=%s", i.rank, i.size,
+                c.backend_name(), i.source.c_str(), i.local_rank, i.local_size, i.cross_rank, i.cross_size,
                 i.hostname.c_str());
   return buf;
 }
@@ -98,21 +98,30 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     try {
-      if (a == "--communication") opts.backend = value();
-      else if (a == "--rendezvous-dir") opts.rendezvous_dir = value();
-      else if (a == "--network-interface") opts.network_interface = value();
-      else if (a == "--start-timeout-ms") opts.start_timeout = std::chrono::milliseconds(std::stol(value()));
-      else if (a == "--comm-timeout-ms") opts.comm_timeout = std::chrono::milliseconds(std::stol(value()));
-      else if (a == "--script") script = value();
-      else if (a == "--elements") elements = std::stoul(value());
-      else if (a == "--iters") iters = std::stoi(value());
-      else if (a == "--big") big = true;
+      if (a == "--communication")
+        opts.backend = value();
+      else if (a == "--rendezvous-dir")
+        opts.rendezvous_dir = value();
+      else if (a == "--network-interface")
+        opts.network_interface = value();
+      else if (a == "--start-timeout-ms")
+        opts.start_timeout = std::chrono::milliseconds(std::stol(value()));
+      else if (a == "--comm-timeout-ms")
+        opts.comm_timeout = std::chrono::milliseconds(std::stol(value()));
+      else if (a == "--script")
+        script = value();
+      else if (a == "--elements")
+        elements = std::stoul(value());
+      else if (a == "--iters")
+        iters = std::stoi(value());
+      else if (a == "--big")
+        big = true;
       else if (a == "--algorithms") {
         std::string list = value() + ",";
         for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos; at = comma + 1)
           algorithms.push_back(parse_allreduce_algorithm(list.substr(at, comma - at)));
-      }
-      else return usage(("unknown argument " + a).c_str());
+      } else
+        return usage(("unknown argument " + a).c_str());
     } catch (const std::exception& e) {
       return usage(e.what());
     }
@@ -136,8 +145,8 @@ int main(int argc, char** argv) {
       double mine = us;
       comm->allreduce_sum(&mine, 1);
       if (comm->rank() == 0)
-        std::printf("BENCH backend=%s size=%d elements=%zu avg_us=%.1f\n", comm->backend_name(), comm->size(),
-                    elements, mine / comm->size());
+        std::printf("BENCH backend=%s size=%d elements=%zu avg_us=%.1f\n", comm->backend_name(), comm->size(), elements,
+                    mine / comm->size());
       return 0;
     }
     std::vector<std::string> failures;

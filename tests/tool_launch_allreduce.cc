@@ -27,8 +27,8 @@ int main() {
     comm->broadcast(&token, sizeof token, 0);
     ok = ok && token == 4242;
     comm->barrier();
-    printf("allreduce %s backend=%s rank=%d size=%d local=%d/%d cross=%d/%d\n", ok ? "ok" : "BAD", comm->backend_name(), r,
-           n, comm->local_rank(), comm->local_size(), comm->cross_rank(), comm->cross_size());
+    printf("allreduce %s backend=%s rank=%d size=%d local=%d/%d cross=%d/%d\n", ok ? "ok" : "BAD", comm->backend_name(),
+           r, n, comm->local_rank(), comm->local_size(), comm->cross_rank(), comm->cross_size());
     return ok ? 0 : 1;
   } catch (const std::exception& e) {
     fprintf(stderr, "tool_launch_allreduce: %s\n", e.what());

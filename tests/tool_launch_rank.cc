@@ -58,8 +58,7 @@ void sleep_secs(double s) {
   struct timespec ts;
   ts.tv_sec = static_cast<time_t>(s);
   ts.tv_nsec = static_cast<long>((s - ts.tv_sec) * 1e9);
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
 }  // namespace

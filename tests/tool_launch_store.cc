@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
     c.add("count", 1);  // before publishing, so all addresses present => all counted
     c.set("addr/" + std::to_string(rank), host);
     std::string peers;
-    for (int r = 0; r < size; ++r) peers += (r ? "," : "") + c.wait_get("addr/" + std::to_string(r), milliseconds(20000));
+    for (int r = 0; r < size; ++r)
+      peers += (r ? "," : "") + c.wait_get("addr/" + std::to_string(r), milliseconds(20000));
     std::string count = c.wait_get("count", milliseconds(20000));
     printf("store ok rank=%d size=%d count=%s peers=%s\n", rank, size, count.c_str(), peers.c_str());
     return 0;

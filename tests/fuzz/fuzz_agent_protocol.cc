@@ -139,10 +139,14 @@ void marker_mode(FuzzInput& in) {
   const uint8_t which = in.u8() % 4;
   const long v = long(in.u32() % 4000000);
   std::string line;
-  if (which == 0) line = agent_pid_line(nonce, v);
-  else if (which == 1) line = agent_status_line(nonce, int(v % 256) << 8);     // exited
-  else if (which == 2) line = agent_status_line(nonce, int(1 + v % 64) & 0x7f);  // signalled
-  else line = agent_alive_line(nonce, v);                                         // heartbeat
+  if (which == 0)
+    line = agent_pid_line(nonce, v);
+  else if (which == 1)
+    line = agent_status_line(nonce, int(v % 256) << 8);  // exited
+  else if (which == 2)
+    line = agent_status_line(nonce, int(1 + v % 64) & 0x7f);  // signalled
+  else
+    line = agent_alive_line(nonce, v);  // heartbeat
   FUZZ_CHECK(!line.empty() && line.back() == '\n');
   line.pop_back();
   if (line.find('\n') != std::string::npos) return;  // a nonce with a newline cannot be one line
@@ -160,10 +164,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzInput in(data, size);
   const uint8_t mode = in.u8();
   switch (mode % 4) {
-    case 0: stream_mode(in.rest()); break;
-    case 1: check_decode(in.rest()); break;
-    case 2: structured_mode(in); break;
-    case 3: marker_mode(in); break;
+    case 0:
+      stream_mode(in.rest());
+      break;
+    case 1:
+      check_decode(in.rest());
+      break;
+    case 2:
+      structured_mode(in);
+      break;
+    case 3:
+      marker_mode(in);
+      break;
   }
   // Control bytes: one signal per byte and back.
   const char c = char(mode);

@@ -62,9 +62,8 @@ bool same_state(const TrainState& a, const TrainState& b, bool with_run = true) 
   if (with_run && (a.run_id != b.run_id || a.has_settings != b.has_settings ||
                    format_run_config(run_config_of(a)) != format_run_config(run_config_of(b))))
     return false;
-  return a.world_size == b.world_size && a.batch_size == b.batch_size && a.seed == b.seed &&
-         a.epoch == b.epoch && a.batch == b.batch && a.step == b.step &&
-         a.momentum_buffers == b.momentum_buffers &&
+  return a.world_size == b.world_size && a.batch_size == b.batch_size && a.seed == b.seed && a.epoch == b.epoch &&
+         a.batch == b.batch && a.step == b.step && a.momentum_buffers == b.momentum_buffers &&
          a.momentum_started == b.momentum_started && a.params.size() == b.params.size() &&
          a.momentum.size() == b.momentum.size() &&
          std::memcmp(a.params.data(), b.params.data(), a.params.size() * 4) == 0 &&

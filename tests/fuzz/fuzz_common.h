@@ -21,9 +21,9 @@
   std::abort();
 }
 
-#define FUZZ_CHECK(cond)                                     \
-  do {                                                       \
-    if (!(cond)) fuzz_violated(__FILE__, __LINE__, #cond);   \
+#define FUZZ_CHECK(cond)                                   \
+  do {                                                     \
+    if (!(cond)) fuzz_violated(__FILE__, __LINE__, #cond); \
   } while (0)
 
 inline bool fuzz_skip_known() {

@@ -61,7 +61,8 @@ void check_entries(const std::vector<ConfigEntry>& entries, int lines) {
     }
     FUZZ_CHECK(dots <= 1);
     FUZZ_CHECK(e.line >= 1 && e.line <= lines);
-    if (e.null) FUZZ_CHECK(e.value.empty() || e.value == "~" || e.value == "null" || e.value == "Null" || e.value == "NULL");
+    if (e.null)
+      FUZZ_CHECK(e.value.empty() || e.value == "~" || e.value == "null" || e.value == "Null" || e.value == "NULL");
     for (const std::string& k : keys) FUZZ_CHECK(k != e.key);
     keys.push_back(e.key);
   }

@@ -31,9 +31,7 @@
 
 namespace {
 
-std::string be32(uint32_t v) {
-  return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)};
-}
+std::string be32(uint32_t v) { return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; }
 
 const std::string& shm_dir() {
   static std::string dir;
@@ -62,8 +60,10 @@ void write_gz(const std::string& path, const std::string& bytes) {
 void resize_by(FuzzInput& in, std::string* s) {
   const uint8_t r = in.u8();
   if (r < 200) return;  // mostly leave the size alone
-  if (r & 1) s->resize(s->size() - std::min<size_t>(s->size(), 1 + in.u8() % 32));
-  else s->append(1 + in.u8() % 8, char(in.u8()));
+  if (r & 1)
+    s->resize(s->size() - std::min<size_t>(s->size(), 1 + in.u8() % 32));
+  else
+    s->append(1 + in.u8() % 8, char(in.u8()));
 }
 
 }  // namespace

@@ -108,8 +108,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::vector<std::string> args =
-      fuzz_split_nul(std::string(reinterpret_cast<const char*>(data), size));
+  const std::vector<std::string> args = fuzz_split_nul(std::string(reinterpret_cast<const char*>(data), size));
   LaunchOptions o;
   try {
     o = parse_launch_options(args);
@@ -120,7 +119,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (o.help) return 0;
   if (o.version) {  // -v/--version/-cb/--check-build (horovodrun's): print the version, nothing else
     bool named = false;
-    for (const std::string& a : args) named = named || a == "-v" || a == "--version" || a == "-cb" || a == "--check-build";
+    for (const std::string& a : args)
+      named = named || a == "-v" || a == "--version" || a == "-cb" || a == "--check-build";
     FUZZ_CHECK(named);
     return 0;
   }
@@ -128,8 +128,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(o.transport == Transport::kGloo || o.transport == Transport::kMpi);
   FUZZ_CHECK(!o.command.empty() && !o.command[0].empty());
   FUZZ_CHECK(o.command.size() <= args.size());
-  for (size_t k = 0; k < o.command.size(); ++k)
-    FUZZ_CHECK(o.command[k] == args[args.size() - o.command.size() + k]);
+  for (size_t k = 0; k < o.command.size(); ++k) FUZZ_CHECK(o.command[k] == args[args.size() - o.command.size() + k]);
   FUZZ_CHECK(o.hosts.empty() || o.hostfile.empty());
   FUZZ_CHECK(o.network_interface.empty() || o.bind_addr.empty());
   if (!o.bind_addr.empty()) check_bind_addr(o.bind_addr);

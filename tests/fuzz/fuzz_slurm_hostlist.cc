@@ -33,8 +33,7 @@ void check_message(const SlurmListError& e, const std::string& variable) {
 }
 
 bool name_char(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '_' ||
-         c == '.';
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '_' || c == '.';
 }
 
 void check_hosts(const std::vector<std::string>& hosts) {
@@ -55,8 +54,8 @@ void check_tasks(const std::vector<int>& tasks) {
     FUZZ_CHECK(tasks[k] >= 1 && tasks[k] <= kSlurmMaxTasksPerNode);
     size_t run = 1;
     while (k + run < tasks.size() && tasks[k + run] == tasks[k]) ++run;
-    compressed += (compressed.empty() ? "" : ",") + std::to_string(tasks[k]) +
-                  (run > 1 ? "(x" + std::to_string(run) + ")" : "");
+    compressed +=
+        (compressed.empty() ? "" : ",") + std::to_string(tasks[k]) + (run > 1 ? "(x" + std::to_string(run) + ")" : "");
     k += run;
   }
   FUZZ_CHECK(expand_slurm_tasks_per_node(compressed) == tasks);

@@ -27,8 +27,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> parts(4);
   size_t k = 0;
   for (size_t i = 1; i < size && size < 4096; ++i) {
-    if (data[i] == 0 && k < 3) ++k;
-    else parts[k].push_back(static_cast<char>(data[i]));
+    if (data[i] == 0 && k < 3)
+      ++k;
+    else
+      parts[k].push_back(static_cast<char>(data[i]));
   }
   SlurmStorePlan plan;
   try {

@@ -60,8 +60,7 @@ std::string structured_stream(const uint8_t* p, size_t n) {
     switch (kind) {
       case 0:
         if (!take(1, &len) || !take(len[0], &body)) return s;
-        s += encode_frame(encode_set_request(key, std::string(reinterpret_cast<const char*>(body),
-                                                              len[0])));
+        s += encode_frame(encode_set_request(key, std::string(reinterpret_cast<const char*>(body), len[0])));
         break;
       case 1:
         s += encode_frame(encode_get_request(key));
@@ -78,8 +77,7 @@ std::string structured_stream(const uint8_t* p, size_t n) {
         break;
       case 5:
         if (!take(8, &body)) return s;
-        s += encode_frame(encode_set_request(
-            key, std::to_string(get_i64be(reinterpret_cast<const char*>(body)))));
+        s += encode_frame(encode_set_request(key, std::to_string(get_i64be(reinterpret_cast<const char*>(body)))));
         break;
     }
   }
@@ -123,7 +121,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   FuzzRng rng{0x9e3779b9u ^ (uint32_t(flags >> 3) * 0x85ebca6bu)};
   const size_t max_reply = 4 + 1 + limits.max_frame_bytes;  // 'F' + the largest value
-  std::string sent;  // every byte the server "sent"
+  std::string sent;                                         // every byte the server "sent"
   size_t pos = 0;
   size_t last_chunk = 0;
 

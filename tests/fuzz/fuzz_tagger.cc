@@ -26,7 +26,6 @@
 
 namespace {
 
-
 void check_mpi_line(const Line& l) {
   int rank = -1;
   Stream stream;
@@ -85,8 +84,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(l.end.empty() || l.end == "\n" || l.end == "\r" || l.end == "\r\n");
     FUZZ_CHECK(l.text.size() <= max_line);
     FUZZ_CHECK(l.text.find('\n') == std::string::npos);
-    if (split_cr) FUZZ_CHECK(l.text.find('\r') == std::string::npos);
-    else FUZZ_CHECK(l.end != "\r" && l.end != "\r\n");
+    if (split_cr)
+      FUZZ_CHECK(l.text.find('\r') == std::string::npos);
+    else
+      FUZZ_CHECK(l.end != "\r" && l.end != "\r\n");
     if (l.continuation) FUZZ_CHECK(l.text.empty() && l.end == "\n" && k > 0 && lines[k - 1].end == "\r");
     if (l.at_eof) FUZZ_CHECK(k + 1 == lines.size());
     // An empty end means a cut long line or the stream's last fragment.

@@ -32,8 +32,7 @@ bool millis_ok(double seconds) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::vector<std::string> args =
-      fuzz_split_nul(std::string(reinterpret_cast<const char*>(data), size));
+  const std::vector<std::string> args = fuzz_split_nul(std::string(reinterpret_cast<const char*>(data), size));
   Options o;
   try {
     o = parse_options(args);
