@@ -136,69 +136,27 @@ bool prepare_rank_exec(const AgentRequest& req, RankExec* x) {
   return true;
 }
 
-// The forked child: its own group, dies with the agent, waits for the go byte, then execs.
-[[noreturn]] void exec_rank(pid_t agent_pid, int go_fd, int devnull, char** argv, char** envp) {
-  setpgid(0, 0);
-  // If the agent itself is killed (kill -9), take the rank down with it.
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != agent_pid) _exit(127);
-  char b;
-  while (read(go_fd, &b, 1) < 0 && errno == EINTR) {}
-  for (int s = 1; s < NSIG; ++s)
-    if (s != SIGKILL && s != SIGSTOP) signal(s, SIG_DFL);
-  if (devnull >= 0) dup2(devnull, 0);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  execve(argv[0], argv, envp);
-  const char* msg = "launch --agent: exec failed: ";
-  ssize_t ignored = write(2, msg, std::strlen(msg));
-  const char* es = std::strerror(errno);
-  ignored = write(2, es, std::strlen(es));
-  ignored = write(2, "\n", 1);
-  (void)ignored;
-  _exit(127);
-}
-
-std::vector<char*> c_strings(std::vector<std::string>& v) {
-  std::vector<char*> out;
-  for (auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
-
-// 3. Fork the rank; it waits until its pid line is out so that line precedes all its output.
-//    The watchdog (see watchdog.h) takes the rank's whole group down should this agent be killed.
-//    Returns the rank's pid, or -1 (said).
-pid_t fork_rank(RankExec* x, const std::string& nonce, Watchdog* watchdog) {
-  std::vector<char*> cargv = c_strings(x->argv), cenv = c_strings(x->env);
-  int go[2];
-  if (pipe2(go, O_CLOEXEC) != 0) {
-    agent_error(std::string("pipe: ") + std::strerror(errno));
+// 3. Start the rank (process.h's child set-up: its own group, SIGKILL should this agent die,
+//    stdin /dev/null, our stdout and stderr), held until its pid line is out so that line precedes
+//    all its output. The watchdog (see watchdog.h) takes the rank's whole group down should this
+//    agent be killed. Returns the rank's pid, or -1 (said).
+pid_t start_rank(const RankExec& x, const std::string& nonce, Watchdog* watchdog) {
+  SpawnSpec spec;
+  spec.argv = x.argv;
+  spec.env = x.env;
+  spec.capture_output = false;
+  spec.held = true;
+  SpawnedChild rank;
+  try {
+    rank = spawn_process(spec);
+  } catch (const std::exception& e) {
+    agent_error(e.what());
     return -1;
   }
-  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  sigset_t all, old;
-  sigfillset(&all);
-  sigprocmask(SIG_SETMASK, &all, &old);
-  pid_t agent_pid = getpid();
-  pid_t pid = fork();
-  if (pid == 0) exec_rank(agent_pid, go[0], devnull, cargv.data(), cenv.data());
-  int fork_errno = errno;
-  sigprocmask(SIG_SETMASK, &old, nullptr);
-  close(go[0]);
-  if (devnull >= 0) close(devnull);
-  if (pid < 0) {
-    agent_error(std::string("fork: ") + std::strerror(fork_errno));
-    return -1;
-  }
-  setpgid(pid, pid);
-  watchdog->watch(pid);
-  write_all(2, agent_pid_line(nonce, pid));
-  ssize_t ignored = write(go[1], "g", 1);
-  (void)ignored;
-  close(go[1]);
-  return pid;
+  watchdog->watch(rank.pid);
+  write_all(2, agent_pid_line(nonce, rank.pid));
+  if (int e = release_child(&rank)) agent_error(std::string("exec failed: ") + std::strerror(e));
+  return rank.pid;
 }
 
 // 4. Supervising the rank's tree until it is gone. The tree is every descendant of this agent
@@ -362,7 +320,7 @@ int agent_main() {
     return 1;
   }
   if (req.heartbeat_timeout_ms > 0) write_all(2, agent_alive_line(req.nonce, getpid()));
-  pid_t pid = fork_rank(&exec, req.nonce, &watchdog);
+  pid_t pid = start_rank(exec, req.nonce, &watchdog);
   if (pid < 0) return 1;
   int rank_status = supervise_rank(pid, req, &watchdog);
   watchdog.unwatch(pid);

@@ -81,9 +81,10 @@ void make_pipe(int fds[2]) {
   if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
 }
 
-// Both ends of the child's stdin, stdout, stderr and exec-status pipes ({-1, -1} when unused).
+// Both ends of the child's stdin, stdout, stderr, exec-status and (held) go pipes ({-1, -1} when
+// unused).
 struct ChildPipes {
-  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, status[2] = {-1, -1};
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, status[2] = {-1, -1}, go[2] = {-1, -1};
   int devnull = -1;
 };
 
@@ -94,6 +95,7 @@ void open_child_pipes(const SpawnSpec& spec, ChildPipes* p) {
     make_pipe(p->err);
   }
   make_pipe(p->status);
+  if (spec.held) make_pipe(p->go);
   p->devnull = spec.stdin_pipe ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
@@ -120,6 +122,10 @@ void open_child_pipes(const SpawnSpec& spec, ChildPipes* p) {
     dup2(p.out[1], 1);
     dup2(p.err[1], 2);
   }
+  if (spec.held) {
+    char b;
+    while (read(p.go[0], &b, 1) < 0 && errno == EINTR) {}
+  }
   sigprocmask(SIG_SETMASK, &none, nullptr);
   execve(prog, argv, envp);
   int e = errno;
@@ -134,22 +140,25 @@ void close_child_ends(ChildPipes* p) {
   close_fd(&p->out[1]);
   close_fd(&p->err[1]);
   close_fd(&p->status[1]);
+  close_fd(&p->go[0]);
 }
 
 void close_our_ends(ChildPipes* p) {
   close_fd(&p->in[1]);
   close_fd(&p->out[0]);
   close_fd(&p->err[0]);
+  close_fd(&p->go[1]);
 }
 
-// exec's errno as the child reported it, or 0 when exec succeeded (the pipe closed empty).
-int read_exec_errno(ChildPipes* p) {
+// exec's errno as the child reported it on *status_fd, or 0 when exec succeeded (the pipe closed
+// empty).
+int read_exec_errno(int* status_fd) {
   int child_errno = 0;
   ssize_t n;
   do {
-    n = read(p->status[0], &child_errno, sizeof child_errno);
+    n = read(*status_fd, &child_errno, sizeof child_errno);
   } while (n < 0 && errno == EINTR);
-  close_fd(&p->status[0]);
+  close_fd(status_fd);
   return n == static_cast<ssize_t>(sizeof child_errno) ? child_errno : 0;
 }
 
@@ -178,13 +187,16 @@ SpawnedChild spawn_process(const SpawnSpec& spec) {
     throw std::runtime_error(std::string("fork: ") + std::strerror(fork_errno));
   }
   if (spec.new_process_group) setpgid(pid, pid);  // both sides, so a kill(-pid) right away works
-  if (int child_errno = read_exec_errno(&p)) {
+  SpawnedChild c;
+  if (spec.held) {
+    c.go_fd = p.go[1];
+    c.status_fd = p.status[0];
+  } else if (int child_errno = read_exec_errno(&p.status[0])) {
     int st;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
     close_our_ends(&p);
     throw std::runtime_error("cannot run '" + prog + "': " + std::strerror(child_errno));
   }
-  SpawnedChild c;
   c.pid = pid;
   c.in_fd = p.in[1];
   c.out_fd = p.out[0];
@@ -192,6 +204,13 @@ SpawnedChild spawn_process(const SpawnSpec& spec) {
   for (int fd : {c.in_fd, c.out_fd, c.err_fd})
     if (fd >= 0) set_nonblocking(fd);
   return c;
+}
+
+int release_child(SpawnedChild* c) {
+  ssize_t ignored = write(c->go_fd, "g", 1);
+  (void)ignored;
+  close_fd(&c->go_fd);
+  return read_exec_errno(&c->status_fd);
 }
 
 namespace {
