@@ -144,8 +144,8 @@ int run_mpirun(const JobPlan& plan, const JobIdentity& id, Supervisor* sup) {
 
 void say_rank_command(const RankStart& r) {
   std::string rank = "rank " + std::to_string(r.place->rank) + ": ";
-  if (!r.via_agent)
-    say_launch(rank + display_command(r.spec.argv));
+  if (r.local())
+    say_launch(rank + display_command(r.request.argv));
   else
     say_launch(rank + display_command(r.spec.argv) + "  (agent runs: " + display_command(r.request.argv) + ")");
 }
@@ -157,10 +157,8 @@ int start_gloo_ranks(const JobPlan& plan, const std::string& store_addr, const J
     try {
       RankStart r = plan_gloo_rank(plan, p, store_addr, id);
       if (plan.opts.verbose) say_rank_command(r);
-      if (!r.via_agent)
-        sup->add_local(p.rank, h.name, spawn_process(r.spec));
-      else
-        sup->add_remote(p.rank, h.name, spawn_process(r.spec), encode_agent_request(r.request), r.kill_spec, r.via);
+      sup->add_agent(p.rank, h.name, spawn_process(r.spec), encode_agent_request(r.request), r.kill_spec,
+                     r.local() ? "agent" : r.via);
     } catch (const std::exception& e) {
       return sup->abort_start("launch: cannot start rank " + std::to_string(p.rank) + " on " + h.name + ": " + e.what(),
                               1);

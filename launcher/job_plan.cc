@@ -259,17 +259,8 @@ std::vector<std::pair<std::string, std::string>> gloo_rank_variables(const RankP
   };
 }
 
-void plan_local_rank(const JobPlan& plan, RankStart* r) {
-  r->spec.path = plan.cmd_path;
-  r->spec.argv = plan.opts.command;
-  r->spec.env = plan.rank_env;
-  if (!plan.user_set_blas)
-    env_set(&r->spec.env, "OPENBLAS_NUM_THREADS", std::to_string(std::max(1, plan.cores / r->place->local_size)));
-}
-
 // What the agent on the rank's host is asked to run.
 void plan_agent_request(const JobPlan& plan, const JobIdentity& id, RankStart* r) {
-  r->via_agent = true;
   r->request.nonce = id.nonce;
   r->request.openblas_local_size = plan.user_set_blas ? 0 : r->place->local_size;
   r->request.env = plan.remote_env;
@@ -277,6 +268,26 @@ void plan_agent_request(const JobPlan& plan, const JobIdentity& id, RankStart* r
   r->request.heartbeat_timeout_ms = std::lround(plan.opts.heartbeat_timeout * 1000);
   r->request.heartbeat_interval_ms =
       std::min(r->request.heartbeat_timeout_ms - 1, std::max(1L, std::lround(plan.opts.heartbeat_interval * 1000)));
+}
+
+// A rank on this machine: LAUNCH --agent as our child, the request on its stdin (the protocol of
+// ssh's agents, over a pipe). The agent's environment is the rank's (with the job id, so `launch
+// --kill-job` finds it too) and the request holds the whole of it, OPENBLAS_NUM_THREADS from our
+// cores included: the rank gets what a local rank always got.
+void plan_local_rank(const JobPlan& plan, const JobIdentity& id, RankStart* r) {
+  r->via = "local";
+  plan_agent_request(plan, id, r);
+  r->program = plan.cmd_path;
+  r->request.env = plan.rank_env;
+  r->request.openblas_local_size = 0;
+  if (!plan.user_set_blas)
+    env_set(&r->request.env, "OPENBLAS_NUM_THREADS", std::to_string(std::max(1, plan.cores / r->place->local_size)));
+  r->spec.path = plan.self;
+  r->spec.argv = {plan.self, "--agent"};
+  r->spec.env = plan.rank_env;
+  env_set(&r->spec.env, "BARESGD_JOB_ID", id.job_id);
+  r->spec.stdin_pipe = true;
+  r->spec.pdeathsig = 0;  // the launcher gone is EOF on that pipe, as for every agent
 }
 
 // ssh -T host 'cd CWD && exec env BARESGD_JOB_ID=ID LAUNCH --agent'; the request goes to the agent on
@@ -363,13 +374,11 @@ RankStart plan_gloo_rank(const JobPlan& plan, const RankPlacement& p, const std:
   if (plan.srun_steps) {
     plan_srun_rank(plan, id, &r);
   } else if (r.host->local) {
-    r.via = "local";
-    plan_local_rank(plan, &r);
+    plan_local_rank(plan, id, &r);
   } else {
     plan_remote_rank(plan, id, &r);
   }
-  std::vector<std::string>* env = r.via_agent ? &r.request.env : &r.spec.env;
-  for (auto& kv : gloo_rank_variables(p, *r.host, store_addr, id)) env_set(env, kv.first, kv.second);
+  for (auto& kv : gloo_rank_variables(p, *r.host, store_addr, id)) env_set(&r.request.env, kv.first, kv.second);
   return r;
 }
 

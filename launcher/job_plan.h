@@ -61,19 +61,21 @@ int make_job_plan(const std::vector<std::string>& args, JobPlan* plan);
 // hosts' addresses resolved again. -1 to go on, else 1 (the message said).
 int replan_on_hosts(const JobPlan& base, const std::vector<HostSlots>& hosts, JobPlan* plan);
 
-// One Gloo rank as it will be started: locally (spec runs CMD), or through an agent (spec runs
-// ssh, or srun for a job step, and the agent it starts on the host receives request).
+// One Gloo rank as it will be started: every rank runs under `launch --agent` (agent.h), which
+// receives request. spec starts that agent: directly for a rank on this machine, through ssh, or
+// through srun for a job step.
 struct RankStart {
   const RankPlacement* place = nullptr;
   const HostInfo* host = nullptr;
   SpawnSpec spec;
-  bool via_agent = false;  // ssh or srun runs `launch --agent`, which runs the rank
-  std::string via;         // "local", "ssh" or "srun"
-  AgentRequest request;    // agent ranks only
-  SpawnSpec kill_spec;     // agent ranks only: ssh host 'LAUNCH --kill-job ID' (job_kill.h), or srun's
-  // The variables the rank gets from us: local, its whole environment; through an agent, what
-  // the agent lays over its own (the remote login's, the job step's) environment.
-  const std::vector<std::string>& env() const { return via_agent ? request.env : spec.env; }
+  std::string via;       // what starts the agent: "local", "ssh" or "srun"
+  std::string program;   // local ranks: CMD found on PATH (the agent finds the same)
+  AgentRequest request;  // the rank's command and variables
+  SpawnSpec kill_spec;   // ssh host 'LAUNCH --kill-job ID' (job_kill.h), or srun's; none for local
+  bool local() const { return via == "local"; }
+  // The variables the rank gets from us, which the agent lays over its own (ours for a local rank,
+  // the remote login's, the job step's) environment.
+  const std::vector<std::string>& env() const { return request.env; }
 };
 // Throws std::runtime_error when ssh is not in PATH (for a remote rank).
 RankStart plan_gloo_rank(const JobPlan& plan, const RankPlacement& p, const std::string& store_addr,

@@ -94,15 +94,15 @@ std::string environment_sections(const std::vector<Vars>& per_rank, const std::s
 // An agent rank's OPENBLAS_NUM_THREADS is set by its agent from that host's cores.
 Vars rank_variables(const RankStart& r) {
   Vars v = shown_variables(r.env());
-  if (r.via_agent && r.request.openblas_local_size > 0)
+  if (r.request.openblas_local_size > 0)
     v["OPENBLAS_NUM_THREADS"] = "<cores>/" + std::to_string(r.request.openblas_local_size);
   return v;
 }
 
 std::vector<std::string> host_command(const RankStart& r) {
-  if (r.via_agent) return {display_command(r.spec.argv), "then the agent runs: " + display_command(r.request.argv)};
-  std::string cmd = display_command(r.spec.argv);
-  if (r.spec.path != r.spec.argv[0]) cmd += "   (program " + r.spec.path + ")";
+  if (!r.local()) return {display_command(r.spec.argv), "then the agent runs: " + display_command(r.request.argv)};
+  std::string cmd = display_command(r.request.argv);
+  if (r.program != r.request.argv[0]) cmd += "   (program " + r.program + ")";
   return {cmd};
 }
 

@@ -47,6 +47,10 @@ void drain_signal_pipe() {
 // death is the cause, as for a peer's "lost the connection" exit.
 bool is_echo_death(int wait_status) { return WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGPIPE; }
 
+// Statuses seen together are judged deaths by a signal first, SIGPIPE deaths (written to a dead
+// peer's socket: an echo too) next, exits last.
+int judging_order(int wait_status) { return !WIFSIGNALED(wait_status) ? 2 : is_echo_death(wait_status) ? 1 : 0; }
+
 // A wait status for an agent's report.
 int synth_status(const std::string& kind, long value) {
   if (kind == "signal") return static_cast<int>(value & 0x7f);
@@ -65,15 +69,15 @@ void install_launcher_signal_handlers() {
 
 int launcher_stop_signal() { return g_stop_signal; }
 
-enum class Kind { kLocal, kRemote, kMpirun };
+enum class Kind { kAgent, kMpirun };
 
 struct Supervisor::Child {
-  Kind kind = Kind::kLocal;
+  Kind kind = Kind::kAgent;
   int rank = -1;
   std::string host;
-  pid_t pid = -1;        // the local process: rank, ssh or mpirun (each leads its own process group)
+  pid_t pid = -1;        // the local process: agent, ssh, srun or mpirun (each leads its own group)
   int fd[2] = {-1, -1};  // stdout, stderr
-  int ctl_fd = -1;       // ssh stdin
+  int ctl_fd = -1;       // the agent's stdin (through ssh or srun, or its own)
   std::string ctl_buf;
   bool ctl_close = false;  // close ctl_fd once ctl_buf is written
   LineSplitter split[2];
@@ -91,7 +95,7 @@ struct Supervisor::Child {
   std::string carry;          // a partial rank stderr line cut by an "alive" marker
   SpawnSpec kill_spec;        // ssh host 'launch --kill-job ID' (or srun's), for when it is lost
   std::string via = "ssh";    // what carries the agent: "ssh", or "srun" for a job step
-  bool status_known = false;  // rank status known (local: reaped; remote: agent said)
+  bool status_known = false;  // rank status known (the agent said; mpirun: reaped)
   int status = 0;
   bool reported = false;  // failure judged
   bool finished = false;
@@ -137,13 +141,9 @@ Supervisor::Child* Supervisor::adopt(std::unique_ptr<Child> c, const SpawnedChil
   return children_.back().get();
 }
 
-void Supervisor::add_local(int rank, const std::string& host, const SpawnedChild& sc) {
-  adopt(std::make_unique<Child>(Kind::kLocal, rank, host, true), sc);
-}
-
-void Supervisor::add_remote(int rank, const std::string& host, const SpawnedChild& ssh, const std::string& request,
-                            const SpawnSpec& kill, const std::string& via) {
-  Child* c = adopt(std::make_unique<Child>(Kind::kRemote, rank, host, true), ssh);
+void Supervisor::add_agent(int rank, const std::string& host, const SpawnedChild& carrier, const std::string& request,
+                           const SpawnSpec& kill, const std::string& via) {
+  Child* c = adopt(std::make_unique<Child>(Kind::kAgent, rank, host, true), carrier);
   c->ctl_buf = request;
   c->kill_spec = kill;
   c->via = via;
@@ -179,7 +179,7 @@ bool Supervisor::take_agent_marker(Child* c, const Line& l) {
   } else if (!c->status_known) {
     c->status_known = true;
     c->status = synth_status(kind, value);
-    on_rank_status(c, c->status, true);
+    agent_reports_.push_back(c);  // judged after this turn's reads (judge_agent_reports)
   }
   return true;
 }
@@ -211,9 +211,7 @@ void Supervisor::emit_mpi_piece(const MpiPiece& pc) {
 void Supervisor::handle_lines(Child* c, int which, std::vector<Line>* lines) {
   Stream stream = which == 0 ? Stream::kStdout : Stream::kStderr;
   for (Line& l : *lines) {
-    if (c->kind == Kind::kLocal) {
-      sink_->emit(c->rank, stream, l);
-    } else if (c->kind == Kind::kRemote) {
+    if (c->kind == Kind::kAgent) {
       if (which == 1 && !c->carry.empty() && !l.continuation) {
         l.text = c->carry + l.text;
         c->carry.clear();
@@ -260,9 +258,9 @@ void Supervisor::read_child(Child* c, int which, bool to_eof) {
 }
 
 std::string Supervisor::describe_child(const Child* c) const {
-  if (c->kind == Kind::kRemote && c->remote_pid < 0)
+  if (c->kind == Kind::kAgent && c->remote_pid < 0)
     return "rank " + std::to_string(c->rank) + " (" + c->host + ", " + c->via + " pid " + std::to_string(c->pid) + ")";
-  long pid = c->kind == Kind::kRemote ? c->remote_pid : c->pid;
+  long pid = c->kind == Kind::kAgent ? c->remote_pid : c->pid;
   return "rank " + std::to_string(c->rank) + " (" + c->host + ", pid " + std::to_string(pid) + ")";
 }
 
@@ -298,7 +296,7 @@ void Supervisor::on_rank_status(Child* c, int wait_status, bool from_agent) {
   failure_cause_ = "mpirun " + describe_wait_status(wait_status);
   if (c->kind == Kind::kMpirun) return;  // mpirun already said which rank failed; its status is ours
   std::string what = describe_wait_status(wait_status);
-  if (c->kind == Kind::kRemote && !from_agent) {
+  if (c->kind == Kind::kAgent && !from_agent) {
     if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 255)
       what = "lost its agent or its " + c->via + " connection (" + c->via + " exited with status 255)";
     else
@@ -308,7 +306,7 @@ void Supervisor::on_rank_status(Child* c, int wait_status, bool from_agent) {
   failure_cause_ = describe_child(c) + " " + what;
   failure_host_ = c->host;
   // ssh ended without the agent's status: the host (or the link to it) went away, not the rank.
-  failure_host_lost_ = c->kind == Kind::kRemote && !from_agent;
+  failure_host_lost_ = c->kind == Kind::kAgent && !from_agent;
   sink_->message("launch: " + describe_child(c) + " " + what + "; stopping the job");
   begin_stop(SIGTERM, code);
   failure_code_ = code;
@@ -317,10 +315,7 @@ void Supervisor::on_rank_status(Child* c, int wait_status, bool from_agent) {
 void Supervisor::signal_child(Child* c, int sig) {
   if (c->finished) return;
   switch (c->kind) {
-    case Kind::kLocal:
-      kill(-c->pid, sig);
-      break;
-    case Kind::kRemote:
+    case Kind::kAgent:
       if (c->ctl_fd >= 0) {
         char b = agent_control_byte(sig);
         if (b) c->ctl_buf += b;
@@ -353,7 +348,7 @@ void Supervisor::kill_all() {
   for (auto& c : children_) {
     if (c->finished) continue;
     signal_child(c.get(), SIGKILL);
-    if (c->kind == Kind::kRemote) c->ctl_close = true;  // EOF: the agent kills and exits too
+    if (c->kind == Kind::kAgent) c->ctl_close = true;  // EOF: the agent kills and exits too
     if (c->kind == Kind::kMpirun) kill(-c->pid, SIGKILL);
   }
 }
@@ -370,10 +365,8 @@ void Supervisor::reap() {
     if (watchdog_ && w == watchdog_->pid()) watchdog_->forget();
     gone.push_back({w, st});
   }
-  // A SIGPIPE death (written to a dead peer's socket) is an echo too: after the other signals.
-  auto rank_of = [](int st) { return !WIFSIGNALED(st) ? 2 : is_echo_death(st) ? 1 : 0; };
   std::stable_sort(gone.begin(), gone.end(), [&](const std::pair<pid_t, int>& a, const std::pair<pid_t, int>& b) {
-    return rank_of(a.second) < rank_of(b.second);
+    return judging_order(a.second) < judging_order(b.second);
   });
   for (const auto& [w, st] : gone) {
     for (auto& k : host_kills_) {
@@ -389,7 +382,7 @@ void Supervisor::reap() {
       // Take what it wrote before dying, then judge.
       read_child(c.get(), 0, true);
       read_child(c.get(), 1, true);
-      if (c->kind == Kind::kLocal || c->kind == Kind::kMpirun) {
+      if (c->kind == Kind::kMpirun) {
         c->status_known = true;
         c->status = st;
         on_rank_status(c.get(), st, false);
@@ -399,13 +392,23 @@ void Supervisor::reap() {
   }
 }
 
+// The ranks' statuses the agents reported in this turn, in judging order: when a rank is killed its
+// peers fail soon after ("lost the connection to rank 0"), and their reports may come in the same
+// read; the killed rank is the cause, and its status is the job's.
+void Supervisor::judge_agent_reports() {
+  std::stable_sort(agent_reports_.begin(), agent_reports_.end(),
+                   [](const Child* a, const Child* b) { return judging_order(a->status) < judging_order(b->status); });
+  for (Child* c : agent_reports_) on_rank_status(c, c->status, true);
+  agent_reports_.clear();
+}
+
 void Supervisor::finish_child(Child* c) {
   c->finished = true;
   close_fd(&c->ctl_fd);
   // Leftovers of a finished rank (background processes) go too; then the watchdog can forget it.
   kill(-c->pid, SIGKILL);
   if (watchdog_) watchdog_->unwatch(c->pid);
-  if (c->kind == Kind::kRemote && !c->status_known) {
+  if (c->kind == Kind::kAgent && !c->status_known) {
     c->status_known = true;
     c->status = c->ssh_status;
     on_rank_status(c, c->ssh_status, false);
@@ -527,7 +530,7 @@ void Supervisor::check_heartbeats(Clock::time_point now) {
   auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cfg_.heartbeat_interval_s));
   for (auto& cp : children_) {
     Child* c = cp.get();
-    if (c->kind != Kind::kRemote || c->finished || c->lost || c->reaped) continue;
+    if (c->kind != Kind::kAgent || c->finished || c->lost || c->reaped) continue;
     if (c->ctl_fd >= 0 && c->ctl_buf.empty() && !c->ctl_close && now >= c->next_ping) {
       c->ctl_buf += kAgentPing;
       c->next_ping = now + interval;
@@ -689,6 +692,7 @@ bool Supervisor::step(int poll_ms) {
   bool give_up = hard_killed_ && now >= give_up_at_;
   if (!poll_children(poll_ms)) return false;
   reap();
+  judge_agent_reports();
   bool running = settle_children(give_up);
   running = settle_host_kills(give_up) || running;
   sink_->flush();

@@ -2,9 +2,9 @@
 // out), reaps processes, stops the whole job on the first failure, on SIGINT/SIGTERM/SIGHUP and on
 // --timeout, escalating SIGTERM -> SIGKILL, and decides the exit status.
 //
-// Children are local ranks (own process group), ssh or srun processes carrying a rank's agent
-// (control bytes on their stdin, status lines on their stderr; see agent_protocol.h), or one
-// mpirun whose `[1,R]<stdout>:` lines are re-tagged.
+// Children are the ranks' agents (`launch --agent`, agent.h), started here or carried by ssh or
+// srun (control bytes on their stdin, status lines on their stderr; see agent_protocol.h), or one
+// mpirun whose `[1,R]<stdout>:` lines are re-tagged. The agents stop their ranks' process trees.
 #pragma once
 #include <sys/types.h>
 
@@ -43,12 +43,12 @@ class Supervisor {
   Supervisor(OutputSink* sink, Watchdog* watchdog, const SupervisorConfig& cfg);
   ~Supervisor();
 
-  void add_local(int rank, const std::string& host, const SpawnedChild& c);
-  // request: the agent spawn request, written to the ssh's stdin by the loop. kill: what kills the
-  // job's processes on that host should its agent go silent (ssh host 'launch --kill-job ID').
-  // via: what carries the agent, as messages name it ("ssh", or "srun" for a job step).
-  void add_remote(int rank, const std::string& host, const SpawnedChild& ssh, const std::string& request,
-                  const SpawnSpec& kill = {}, const std::string& via = "ssh");
+  // carrier: the agent itself, or the ssh or srun running it. request: the agent spawn request,
+  // written to the carrier's stdin by the loop. kill: what kills the job's processes on that host
+  // should its agent go silent (ssh host 'launch --kill-job ID'; none for an agent of ours, whose
+  // tree the teardown stops). via: the carrier as messages name it ("agent", "ssh", "srun").
+  void add_agent(int rank, const std::string& host, const SpawnedChild& carrier, const std::string& request,
+                 const SpawnSpec& kill = {}, const std::string& via = "ssh");
   // mpirun, which starts every rank itself (its tagged output names them).
   void add_mpirun(const SpawnedChild& c);
 
@@ -76,6 +76,7 @@ class Supervisor {
   bool take_agent_marker(Child* c, const Line& l);
   void emit_mpi_piece(const MpiPiece& pc);
   void on_rank_status(Child* c, int wait_status, bool from_agent);
+  void judge_agent_reports();
   std::string describe_child(const Child* c) const;  // "rank 2 (hpc03, pid 1234)"
   void finish_child(Child* c);
   void begin_stop(int sig, int exit_code);
@@ -103,6 +104,7 @@ class Supervisor {
   SupervisorConfig cfg_;
   std::vector<std::unique_ptr<Child>> children_;
   std::vector<std::unique_ptr<HostKill>> host_kills_;
+  std::vector<Child*> agent_reports_;  // status lines read in this turn, not yet judged
   bool stopping_ = false, killed_ = false, hard_killed_ = false;
   int stop_code_ = 0;      // from a signal or --timeout
   int failure_code_ = -1;  // from the first failing rank
