@@ -1,4 +1,4 @@
-// agent: `launch --agent`, runs one rank on a remote host on behalf of ./launch (see agent.h).
+// agent: `launch --agent`, runs one rank on behalf of ./launch, here or on a remote host (see agent.h).
 #include "launcher/agent.h"
 
 #include <fcntl.h>
@@ -107,8 +107,10 @@ bool read_spawn_request(AgentRequest* req) {
   return true;
 }
 
-// What the rank execs: its program found on the merged PATH, argv and environment.
+// What the rank execs: its program found on the merged PATH, with argv as the launcher sent it
+// (argv[0] as typed, as a shell gives it) and the environment.
 struct RankExec {
+  std::string program;
   std::vector<std::string> argv, env;
 };
 
@@ -131,8 +133,8 @@ bool prepare_rank_exec(const AgentRequest& req, RankExec* x) {
     agent_error("cannot run '" + req.argv[0] + "' on this host: " + why);
     return false;
   }
+  x->program = prog;
   x->argv = req.argv;
-  x->argv[0] = prog;
   return true;
 }
 
@@ -142,6 +144,7 @@ bool prepare_rank_exec(const AgentRequest& req, RankExec* x) {
 //    agent be killed. Returns the rank's pid, or -1 (said).
 pid_t start_rank(const RankExec& x, const std::string& nonce, Watchdog* watchdog) {
   SpawnSpec spec;
+  spec.path = x.program;
   spec.argv = x.argv;
   spec.env = x.env;
   spec.capture_output = false;

@@ -1,5 +1,6 @@
-// watchdog: a tiny helper process, forked by ./launch before any rank, that kills the ranks'
-// process groups if the launcher dies (even by kill -9).
+// watchdog: a tiny helper process that kills registered process groups if its parent dies (even by
+// kill -9): forked by each `launch --agent` before its rank (the rank's group), and by ./launch
+// --mpi before mpirun (mpirun's group). Below, "the launcher" is that parent.
 //
 // PR_SET_PDEATHSIG only reaches a rank's first process; its children (sh -c '...; sleep') would
 // survive. The watchdog is in its own session, ignores job-control signals and reads a pipe from
