@@ -40,9 +40,9 @@ void reap_leftovers() {
   }
 }
 
-// Teardown: every descendant still alive — a local rank's child that left its group with setsid,
-// which came to us as the ranks' subreaper — is stopped (SIGTERM, SIGKILL after 1 s) and reaped.
-// The watchdog is spared (it exits when stopped).
+// Teardown: every descendant still alive — what a local agent that was itself killed (a lost,
+// silent one) left, which came to us as subreaper — is stopped (SIGTERM, SIGKILL after 1 s) and
+// reaped. The watchdog is spared (it exits when stopped).
 void stop_local_trees(Watchdog* watchdog) {
   std::set<pid_t> keep;
   if (watchdog->pid() > 0) keep.insert(watchdog->pid());
@@ -350,7 +350,10 @@ int run_elastic(const JobPlan& base, OutputSink* sink, Watchdog* watchdog) {
   }
 }
 
-// Output, signals and the watchdog, reachability, then the job (restarted as --max-restarts says).
+// Output, signals and (--mpi) the watchdog, reachability, then the job (restarted as --max-restarts
+// says). A Gloo rank's lifetime is its agent's: the agent stops the rank's tree when its stdin ends
+// (this launcher gone, even by kill -9) or falls silent. mpirun's ranks have no agent: the watchdog
+// stops mpirun's group and every process with the job's BARESGD_JOB_ID should the launcher die.
 int run_job(const JobPlan& plan) {
   OutputSink sink(plan.opts.tag_format, plan.opts.timestamp);
   int code = open_output(plan, &sink);
@@ -359,9 +362,9 @@ int run_job(const JobPlan& plan) {
     for (const std::string& line : rank_table(plan)) say_launch(line);
   install_launcher_signal_handlers();
   prctl(PR_SET_CHILD_SUBREAPER, 1);
-  Watchdog watchdog;
+  Watchdog watchdog;  // not started for Gloo: every call on it is then a no-op
   try {
-    watchdog.start(2000);
+    if (plan.opts.transport == Transport::kMpi) watchdog.start(2000);
   } catch (const std::exception& e) {
     say_launch(std::string("cannot start the watchdog: ") + e.what());
     return 1;
