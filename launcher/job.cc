@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <set>
 
 #include "comm/store_protocol.h"
 #include "launcher/elastic.h"
+#include "launcher/elastic_grow.h"
 #include "launcher/elastic_hosts.h"
 #include "launcher/job_plan.h"
 #include "launcher/job_report.h"
@@ -191,11 +193,13 @@ struct AttemptEnd {
   bool failed = false;
   std::string cause, host;
   bool host_lost = false;
+  bool grow = false;  // stopped to restart on a larger world (not a failure)
 };
 
 // One start of the job: a new identity (job id, secret) and store, the transport's start; the
 // supervisor runs it to its end; then the same teardown as always.
-int run_attempt(const JobPlan& plan, OutputSink* sink, Watchdog* watchdog, AttemptEnd* end) {
+int run_attempt(const JobPlan& plan, OutputSink* sink, Watchdog* watchdog, AttemptEnd* end,
+                std::function<bool()> stop_when = nullptr) {
   *end = AttemptEnd();
   JobIdentity id;
   int code = make_identity(&id);
@@ -208,6 +212,7 @@ int run_attempt(const JobPlan& plan, OutputSink* sink, Watchdog* watchdog, Attem
   scfg.heartbeat_interval_s = plan.opts.heartbeat_interval;
   scfg.start_timeout_s = plan.opts.start_timeout;
   scfg.kill_timeout_s = plan.ssh.connect_timeout + 10;  // ssh's connect, then `launch --kill-job`'s 5 s
+  scfg.stop_when = std::move(stop_when);
   watchdog->tag("BARESGD_JOB_ID=" + id.job_id);
   Supervisor sup(sink, watchdog, scfg);
   code = plan.opts.transport == Transport::kMpi ? run_mpirun(plan, id, &sup) : run_gloo(plan, id, &sup);
@@ -215,6 +220,7 @@ int run_attempt(const JobPlan& plan, OutputSink* sink, Watchdog* watchdog, Attem
   for (pid_t w; (w = waitpid(-1, nullptr, WNOHANG)) > 0;)  // what is gone already (run_job waits for the rest)
     if (w == watchdog->pid()) watchdog->forget();
   end->failed = code != 0 && sup.job_failed() && launcher_stop_signal() == 0;
+  end->grow = sup.stopped_when_asked() && launcher_stop_signal() == 0;
   end->cause = sup.failure_cause();
   end->host = sup.failure_host();
   end->host_lost = sup.failure_host_lost();
@@ -319,16 +325,24 @@ int run_elastic(const JobPlan& base, OutputSink* sink, Watchdog* watchdog) {
   JobPlan next = base;
   const std::string dir = checkpoint_dir_of(base.opts.command);
   int last_np = 0;
-  for (int restarts = 0;; ++restarts) {
+  for (int starts = 1, restarts = 0;; ++starts) {
     JobPlan plan;
     int code = next_elastic_plan(next, &hosts, sink, &plan);
     if (code != kGoOn) return code;
     if (plan.opts.np != last_np || base.opts.verbose)
-      sink->message("launch: elastic start " + std::to_string(restarts + 1) + ": " + world_text(plan) +
+      sink->message("launch: elastic start " + std::to_string(starts) + ": " + world_text(plan) +
                     (last_np > 0 && plan.opts.np != last_np ? " (was " + std::to_string(last_np) + ")" : ""));
     last_np = plan.opts.np;
+    const bool rank0_here = plan.hosts[plan.layout[0].host_index].local;
+    ElasticGrowth growth(e, base.opts.start_timeout, &hosts, dir, rank0_here, plan.used, sink);
     AttemptEnd end;
-    code = run_attempt(plan, sink, watchdog, &end);
+    code = run_attempt(
+        plan, sink, watchdog, &end,
+        e.discovery_script.empty() ? std::function<bool()>() : [&growth] { return growth.due(); });
+    if (end.grow) {  // not a failure: no backoff, no restart counted
+      next.opts.command = resume_command(next.opts.command);
+      continue;
+    }
     if (!end.failed) return code;
     if (!end.host.empty()) {
       std::string notice =
@@ -340,10 +354,10 @@ int run_elastic(const JobPlan& base, OutputSink* sink, Watchdog* watchdog) {
       sink->flush();
       return code;
     }
-    const bool rank0_here = plan.hosts[plan.layout[0].host_index].local;
-    const double wait = restart_backoff_s(std::min(restarts + 1, 6));
-    sink->message("launch: elastic restart " + std::to_string(restarts + 1) + " in " + seconds_text(wait) +
-                  " s after " + end.cause + "; " + resume_point(dir, rank0_here));
+    ++restarts;
+    const double wait = restart_backoff_s(std::min(restarts, 6));
+    sink->message("launch: elastic restart " + std::to_string(restarts) + " in " + seconds_text(wait) + " s after " +
+                  end.cause + "; " + resume_point(dir, rank0_here));
     sink->flush();
     if (!backoff_sleep(wait)) return stopped_before_restart(sink);
     next.opts.command = resume_command(next.opts.command);

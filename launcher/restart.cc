@@ -49,27 +49,36 @@ bool checkpoint_step_of_name(const std::string& name, long long* step) {
   return parse_checkpoint_name(name, &run, step);
 }
 
-std::string resume_point(const std::string& dir, bool readable_here) {
-  if (dir.empty()) return "starting from scratch (no --checkpoint-dir)";
-  DIR* d = readable_here ? opendir(dir.c_str()) : nullptr;
-  if (!d) return "resuming from the newest checkpoint in " + shown_text(dir);
+int newest_checkpoint(const std::string& dir, std::string* name, long long* step) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) return -1;
   // The job's own newest file: the one written last (other runs may share dir), then the highest step.
   long long newest = -1;
   struct timespec newest_time = {0, 0};
-  std::string name;
   while (dirent* e = readdir(d)) {
-    long long step;
+    long long s;
     struct stat st;
-    if (!checkpoint_step_of_name(e->d_name, &step) || ::stat((dir + "/" + e->d_name).c_str(), &st) != 0) continue;
+    if (!checkpoint_step_of_name(e->d_name, &s) || ::stat((dir + "/" + e->d_name).c_str(), &st) != 0) continue;
     const struct timespec t = st.st_mtim;
     const bool later = t.tv_sec != newest_time.tv_sec     ? t.tv_sec > newest_time.tv_sec
                        : t.tv_nsec != newest_time.tv_nsec ? t.tv_nsec > newest_time.tv_nsec
-                                                          : step > newest;
-    if (newest < 0 || later) newest = step, newest_time = t, name = e->d_name;
+                                                          : s > newest;
+    if (newest < 0 || later) newest = s, newest_time = t, *name = e->d_name;
   }
   closedir(d);
-  if (newest < 0) return "starting from the beginning (no checkpoint yet in " + shown_text(dir) + ")";
-  return "resuming from step " + std::to_string(newest) + " (" + shown_text(dir + "/" + name) + ")";
+  if (newest < 0) return 0;
+  *step = newest;
+  return 1;
+}
+
+std::string resume_point(const std::string& dir, bool readable_here) {
+  if (dir.empty()) return "starting from scratch (no --checkpoint-dir)";
+  std::string name;
+  long long step = 0;
+  const int found = readable_here ? newest_checkpoint(dir, &name, &step) : -1;
+  if (found < 0) return "resuming from the newest checkpoint in " + shown_text(dir);
+  if (found == 0) return "starting from the beginning (no checkpoint yet in " + shown_text(dir) + ")";
+  return "resuming from step " + std::to_string(step) + " (" + shown_text(dir + "/" + name) + ")";
 }
 
 std::string restart_line(int k, int max_restarts, double backoff_s, const std::string& cause,

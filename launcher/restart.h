@@ -19,6 +19,10 @@ double restart_backoff_s(int k);
 // any other name (src/checkpoint_names.h).
 bool checkpoint_step_of_name(const std::string& name, long long* step);
 
+// The newest checkpoint in dir by name (the file written last, of the highest step when several
+// share a time): 1 with its name and step, 0 when dir holds none, -1 when dir cannot be read.
+int newest_checkpoint(const std::string& dir, std::string* name, long long* step);
+
 // Where the restarted job starts: "resuming from step S (DIR/ckpt-....bin)" when readable_here (the
 // dir is on this host, where rank 0 runs) and it holds a checkpoint (by name: the file written
 // last, of the highest step when several share a time; the trainer skips a corrupt one and takes

@@ -422,6 +422,16 @@ void Supervisor::check_timeout(Clock::time_point now) {
   }
 }
 
+// stop_when, while every rank runs (one that ended already means the job is ending by itself).
+void Supervisor::check_stop_when() {
+  if (!cfg_.stop_when || stopping_ || children_.empty()) return;
+  for (auto& c : children_)
+    if (c->reaped || c->status_known) return;
+  if (!cfg_.stop_when()) return;
+  stopped_when_asked_ = true;
+  begin_stop(SIGTERM, 0);
+}
+
 // The host of an agent silent for the heartbeat timeout: named, its ssh killed (there is no one to
 // talk to), and the job stopped as on a failure.
 void Supervisor::lose_host(Child* c, double silent_s) {
@@ -686,6 +696,7 @@ bool Supervisor::settle_children(bool give_up) {
 bool Supervisor::step(int poll_ms) {
   auto now = Clock::now();
   check_timeout(now);
+  check_stop_when();
   check_heartbeats(now);
   handle_stop_signals();
   escalate_stop(now);

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,10 @@ struct SupervisorConfig {
   // a new ssh (`launch --kill-job`); the launcher exits once that is done (or kill_timeout_s passed).
   double heartbeat_timeout_s = 0, heartbeat_interval_s = 0, start_timeout_s = 30;
   double kill_timeout_s = 20;
+  // Asked once a loop turn while every rank still runs (elastic growth, launcher/elastic_grow.h):
+  // true stops the job as --timeout does (SIGTERM, SIGKILL after the grace), with exit status 0
+  // and not as a failure.
+  std::function<bool()> stop_when;
 };
 
 // SIGINT/SIGTERM/SIGHUP/SIGCHLD are caught into a self-pipe; SIGPIPE is ignored. Call once, early.
@@ -66,6 +71,8 @@ class Supervisor {
   // agent, ssh gone without the agent's status) rather than a rank on it failing.
   const std::string& failure_host() const { return failure_host_; }
   bool failure_host_lost() const { return failure_host_lost_; }
+  // After run(): true when stop_when stopped the job.
+  bool stopped_when_asked() const { return stopped_when_asked_; }
 
  private:
   struct Child;
@@ -87,6 +94,7 @@ class Supervisor {
   // every child is done (or poll failed).
   bool step(int poll_ms);
   void check_timeout(std::chrono::steady_clock::time_point now);
+  void check_stop_when();
   void check_heartbeats(std::chrono::steady_clock::time_point now);
   void lose_host(Child* c, double silent_s);
   void kill_on_host(Child* c);
@@ -112,6 +120,7 @@ class Supervisor {
   std::string failure_cause_;
   std::string failure_host_;
   bool failure_host_lost_ = false;
+  bool stopped_when_asked_ = false;
   bool first_failure_exited_ =
       false;  // it exited with a status or died of SIGPIPE (a signal death soon after may replace it)
   std::chrono::steady_clock::time_point first_failure_at_;
