@@ -315,10 +315,19 @@ std::string world_text(const JobPlan& plan) {
   return std::to_string(plan.opts.np) + (plan.opts.np == 1 ? " rank on " : " ranks on ") + hosts;
 }
 
+// The failing host is charged: lost, blacklisted at once; ranks failed twice, too (the notice said).
+void charge_failure(const AttemptEnd& end, ElasticHosts* hosts, OutputSink* sink) {
+  if (end.host.empty()) return;
+  std::string notice =
+      end.host_lost ? hosts->record_lost(end.host, end.cause) : hosts->record_failure(end.host, end.cause);
+  if (!notice.empty()) sink->message(notice);
+}
+
 // --min-np / --host-discovery-script: each start runs on the hosts next_elastic_plan gives; after
 // a failure the failing host is charged (lost: blacklisted at once; ranks failed twice: too) and
 // the job restarts with --resume, at whatever world size the usable slots give. Restarts are
-// unlimited (blacklisting bounds them) unless --max-restarts / --reset-limit is given.
+// unlimited (blacklisting bounds them) unless --max-restarts / --reset-limit is given. While it
+// runs, more slots grow it at its next checkpoint (elastic_grow.h): a new start, not a restart.
 int run_elastic(const JobPlan& base, OutputSink* sink, Watchdog* watchdog) {
   const ElasticOptions& e = base.opts.elastic;
   ElasticHosts hosts({std::max(1, e.min_np), e.max_np, 2});
@@ -344,11 +353,7 @@ int run_elastic(const JobPlan& base, OutputSink* sink, Watchdog* watchdog) {
       continue;
     }
     if (!end.failed) return code;
-    if (!end.host.empty()) {
-      std::string notice =
-          end.host_lost ? hosts.record_lost(end.host, end.cause) : hosts.record_failure(end.host, end.cause);
-      if (!notice.empty()) sink->message(notice);
-    }
+    charge_failure(end, &hosts, sink);
     if (base.opts.restarts_given && restarts == base.opts.max_restarts) {
       sink->message(restarts_exhausted_line(base.opts.max_restarts, end.cause));
       sink->flush();

@@ -86,11 +86,12 @@ TEST_F(LaunchElasticGrow, WithoutCheckpointsTheJobSaysSoOnceAndKeepsItsWorld) {
 }
 
 // ./train on 1 rank; discovery reports a second slot once a checkpoint exists; the job grows to 2
-// ranks after the next checkpoint and finishes, every sample of both epochs trained once.
+// ranks after the next checkpoint and finishes, every sample of the 4 epochs trained once.
 TEST_F(LaunchElasticGrow, ATrainerGrowsToTwoRanksSeeingEverySampleOnce) {
   ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
   const std::string data = dir_ + "/data", ckpt = dir_ + "/ckpt", record = dir_ + "/samples";
-  write_mnist_subset(data, 60000, 1000);  // about 3 s for the 2 epochs on 1 rank: growth comes first
+  write_mnist_subset(data, 60000,
+                     1000);  // about 6 s for the 4 epochs on 1 rank: growth (polled once a second) comes first
   const std::string script =
       "if ls " + ckpt + "/ckpt-* >/dev/null 2>&1; then echo localhost:2; else echo localhost:1; fi";
   Proc job({launch_,
@@ -103,7 +104,7 @@ TEST_F(LaunchElasticGrow, ATrainerGrowsToTwoRanksSeeingEverySampleOnce) {
             "--batch-size",
             "64",
             "--epochs",
-            "2",
+            "4",
             "--log-interval",
             "10",
             "--data-dir",
@@ -122,7 +123,7 @@ TEST_F(LaunchElasticGrow, ATrainerGrowsToTwoRanksSeeingEverySampleOnce) {
       << err;
   EXPECT_TRUE(contains(err, "launch: elastic start 2: 2 ranks on localhost:2 (was 1)\n")) << err;
   auto epochs = samples_by_epoch(record);
-  ASSERT_EQ(epochs.size(), 2u) << read_file(record).substr(0, 400);
+  ASSERT_EQ(epochs.size(), 4u) << read_file(record).substr(0, 400);
   for (auto& [epoch, seen] : epochs) {
     EXPECT_EQ(seen.size(), 60000u) << "epoch " << epoch << " skipped samples";
     int twice = 0;
