@@ -134,44 +134,61 @@ std::string usage_text() {
          "  --version                      print the version and the backends built in, and exit\n";
 }
 
-Options parse_options(const std::vector<std::string>& args) {
-  Options o;
-  using Setter = std::function<void(const std::string& flag, const std::string& v)>;
-  const long long kMax = 1LL << 40;
-  std::map<std::string, Setter> valued = {
+namespace {
+
+// A flag that takes a value: stores it into the Options the table was made for, or throws
+// TrainUsageError naming the flag.
+using Setter = std::function<void(const std::string& flag, const std::string& v)>;
+using FlagTable = std::map<std::string, Setter>;
+constexpr long long kMaxCount = 1LL << 40;
+
+// A value that must be one of choices ("argument --flag: invalid choice: ...").
+std::string one_of(const std::string& flag, const std::string& v, const std::vector<std::string>& choices) {
+  std::string listed;
+  for (const auto& c : choices) {
+    if (v == c) return v;
+    listed += (listed.empty() ? "'" : ", '") + c + "'";
+  }
+  throw TrainUsageError{"argument " + flag + ": invalid choice: " + quote(v) + " (choose from " + listed + ")"};
+}
+
+// The Horovod PyTorch MNIST example's valued flags, and its --num-proc relaunch.
+void add_example_flags(Options& o, FlagTable* t) {
+  t->insert({
       {"--batch-size", [&](auto& f, auto& v) { o.batch_size = (int)parse_int(f, v, 1, 1 << 20); }},
       {"--test-batch-size", [&](auto& f, auto& v) { o.test_batch_size = (int)parse_int(f, v, 1, 1 << 20); }},
       {"--epochs", [&](auto& f, auto& v) { o.epochs = (int)parse_int(f, v, 0, 1 << 20); }},
       {"--lr", [&](auto& f, auto& v) { o.lr = parse_float(f, v, 0, false); }},
       {"--momentum", [&](auto& f, auto& v) { o.momentum = parse_float(f, v, 0, false); }},
-      {"--seed", [&](auto& f, auto& v) { o.seed = parse_int(f, v, -kMax, kMax); }},
+      {"--seed", [&](auto& f, auto& v) { o.seed = parse_int(f, v, -kMaxCount, kMaxCount); }},
       {"--log-interval", [&](auto& f, auto& v) { o.log_interval = (int)parse_int(f, v, 1, 1 << 30); }},
       {"--gradient-predivide-factor",
        [&](auto& f, auto& v) { o.gradient_predivide_factor = parse_float(f, v, 0, true); }},
       {"--data-dir",
-       [&](auto& f, auto& v) {
+       [&](auto&, auto& v) {
          o.data_dir = v;
          o.data_dir_given = true;
        }},
       {"--num-proc", [&](auto& f, auto& v) { o.num_proc = (int)parse_int(f, v, 1, 1 << 16); }},
-      {"--hosts", [&](auto& f, auto& v) { o.hosts = v; }},
+      {"--hosts", [&](auto&, auto& v) { o.hosts = v; }},
       {"--communication",
        [&](auto& f, auto& v) {
-         if (v != "gloo" && v != "mpi")
-           throw TrainUsageError{"argument " + f + ": invalid choice: " + quote(v) + " (choose from 'gloo', 'mpi')"};
-         o.communication = v;
+         o.communication = one_of(f, v, {"gloo", "mpi"});
        }},
+  });
+}
+
+// How the ranks connect and average: backend, rendezvous, allreduce, overlap, timeouts, threads.
+void add_comm_flags(Options& o, FlagTable* t) {
+  t->insert({
       {"--backend",
        [&](auto& f, auto& v) {
-         if (v != "single" && v != "gloo" && v != "mpi")
-           throw TrainUsageError{"argument " + f + ": invalid choice: " + quote(v) +
-                                 " (choose from 'single', 'gloo', 'mpi')"};
-         o.backend = v;
+         o.backend = one_of(f, v, {"single", "gloo", "mpi"});
        }},
-      {"--rendezvous-dir", [&](auto& f, auto& v) { o.rendezvous_dir = v; }},
-      {"--network-interface", [&](auto& f, auto& v) { o.network_interface = v; }},
+      {"--rendezvous-dir", [&](auto&, auto& v) { o.rendezvous_dir = v; }},
+      {"--network-interface", [&](auto&, auto& v) { o.network_interface = v; }},
       {"--allreduce",
-       [&](auto& f, auto& v) {
+       [&](auto&, auto& v) {
          try {
            parse_allreduce_algorithm(v);
          } catch (const std::invalid_argument& e) {
@@ -181,12 +198,18 @@ Options parse_options(const std::vector<std::string>& args) {
        }},
       {"--overlap",
        [&](auto& f, auto& v) {
-         if (v != "on" && v != "off")
-           throw TrainUsageError{"argument " + f + ": invalid choice: " + quote(v) + " (choose from 'on', 'off')"};
-         o.overlap = v == "on";
+         o.overlap = one_of(f, v, {"on", "off"}) == "on";
        }},
       {"--start-timeout", [&](auto& f, auto& v) { o.start_timeout = parse_timeout(f, v); }},
       {"--comm-timeout", [&](auto& f, auto& v) { o.comm_timeout = parse_timeout(f, v); }},
+      {"--threads", [&](auto& f, auto& v) { o.threads = (int)parse_int(f, v, 1, 1024); }},
+  });
+}
+
+// Checkpoints and what a run leaves behind: --checkpoint-*, --max-steps, --dump-params,
+// --sample-record.
+void add_run_flags(Options& o, FlagTable* t) {
+  t->insert({
       {"--checkpoint-dir",
        [&](auto& f, auto& v) {
          if (v.empty())
@@ -194,23 +217,31 @@ Options parse_options(const std::vector<std::string>& args) {
          o.checkpoint_dir = v;
        }},
       {"--checkpoint-every", [&](auto& f, auto& v) { o.checkpoint_every = (int)parse_int(f, v, 1, 1 << 30); }},
-      {"--max-steps", [&](auto& f, auto& v) { o.max_steps = parse_int(f, v, 0, kMax); }},
+      {"--max-steps", [&](auto& f, auto& v) { o.max_steps = parse_int(f, v, 0, kMaxCount); }},
       {"--dump-params", [&](auto& f, auto& v) { o.dump_params = non_empty(f, v); }},
       {"--sample-record", [&](auto& f, auto& v) { o.sample_record = non_empty(f, v); }},
-      {"--threads", [&](auto& f, auto& v) { o.threads = (int)parse_int(f, v, 1, 1024); }},
+  });
+}
+
+// Seeing inside the run: --metrics, --inspect*, --check-sync, --timeline*.
+void add_inspection_flags(Options& o, FlagTable* t) {
+  t->insert({
       {"--metrics", [&](auto& f, auto& v) { o.metrics = non_empty(f, v); }},
       {"--inspect", [&](auto& f, auto& v) { o.inspect_steps = parse_steps(f, v); }},
       {"--inspect-dump", [&](auto& f, auto& v) { o.inspect_dump = non_empty(f, v); }},
       {"--check-sync", [&](auto& f, auto& v) { o.check_sync = parse_int(f, v, 1, 1LL << 30); }},
-      {"--timeline", [&](auto& f, auto& v) { o.timeline = v; }},
+      {"--timeline", [&](auto&, auto& v) { o.timeline = v; }},
       {"--timeline-steps",
        [&](auto& f, auto& v) {
          if (!parse_step_range(v, &o.timeline_steps))
            throw TrainUsageError{"argument " + f + ": invalid step range " + quote(v) +
                                  " (expected A-B or A: 0-based optimizer steps, A <= B)"};
        }},
-  };
-  std::map<std::string, bool*> switches = {
+  });
+}
+
+std::map<std::string, bool*> switch_flags(Options& o) {
+  return {
       {"--no-cuda", &o.no_cuda},
       {"--fp16-allreduce", &o.fp16_allreduce},
       {"--use-mixed-precision", &o.use_mixed_precision},
@@ -221,11 +252,31 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--help", &o.help},
       {"-h", &o.help},
   };
+}
+
+// The flags that only mean something with another.
+void check_flag_pairs(const Options& o) {
+  if ((!o.hosts.empty() || !o.communication.empty()) && o.num_proc == 0)
+    throw TrainUsageError{"--hosts and --communication need --num-proc"};
+  if (o.resume_any_config && !o.resume) throw TrainUsageError{"--resume-any-config needs --resume"};
+  if (!o.inspect_dump.empty() && o.inspect_steps.empty()) throw TrainUsageError{"--inspect-dump needs --inspect STEPS"};
+}
+
+}  // namespace
+
+Options parse_options(const std::vector<std::string>& args) {
+  Options o;
+  FlagTable valued;
+  add_example_flags(o, &valued);
+  add_comm_flags(o, &valued);
+  add_run_flags(o, &valued);
+  add_inspection_flags(o, &valued);
+  const std::map<std::string, bool*> switches = switch_flags(o);
   for (size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i];
     std::string value;
     bool has_value = false;
-    if (a.rfind("--", 0) == 0) {
+    if (a.rfind("--", 0) == 0) {  // --flag=value
       size_t eq = a.find('=');
       if (eq != std::string::npos) {
         value = a.substr(eq + 1);
@@ -249,9 +300,6 @@ Options parse_options(const std::vector<std::string>& args) {
     }
     it->second(a, value);
   }
-  if ((!o.hosts.empty() || !o.communication.empty()) && o.num_proc == 0)
-    throw TrainUsageError{"--hosts and --communication need --num-proc"};
-  if (o.resume_any_config && !o.resume) throw TrainUsageError{"--resume-any-config needs --resume"};
-  if (!o.inspect_dump.empty() && o.inspect_steps.empty()) throw TrainUsageError{"--inspect-dump needs --inspect STEPS"};
+  check_flag_pairs(o);
   return o;
 }
