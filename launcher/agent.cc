@@ -23,6 +23,7 @@
 #include "launcher/process.h"
 #include "launcher/proctree.h"
 #include "launcher/watchdog.h"
+#include "src/thread_policy.h"
 
 namespace {
 
@@ -124,7 +125,7 @@ bool prepare_rank_exec(const AgentRequest& req, RankExec* x) {
   for (const std::string& e : req.env)
     if (e.compare(0, 21, "OPENBLAS_NUM_THREADS=") == 0) user_set_blas = true;
   if (req.openblas_local_size > 0 && !user_set_blas)
-    env_set(&x->env, "OPENBLAS_NUM_THREADS", std::to_string(std::max(1, cpu_count() / req.openblas_local_size)));
+    env_set(&x->env, "OPENBLAS_NUM_THREADS", std::to_string(cores_per_rank(cpu_count(), req.openblas_local_size)));
   std::string path_var;
   env_find(x->env, "PATH", &path_var);
   std::string why;

@@ -15,8 +15,6 @@
 #include <string>
 #include <vector>
 
-#include <cblas.h>
-
 #include "comm/allreduce.h"
 #include "comm/distributed_optimizer.h"
 #include "comm/overlapped_averaging.h"
@@ -392,11 +390,11 @@ struct BucketStarter : BackwardListener {
 struct RunPlan {
   std::string dump;  // this rank's --dump-params file, empty for none (dump_path_of)
   AllreduceAlgorithm algorithm;
-  int threads;    // compute threads per rank
+  int threads;    // compute threads per rank (ThreadPolicy)
   int max_batch;  // the samples a batch buffer holds
 };
 
-RunPlan plan_run(const Options& opts, const TrainData& data, const Communicator& comm) {
+RunPlan plan_run(const Options& opts, const ThreadPolicy& threads, const TrainData& data, const Communicator& comm) {
   const int size = comm.size();
   check_training_configuration(opts, size);
   RunPlan plan;
@@ -405,12 +403,7 @@ RunPlan plan_run(const Options& opts, const TrainData& data, const Communicator&
   plan.algorithm = parse_allreduce_algorithm(opts.allreduce);
   if (std::string why = allreduce_unsupported_reason(plan.algorithm, comm.backend_name(), size); !why.empty())
     throw std::runtime_error(why);
-  // Compute threads per rank: the count train_main gave OpenBLAS (--threads, OPENBLAS_NUM_THREADS,
-  // else cores / ranks on this host). The net splits each batch across them itself; OpenBLAS only
-  // sees the small fc matrices inside each slice, so it runs single-threaded (its idle workers
-  // would otherwise spin in sched_yield against ours).
-  plan.threads = std::max(1, openblas_get_num_threads());
-  openblas_set_num_threads(1);
+  plan.threads = threads.compute_threads;  // the net splits each batch across them itself
   // Batch buffers hold no more samples than this rank's shard of the data set can fill.
   const int eval_chunk = std::min(opts.test_batch_size, std::max(opts.batch_size, 64));
   const int train_shard = int((int64_t(data.train.count) + size - 1) / size),
@@ -511,7 +504,7 @@ bool timing_enabled() {
 // averaging, hooks, samplers), then run(): the epochs (train steps, then the test pass), then the end.
 class Trainer {
  public:
-  Trainer(const Options& opts, TrainData& data, Communicator& comm, std::FILE* out);
+  Trainer(const Options& opts, const ThreadPolicy& threads, TrainData& data, Communicator& comm, std::FILE* out);
   void run();
 
  private:
@@ -552,7 +545,7 @@ class Trainer {
   Timing timing_;
 };
 
-Trainer::Trainer(const Options& opts, TrainData& data, Communicator& comm, std::FILE* out)
+Trainer::Trainer(const Options& opts, const ThreadPolicy& threads, TrainData& data, Communicator& comm, std::FILE* out)
     : opts_(opts),
       train_(data.train),
       test_(data.test),
@@ -560,7 +553,7 @@ Trainer::Trainer(const Options& opts, TrainData& data, Communicator& comm, std::
       out_(out),
       rank_(comm.rank()),
       size_(comm.size()),
-      plan_(plan_run(opts, data, comm)),
+      plan_(plan_run(opts, threads, data, comm)),
       net_(plan_.max_batch, plan_.threads),
       torch_rng_(seeded_streams(opts.seed, &net_)),
       momentum_(Net::kNumParams, 0.0f),
@@ -751,6 +744,7 @@ TrainData load_train_data(const Options& opts) {
   return d;
 }
 
-void run_training(const Options& opts, TrainData& data, Communicator& comm, std::FILE* out) {
-  Trainer(opts, data, comm, out).run();
+void run_training(const Options& opts, const ThreadPolicy& threads, TrainData& data, Communicator& comm,
+                  std::FILE* out) {
+  Trainer(opts, threads, data, comm, out).run();
 }
