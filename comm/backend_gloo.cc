@@ -71,7 +71,7 @@
 
 #include "comm/c10d_store_client.h"
 #include "comm/comm_internal.h"
-#include "comm/distributed_optimizer.h"
+#include "comm/half_float.h"
 #include "comm/rendezvous_files.h"
 #include "comm/slurm_store.h"
 #include "comm/store_client.h"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "comm/allreduce.h"
-#include "comm/distributed_optimizer.h"
+#include "comm/gradient_averaging.h"
 #include "comm/overlapped_averaging.h"
 #include "kernels/sgd.h"
 #include "src/adasum_step.h"

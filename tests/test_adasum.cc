@@ -16,7 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/distributed_optimizer.h"
+#include "comm/gradient_averaging.h"
+#include "comm/half_float.h"
 #include "kernels/sgd.h"
 #include "src/adasum_step.h"
 #include "src/checkpoint.h"

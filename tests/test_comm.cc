@@ -23,7 +23,8 @@
 
 #include "comm/comm_internal.h"
 #include "comm/communicator.h"
-#include "comm/distributed_optimizer.h"
+#include "comm/gradient_averaging.h"
+#include "comm/half_float.h"
 #include "comm/rendezvous_files.h"
 #include "comm/store_protocol.h"
 #include "launcher/store_server.h"
