@@ -18,8 +18,7 @@
 // Collectives use Gloo's option-style algorithms with CommOptions::comm_timeout on every wait:
 //   allreduce = direct exchange while (n-1) * bytes <= 1 MiB (every rank sends its vector to all
 //     others in one round and sums in rank order: one latency instead of the ring's chain of
-//     wake-ups; for the 21,840-float MNIST gradient on 4 ranks over 2 cores about 2x faster than
-//     the ring, equal on 2 ranks), else Gloo's ring
+//     wake-ups; docs/comm.md has how it compares with the ring), else Gloo's ring
 //     (reduce-scatter + allgather, 2(n-1) dependent steps, ~2(n-1)/n of the bytes per rank);
 //     the gradient's size has its receives posted a round ahead (see direct_allreduce),
 //   broadcast = binomial tree from the root (ceil(log2 n) steps, whole buffer per step),
@@ -688,8 +687,8 @@ class GlooCommunicator : public Communicator {
   // Gloo's device thread (one per tcp device, started by CreateDevice) reads every socket. When a
   // socket is readable while a user thread holds that pair's lock (our send or receive posting),
   // it skips the pair and calls epoll_wait again at once: a busy spin on a level-triggered fd.
-  // On 2 cores with 2 ranks that spinner preempts the lock holder or the other rank's compute and
-  // the gradient allreduce took ~1.2 ms per step instead of ~0.1 ms. In SCHED_IDLE it runs only
+  // On a host whose every core runs a compute thread that spinner preempts the lock holder or the
+  // other rank's compute (docs/comm.md has what it cost). In SCHED_IDLE it runs only
   // when a core would idle anyway, which is exactly when it has work: while this rank waits inside
   // a collective. (CFS still gives it a small share on a saturated host, so it never starves.)
   // BARESGD_GLOO_IDLE_DEVICE=0 leaves the thread in the normal class.
