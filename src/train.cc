@@ -157,6 +157,50 @@ void continue_at_sample(const Options& opts, const RunConfig& now, TrainState* s
   st->world_size = now.world_size;
 }
 
+// Refuses a checkpoint holding every rank's own --use-adasum momentum on another world size.
+void check_momentum_buffers(const TrainState& st, const std::string& path, const RunConfig& now) {
+  if (st.world_size != now.world_size && st.momentum_buffers > 1)
+    throw std::runtime_error("checkpoint " + path + " holds each of its " + std::to_string(st.world_size) +
+                             " ranks' own --use-adasum momentum; it cannot continue on " +
+                             std::to_string(now.world_size) + (now.world_size == 1 ? " rank" : " ranks") +
+                             " (Adasum keeps one momentum buffer per rank)");
+}
+
+// The one-line notes of a resume: where it continues, the harmless differences, and for a
+// checkpoint before version 4 (no run id, no settings) what could not be compared.
+void note_resume(const TrainState& st, const std::string& path, const std::vector<SettingChange>& changes,
+                 const std::string& run_id) {
+  std::fprintf(stderr, "train: resuming from %s (epoch %d, batch %lld, step %lld), run %s\n", path.c_str(), st.epoch,
+               (long long)st.batch, (long long)st.step, st.run_id.empty() ? "unknown" : st.run_id.c_str());
+  const std::string harmless = changes_text(changes, true, {SettingChange::kHarmless});
+  if (!harmless.empty())
+    std::fprintf(stderr, "train: it was written with %s, this run has %s (the steps compute the same numbers%s)\n",
+                 harmless.c_str(), changes_text(changes, false, {SettingChange::kHarmless}).c_str(),
+                 harmless.find("--threads") != std::string::npos ? ", up to float rounding" : "");
+  if (st.run_id.empty())
+    std::fprintf(stderr,
+                 "train: %s is a version %d checkpoint: it records no run id and no --lr, --momentum, "
+                 "dropout or averaging options (only world size, --batch-size and --seed were compared); "
+                 "this run continues as run %s\n",
+                 path.c_str(), st.version, run_id.c_str());
+}
+
+// --resume-any-config continuing a checkpoint of another configuration as a new run: a batch of
+// another --batch-size moves to this size's batch (batch_for_new_size), said in one line.
+void continue_other_config(const std::string& path, const std::vector<SettingChange>& changes, const RunConfig& now,
+                           const std::string& run_id, TrainState* st) {
+  std::string moved;
+  if (st->batch_size != now.batch_size && st->batch > 0) {
+    const int64_t b = batch_for_new_size(*st, now.batch_size);
+    moved = "; batch " + std::to_string(st->batch) + " of --batch-size " + std::to_string(st->batch_size) +
+            " continues at batch " + std::to_string(b) + " of --batch-size " + std::to_string(now.batch_size);
+    st->batch = b;
+  }
+  std::fprintf(stderr, "train: --resume-any-config: continuing %s with %s instead of %s as new run %s%s\n",
+               path.c_str(), changes_text(changes, false, {SettingChange::kNumbers}).c_str(),
+               changes_text(changes, true, {SettingChange::kNumbers}).c_str(), run_id.c_str(), moved.c_str());
+}
+
 // Rank 0, --resume: the checkpoint to continue (false: none), its one-line notes on stderr.
 // Throws naming the file when the newest valid checkpoint belongs to another configuration
 // (unless --resume-any-config, which continues it as a new run; never another world size).
@@ -179,42 +223,13 @@ bool choose_resume_checkpoint(const Options& opts, const RunConfig& now, TrainSt
   *st = std::move(other ? c.other : c.match);
   *path = other ? c.other_path : c.match_path;
   const auto changes = run_config_changes(run_config_of(*st), st->has_settings, now);
-  if (other) {
-    if (!opts.resume_any_config) throw std::runtime_error(refusal_of(*path, changes, false));
-  }
-  if (st->world_size != now.world_size && st->momentum_buffers > 1)
-    throw std::runtime_error("checkpoint " + *path + " holds each of its " + std::to_string(st->world_size) +
-                             " ranks' own --use-adasum momentum; it cannot continue on " +
-                             std::to_string(now.world_size) + (now.world_size == 1 ? " rank" : " ranks") +
-                             " (Adasum keeps one momentum buffer per rank)");
-  std::fprintf(stderr, "train: resuming from %s (epoch %d, batch %lld, step %lld), run %s\n", path->c_str(), st->epoch,
-               (long long)st->batch, (long long)st->step, st->run_id.empty() ? "unknown" : st->run_id.c_str());
-  const std::string harmless = changes_text(changes, true, {SettingChange::kHarmless});
-  if (!harmless.empty())
-    std::fprintf(stderr, "train: it was written with %s, this run has %s (the steps compute the same numbers%s)\n",
-                 harmless.c_str(), changes_text(changes, false, {SettingChange::kHarmless}).c_str(),
-                 harmless.find("--threads") != std::string::npos ? ", up to float rounding" : "");
+  if (other && !opts.resume_any_config) throw std::runtime_error(refusal_of(*path, changes, false));
+  check_momentum_buffers(*st, *path, now);
   // A changed configuration is a new run (its files never prune the run it came from).
   *run_id = other || st->run_id.empty() ? new_run_id() : st->run_id;
-  if (st->run_id.empty())
-    std::fprintf(stderr,
-                 "train: %s is a version %d checkpoint: it records no run id and no --lr, --momentum, "
-                 "dropout or averaging options (only world size, --batch-size and --seed were compared); "
-                 "this run continues as run %s\n",
-                 path->c_str(), st->version, run_id->c_str());
+  note_resume(*st, *path, changes, *run_id);
   if (st->world_size != now.world_size) continue_at_sample(opts, now, st);
-  if (other) {
-    std::string moved;
-    if (st->batch_size != now.batch_size && st->batch > 0) {
-      const int64_t b = batch_for_new_size(*st, now.batch_size);
-      moved = "; batch " + std::to_string(st->batch) + " of --batch-size " + std::to_string(st->batch_size) +
-              " continues at batch " + std::to_string(b) + " of --batch-size " + std::to_string(now.batch_size);
-      st->batch = b;
-    }
-    std::fprintf(stderr, "train: --resume-any-config: continuing %s with %s instead of %s as new run %s%s\n",
-                 path->c_str(), changes_text(changes, false, {SettingChange::kNumbers}).c_str(),
-                 changes_text(changes, true, {SettingChange::kNumbers}).c_str(), run_id->c_str(), moved.c_str());
-  }
+  if (other) continue_other_config(*path, changes, now, *run_id, st);
   return true;
 }
 
