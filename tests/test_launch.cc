@@ -44,6 +44,7 @@
 #include "launcher/proctree.h"
 #include "launcher/options.h"
 #include "launcher/tagger.h"
+#include "tests/test_hosts_fixture.h"
 
 extern char** environ;
 
@@ -1753,33 +1754,15 @@ TEST_F(LaunchAgent, KillNineOfAgentTakesTheRankFamilyDown) {
 // Integration: remote ranks on the test hosts (tests/test_hosts.sh)
 // ============================================================================================
 
-class LaunchRemote : public ::testing::Test {
+class LaunchRemote : public TestHostsFixture<> {
  protected:
-  static std::string dir_;
-  static bool up_;
-  static void SetUpTestSuite() {
-    char tmpl[] = "/tmp/baresgd-test-hosts-XXXXXX";
-    if (!mkdtemp(tmpl)) return;
-    dir_ = tmpl;
-    std::string cmd = "timeout 60 bash tests/test_hosts.sh start " + dir_ + " >" + dir_ + "/start.log 2>&1";
-    up_ = system(cmd.c_str()) == 0;
-    if (!up_) std::cerr << read_file(dir_ + "/start.log");
-  }
-  static void TearDownTestSuite() {
-    if (dir_.empty()) return;
-    std::string cmd = "timeout 60 bash tests/test_hosts.sh stop " + dir_ + " >/dev/null 2>&1; rm -rf " + dir_;
-    if (system(cmd.c_str()) != 0) std::cerr << "test_hosts.sh stop failed\n";
-  }
   void SetUp() override {
-    ASSERT_TRUE(up_) << "test hosts did not start (tests/test_hosts.sh start)";
+    TestHostsFixture::SetUp();
     marker_ = unique_marker();
   }
   void TearDown() override { kill_procs_with(marker_); }
-  std::string cfg() const { return dir_ + "/ssh_config"; }
   std::string marker_;
 };
-std::string LaunchRemote::dir_;
-bool LaunchRemote::up_ = false;
 
 TEST_F(LaunchRemote, GlooRankTableOverSsh) {
   Launch l({"-np", "4", "--gloo", "-H", "hpc01:2,hpc03:2", "-F", cfg(), "sh", "-c",
@@ -1793,7 +1776,7 @@ TEST_F(LaunchRemote, GlooRankTableOverSsh) {
   EXPECT_TRUE(contains(out, "[3]<stdout>:3 hpc03 127.0.0.13 1 1\n")) << out;
   EXPECT_EQ(split_lines(out).size(), 4u) << out;
   // Ranks 2 and 3 really came in through ssh on 127.0.0.13 and got the secret (64 hex chars).
-  std::string port = read_file(dir_ + "/port");
+  std::string port = read_file(hosts_dir() + "/port");
   while (!port.empty() && port.back() == '\n') port.pop_back();
   EXPECT_TRUE(contains(err, "[2]<stderr>:via 127.0.0.13 " + port + " 64\n")) << err;
   EXPECT_TRUE(contains(err, "[3]<stderr>:via 127.0.0.13 " + port + " 64\n")) << err;
@@ -1829,7 +1812,7 @@ TEST_F(LaunchRemote, MpiRankTableOverSsh) {
             "echo $OMPI_COMM_WORLD_RANK $OMPI_COMM_WORLD_LOCAL_RANK $BARESGD_COMM ${SSH_CONNECTION#* * }"});
   ASSERT_EQ(l.code(120), 0) << l.err();
   std::string out = l.out();
-  std::string port = read_file(dir_ + "/port");
+  std::string port = read_file(hosts_dir() + "/port");
   while (!port.empty() && port.back() == '\n') port.pop_back();
   EXPECT_TRUE(contains(out, "[0]<stdout>:0 0 mpi 127.0.0.11 " + port + "\n")) << out;
   EXPECT_TRUE(contains(out, "[1]<stdout>:1 1 mpi 127.0.0.11 " + port + "\n")) << out;
@@ -1993,7 +1976,7 @@ TEST_F(LaunchRemote, FloodThroughSsh) {
 
 TEST_F(LaunchRemote, SilentHostTimesOutWithinStartTimeout) {
   // Something accepts TCP on hpc02's address but never speaks SSH: only the deadline helps.
-  std::string port = read_file(dir_ + "/port");
+  std::string port = read_file(hosts_dir() + "/port");
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   ASSERT_GE(fd, 0);
   int one = 1;
@@ -2062,7 +2045,7 @@ TEST_F(LaunchRemote, LongLinesAndPartialLinesThroughSsh) {
 }
 
 TEST_F(LaunchRemote, HostfileAndMpiFailureStatus) {
-  std::string hf = dir_ + "/hostfile";
+  std::string hf = hosts_dir() + "/hostfile";
   std::ofstream(hf) << "# test cluster\nhpc01 slots=1\nhpc03 slots=2\n";
   Launch l({"-np", "3", "--gloo", "--hostfile", hf, "-F", cfg(), "sh", "-c", "echo $BARESGD_HOSTNAME"});
   ASSERT_EQ(l.code(60), 0) << l.err();
@@ -2106,7 +2089,7 @@ TEST_F(LaunchRemote, EndToEndAllreduceGlooAndMpi) {
 }
 
 TEST_F(LaunchRemote, TimelineVariableReachesRemoteRanks) {
-  std::string t = dir_ + "/t.json", e = dir_ + "/env.json";
+  std::string t = hosts_dir() + "/t.json", e = hosts_dir() + "/env.json";
   const char* show = "echo T=$HOROVOD_TIMELINE ${SSH_CONNECTION:+ssh}";
   for (const char* mode : {"--gloo", "--mpi"}) {
     Launch flag(
