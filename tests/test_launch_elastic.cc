@@ -10,7 +10,6 @@
 //
 // Env: BARESGD_LAUNCH (as the rest of the suite).
 #include <gtest/gtest.h>
-#include <dirent.h>
 #include <sys/stat.h>
 
 #include <csignal>
@@ -24,6 +23,7 @@
 #include <vector>
 
 #include "launcher/options.h"
+#include "launcher/proctree.h"
 #include "tests/fault_harness.h"
 #include "tests/test_hosts_fixture.h"
 #include "tests/test_util.h"
@@ -207,23 +207,10 @@ TEST_F(LaunchElasticRemote, BelowMinNpAfterABlacklistTheJobFailsNamingTheSlots) 
   EXPECT_FALSE(contains(job.out(), "started"));
 }
 
-// Every pid below root (from /proc's parent links), root first.
+// root and every live pid below it (launcher/proctree's /proc parent walk), root first.
 std::vector<pid_t> process_tree(pid_t root) {
   std::vector<pid_t> tree = {root};
-  for (size_t k = 0; k < tree.size(); ++k) {
-    DIR* d = ::opendir("/proc");
-    if (!d) break;
-    while (dirent* e = ::readdir(d)) {
-      const pid_t p = pid_t(std::atoi(e->d_name));
-      if (p <= 0) continue;
-      const std::string stat = read_file("/proc/" + std::to_string(p) + "/stat");
-      const size_t rp = stat.rfind(')');
-      if (rp == std::string::npos) continue;
-      int ppid = 0;
-      if (std::sscanf(stat.c_str() + rp + 2, "%*c %d", &ppid) == 1 && ppid == tree[k]) tree.push_back(p);
-    }
-    ::closedir(d);
-  }
+  for (pid_t p : descendants_of(root)) tree.push_back(p);
   return tree;
 }
 
