@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include "launcher/mpirun.h"
 #include "tests/test_util.h"
 
 extern char** environ;
@@ -130,10 +131,8 @@ class Proc {
     dir_ = testutil::make_temp_dir("faultproc");
     std::vector<std::string> env;
     for (char** e = environ; *e; ++e) env.push_back(*e);
-    // Loopback only for anything Open MPI (docs/testing.md); harmless for Gloo.
-    for (const char* kv : {"OMPI_MCA_btl=self,tcp", "OMPI_MCA_btl_tcp_if_include=lo", "OMPI_MCA_oob_tcp_if_include=lo",
-                           "OMPI_MCA_if_base_do_not_resolve=1"})
-      env.push_back(kv);
+    // Loopback only for anything Open MPI (docs/testing.md), as the launcher pins it; harmless for Gloo.
+    for (const auto& [name, value] : loopback_openmpi_env()) env.push_back(name + "=" + value);
     std::vector<char*> cargv, cenv;
     for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
     cargv.push_back(nullptr);
