@@ -202,17 +202,7 @@ write_client_files() {
       echo "  HostName $(addr_of "$h")"
     done
     echo "Host nsA nsB nsa nsb"
-    echo "  Port 22"
-    echo "  User $(id -un)"
-    echo "  IdentityFile $DIR/id_ed25519"
-    echo "  IdentitiesOnly yes"
-    echo "  UserKnownHostsFile $DIR/known_hosts"
-    echo "  GlobalKnownHostsFile /dev/null"
-    echo "  StrictHostKeyChecking yes"
-    echo "  CheckHostIP no"
-    echo "  BatchMode yes"
-    echo "  ConnectTimeout 5"
-    echo "  LogLevel ERROR"
+    ssh_client_lines "$DIR" 22
   } > "$DIR/ssh_config"
   : > "$DIR/known_hosts"
   for h in "${HOSTS[@]}"; do

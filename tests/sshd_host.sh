@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # sshd_host.sh: sourced by the test-host scripts (test_hosts.sh, netns_hosts.sh): the throwaway ssh
-# keys and the sshd configuration of their test "hosts", every file under the script's DIR. Each
-# sshd writes its pid file where its config says; the scripts stop it through that file.
+# keys, the sshd configuration of their test "hosts" and the client settings of their ssh_config,
+# every file under the script's DIR. Each sshd writes its pid file where its config says; the
+# scripts stop it through that file.
 
 make_ssh_keys() {  # dir tag from host...: client key dir/id_ed25519, one host key per host (kept when
   # there), and dir/authorized_keys admitting only the client key, only from the address pattern `from`
@@ -37,5 +38,22 @@ AllowTcpForwarding no
 MaxStartups 64:30:128
 MaxSessions 64
 LogLevel ERROR
+EOF
+}
+
+ssh_client_lines() {  # dir port: the client settings of a test host's ssh_config block, on stdout
+  local dir=$1 port=$2
+  cat <<EOF
+  Port $port
+  User $(id -un)
+  IdentityFile $dir/id_ed25519
+  IdentitiesOnly yes
+  UserKnownHostsFile $dir/known_hosts
+  GlobalKnownHostsFile /dev/null
+  StrictHostKeyChecking yes
+  CheckHostIP no
+  BatchMode yes
+  ConnectTimeout 5
+  LogLevel ERROR
 EOF
 }

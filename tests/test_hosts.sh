@@ -53,8 +53,7 @@ stop_hosts() {
 }
 
 write_ssh_config() {
-  local port=$1 entry name addr user
-  user=$(id -un)
+  local port=$1 entry name addr
   {
     echo "# written by tests/test_hosts.sh: throwaway test hosts on loopback"
     for entry in "${HOSTS[@]}" "$UNREACHABLE"; do
@@ -63,17 +62,7 @@ write_ssh_config() {
       echo "  HostName $addr"
     done
     echo "Host hpc01 hpc02 hpc03"
-    echo "  Port $port"
-    echo "  User $user"
-    echo "  IdentityFile $DIR/id_ed25519"
-    echo "  IdentitiesOnly yes"
-    echo "  UserKnownHostsFile $DIR/known_hosts"
-    echo "  GlobalKnownHostsFile /dev/null"
-    echo "  StrictHostKeyChecking yes"
-    echo "  CheckHostIP no"
-    echo "  BatchMode yes"
-    echo "  ConnectTimeout 5"
-    echo "  LogLevel ERROR"
+    ssh_client_lines "$DIR" "$port"
   } > "$DIR/ssh_config.tmp"
   mv "$DIR/ssh_config.tmp" "$DIR/ssh_config"
   : > "$DIR/known_hosts.tmp"
