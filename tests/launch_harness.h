@@ -159,22 +159,8 @@ class Launch {
     int out[2], err[2], in[2] = {-1, -1};
     if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) abort();
     if (stdin_pipe && pipe2(in, O_CLOEXEC) != 0) abort();
-    std::vector<char*> cargv, cenv;
-    for (auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-    cargv.push_back(nullptr);
-    for (auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
-    cenv.push_back(nullptr);
     start_ = Clock::now();
-    pid_ = fork();
-    if (pid_ == 0) {
-      setpgid(0, 0);  // so a test can signal it alone, and teardown its group
-      int devnull = open("/dev/null", O_RDONLY);
-      dup2(in[0] >= 0 ? in[0] : devnull, 0);
-      dup2(out[1], 1);
-      dup2(err[1], 2);
-      execve(cargv[0], cargv.data(), cenv.data());
-      _exit(127);
-    }
+    pid_ = testutil::spawn(argv, env, in[0], out[1], err[1]);  // its own group: a test can signal it alone
     close(out[1]);
     close(err[1]);
     if (in[0] >= 0) close(in[0]);
