@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <poll.h>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -39,6 +40,10 @@ class StoreServer {
   struct Connection;
   void serve();
   void serve_once();
+  int poll_timeout_ms() const;
+  std::vector<pollfd> poll_set() const;
+  void serve_ready(Connection* c, short revents);
+  void close_finished();
   void accept_new();
   void admit(int fd);
   void read_from(Connection* c);
