@@ -6,15 +6,12 @@
 #include <csignal>
 #include <cstdlib>
 
+#include "comm/big_endian.h"
+
 namespace {
 
-void put_u32(std::string* out, uint32_t v) {
-  char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
-  out->append(b, 4);
-}
-
 void put_str(std::string* out, const std::string& s) {
-  put_u32(out, static_cast<uint32_t>(s.size()));
+  append_u32be(out, static_cast<uint32_t>(s.size()));
   out->append(s);
 }
 
@@ -23,8 +20,7 @@ struct Reader {
   size_t pos = 0;
   bool u32(uint32_t* v) {
     if (b.size() - pos < 4) return false;
-    const unsigned char* p = reinterpret_cast<const unsigned char*>(b.data() + pos);
-    *v = (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
+    *v = load_u32be(b.data() + pos);
     pos += 4;
     return true;
   }
@@ -60,7 +56,7 @@ std::string encode_agent_request(const AgentRequest& req) {
     put_str(&body, std::to_string(req.heartbeat_interval_ms));
   }
   std::string out = kAgentMagic;
-  put_u32(&out, static_cast<uint32_t>(body.size()));
+  append_u32be(&out, static_cast<uint32_t>(body.size()));
   out += body;
   return out;
 }

@@ -2,7 +2,7 @@
 // non-blocking sockets, authentication per connection; see comm/store_protocol.h).
 //
 // Robustness: every socket is non-blocking and each connection has its own input and output
-// buffers (launcher/store_session.h), so a slow, silent or half-open client only ever holds its
+// buffers (comm/store_session.h), so a slow, silent or half-open client only ever holds its
 // own slot. Unauthenticated connections are closed after limits.auth_timeout; when
 // limits.max_connections are open, a new connection evicts the oldest unauthenticated one (or is
 // closed itself if every slot is authenticated). Malformed input closes that connection only.
@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "launcher/store_session.h"
+#include "comm/store_session.h"
 
 class StoreServer {
  public:

@@ -2,7 +2,7 @@
 // socket and every client; per connection it moves bytes between the socket and a StoreSession,
 // which owns the protocol. The loop never blocks on a client: reads and writes are non-blocking
 // and bounded per round (kMaxReadPerRound), so one busy client cannot starve the others.
-#include "launcher/store_server.h"
+#include "comm/store_server.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
