@@ -29,6 +29,7 @@
 #include "comm/comm_internal.h"
 #include "comm/communicator.h"
 #include "comm/torchrun_env.h"
+#include "src/parse_int.h"
 
 namespace {
 
@@ -49,16 +50,10 @@ class Env {
   int integer(const char* name) const {
     const char* v = get_(name);
     if (!v) fail(std::string(name) + " is not set");
-    const char* p = v;
-    if (*p == '-') ++p;
-    if (*p == '\0') fail(std::string(name) + "=" + quoted(v) + " is not an integer");
-    for (const char* q = p; *q; ++q)
-      if (*q < '0' || *q > '9') fail(std::string(name) + "=" + quoted(v) + " is not an integer");
-    errno = 0;
-    char* end = nullptr;
-    long long x = std::strtoll(v, &end, 10);
-    if (errno == ERANGE || *end != '\0' || x < INT_MIN || x > INT_MAX)
-      fail(std::string(name) + "=" + quoted(v) + " is out of range for an int");
+    long long x = 0;
+    const IntText t = parse_decimal(v, IntSign::kMinus, INT_MIN, INT_MAX, &x);
+    if (t == IntText::kOutOfRange) fail(std::string(name) + "=" + quoted(v) + " is out of range for an int");
+    if (t != IntText::kOk) fail(std::string(name) + "=" + quoted(v) + " is not an integer");
     return static_cast<int>(x);
   }
   int integer_or(const char* name, int fallback) const { return has(name) ? integer(name) : fallback; }
@@ -220,9 +215,10 @@ bool slurm_non_task_step(const Env& env, std::string* step_var) {
   if (v == "batch" || v == "extern" || v == "interactive") return true;
   const bool negative = !v.empty() && v[0] == '-';
   const std::string digits = negative ? v.substr(1) : v;
-  if (digits.empty() || digits.size() > 10 || digits.find_first_not_of("0123456789") != std::string::npos)
+  long long id = 0;
+  if (digits.size() > 10 || parse_decimal(digits, IntSign::kNone, 0, LLONG_MAX, &id) != IntText::kOk)
     fail(*step_var + "=" + quoted(v.c_str()) + " is not a step id");
-  return negative || std::stoull(digits) >= 0xfffffff0ULL;
+  return negative || id >= 0xfffffff0LL;
 }
 
 // The batch step of an sbatch job: world size 1, never rank 0 of the allocation's tasks.

@@ -1,6 +1,7 @@
 // torchrun_env: RANK / WORLD_SIZE / LOCAL_RANK / LOCAL_WORLD_SIZE / GROUP_RANK / MASTER_ADDR /
 // MASTER_PORT, validated strictly (see torchrun_env.h).
 #include "comm/torchrun_env.h"
+#include "src/parse_int.h"
 #include "src/shown_text.h"
 
 #include <cerrno>
@@ -22,14 +23,18 @@ std::string nv(const char* name, long long v) { return std::string(name) + "=" +
 int integer(const EnvLookup& get, const char* name) {
   const char* v = get(name);
   if (!v) fail(std::string(name) + " is not set");
-  if (*v == '\0') fail(shown(name, v) + " is not an integer");
-  for (const char* q = v; *q; ++q)
-    if (*q < '0' || *q > '9') fail(shown(name, v) + " is not a non-negative integer");
-  errno = 0;
-  char* end = nullptr;
-  long long x = std::strtoll(v, &end, 10);
-  if (errno == ERANGE || *end != '\0' || x > INT_MAX) fail(shown(name, v) + " is out of range for an int");
-  return static_cast<int>(x);
+  long long x = 0;
+  switch (parse_decimal(v, IntSign::kNone, 0, INT_MAX, &x)) {
+    case IntText::kOk:
+      return static_cast<int>(x);
+    case IntText::kEmpty:
+      fail(shown(name, v) + " is not an integer");
+    case IntText::kNotDigits:
+      fail(shown(name, v) + " is not a non-negative integer");
+    case IntText::kOutOfRange:
+      break;
+  }
+  fail(shown(name, v) + " is out of range for an int");
 }
 
 void check_below(const char* name, int v, const char* bound_name, int bound) {

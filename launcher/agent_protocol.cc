@@ -3,10 +3,12 @@
 
 #include <sys/wait.h>
 
+#include <climits>
 #include <csignal>
 #include <cstdlib>
 
 #include "comm/big_endian.h"
+#include "src/parse_int.h"
 
 namespace {
 
@@ -33,11 +35,10 @@ struct Reader {
   }
   bool integer(long* v, long lo, long hi) {
     std::string s;
-    if (!str(&s) || s.empty() || s.size() > 10) return false;
-    for (char c : s)
-      if (c < '0' || c > '9') return false;
-    *v = std::strtol(s.c_str(), nullptr, 10);
-    return *v >= lo && *v <= hi;
+    long long x = 0;
+    if (!str(&s) || s.size() > 10 || parse_decimal(s, IntSign::kNone, lo, hi, &x) != IntText::kOk) return false;
+    *v = static_cast<long>(x);
+    return true;
   }
 };
 
@@ -150,11 +151,10 @@ bool parse_agent_marker(const std::string& text, const std::string& nonce, std::
   if (sp == std::string::npos) return false;
   std::string k = rest.substr(0, sp), v = rest.substr(sp + 1);
   if (k != "pid" && k != "exit" && k != "signal" && k != "alive") return false;
-  if (v.empty() || v.size() > 10) return false;
-  for (char c : v)
-    if (c < '0' || c > '9') return false;
+  long long x = 0;
+  if (v.size() > 10 || parse_decimal(v, IntSign::kNone, 0, LLONG_MAX, &x) != IntText::kOk) return false;
   *before = text.substr(0, at);
   *kind = k;
-  *value = std::strtol(v.c_str(), nullptr, 10);
+  *value = static_cast<long>(x);
   return true;
 }

@@ -17,18 +17,22 @@
 
 #include "launcher/horovod_config.h"
 #include "launcher/shell_words.h"
+#include "src/parse_int.h"
 #include "src/shown_text.h"
 
 int parse_int_flag(const std::string& flag, const std::string& v) {
-  if (v.empty()) throw UsageError(flag + " needs a whole number", true);
-  size_t i = (v[0] == '-' || v[0] == '+') ? 1 : 0;
-  if (i == v.size()) throw UsageError(flag + " '" + v + "' is not a whole number", true);
-  for (size_t k = i; k < v.size(); ++k)
-    if (v[k] < '0' || v[k] > '9') throw UsageError(flag + " '" + v + "' is not a whole number", true);
-  errno = 0;
-  long long x = std::strtoll(v.c_str(), nullptr, 10);
-  if (errno == ERANGE || x > INT_MAX || x < INT_MIN) throw UsageError(flag + " '" + v + "' is out of range", true);
-  return static_cast<int>(x);
+  long long x = 0;
+  switch (parse_decimal(v, IntSign::kPlusOrMinus, INT_MIN, INT_MAX, &x)) {
+    case IntText::kOk:
+      return static_cast<int>(x);
+    case IntText::kEmpty:
+      throw UsageError(flag + " needs a whole number", true);
+    case IntText::kNotDigits:
+      throw UsageError(flag + " '" + v + "' is not a whole number", true);
+    case IntText::kOutOfRange:
+      break;
+  }
+  throw UsageError(flag + " '" + v + "' is out of range", true);
 }
 
 double parse_seconds_flag(const std::string& flag, const std::string& v) {
@@ -63,9 +67,7 @@ void set_horovod_env(LaunchOptions* o, const std::string& name, const std::strin
 // A whole number of seconds in 1..100000000 (./train's limit too), for --gloo-timeout-seconds
 // and HOROVOD_* variables.
 bool whole_seconds(const std::string& v, int* out) {
-  if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos) return false;
-  *out = std::atoi(v.c_str());
-  return *out >= 1 && *out <= 100000000;
+  return v.size() <= 9 && parse_decimal_int(v, IntSign::kNone, 1, 100000000, out);
 }
 const char kSecondsRange[] = "' is not a whole number of seconds from 1 to 100000000";
 
