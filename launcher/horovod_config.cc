@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <set>
 
 #include "launcher/horovod_flags.h"
+#include "src/parse_int.h"
 #include "src/shown_text.h"
 
 namespace {
@@ -78,15 +80,36 @@ void parse_scalar(const std::string& raw, const std::string& file, int line, Con
   e->null = s == "~" || s == "null" || s == "Null" || s == "NULL";
 }
 
+// The line starting at *pos (without its '\n'); moves *pos past it.
+std::string next_line(const std::string& text, size_t* pos) {
+  size_t nl = text.find('\n', *pos);
+  std::string raw = text.substr(*pos, nl == std::string::npos ? std::string::npos : nl - *pos);
+  *pos = nl == std::string::npos ? text.size() : nl + 1;
+  return raw;
+}
+
 // The indentation of the next line from pos on that is not blank or a comment (0 when none).
 size_t next_line_indent(const std::string& text, size_t pos) {
   while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    std::string raw = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    std::string raw = next_line(text, &pos);
     if (!strip_comment(raw).empty()) return raw.find_first_not_of(' ');
-    pos = nl == std::string::npos ? text.size() : nl + 1;
   }
   return 0;
+}
+
+// Splits "  key: rest" (body: the line without its comment, for the message) into its indent,
+// key and the raw text after the colon.
+void split_key_line(const std::string& raw, const std::string& body, const std::string& file, int line, size_t* lead,
+                    std::string* key, std::string* rest) {
+  *lead = raw.find_first_not_of(' ');
+  if (raw[*lead] == '\t') fail(file, line, "tab in the indentation (YAML indents with spaces)");
+  size_t k = *lead;
+  while (k < raw.size() && is_key_char(raw[k])) ++k;
+  if (k == *lead || k >= raw.size() || raw[k] != ':' ||
+      (k + 1 < raw.size() && raw[k + 1] != ' ' && raw[k + 1] != '\t' && raw[k + 1] != '\r'))
+    fail(file, line, "expected 'key: value', got '" + shown_text(body) + "'");
+  *key = raw.substr(*lead, k - *lead);
+  *rest = raw.substr(k + 1);
 }
 
 }  // namespace
@@ -105,23 +128,15 @@ std::vector<ConfigEntry> parse_config_text(const std::string& text, const std::s
     section.clear();
   };
   while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    std::string raw = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-    pos = nl == std::string::npos ? text.size() : nl + 1;
+    std::string raw = next_line(text, &pos);
     ++line;
     if (raw.find('\0') != std::string::npos) fail(file, line, "NUL byte");
     std::string body = strip_comment(raw);
     if (body.empty()) continue;
     if (line == 1 && body == "---") continue;
-    size_t lead = raw.find_first_not_of(' ');
-    if (raw[lead] == '\t') fail(file, line, "tab in the indentation (YAML indents with spaces)");
-    size_t k = lead;
-    while (k < raw.size() && is_key_char(raw[k])) ++k;
-    if (k == lead || k >= raw.size() || raw[k] != ':' ||
-        (k + 1 < raw.size() && raw[k + 1] != ' ' && raw[k + 1] != '\t' && raw[k + 1] != '\r'))
-      fail(file, line, "expected 'key: value', got '" + shown_text(body) + "'");
-    std::string key = raw.substr(lead, k - lead);
-    std::string rest = raw.substr(k + 1);
+    size_t lead = 0;
+    std::string key, rest;
+    split_key_line(raw, body, file, line, &lead, &key, &rest);
     ConfigEntry e;
     e.line = line;
     if (lead == 0) {
@@ -220,11 +235,8 @@ int yaml_bool(const std::string& v) {
 }
 
 bool whole_number(const std::string& v) {
-  size_t i = (!v.empty() && (v[0] == '+' || v[0] == '-')) ? 1 : 0;
-  if (i == v.size() || v.size() > 12) return false;
-  for (size_t k = i; k < v.size(); ++k)
-    if (v[k] < '0' || v[k] > '9') return false;
-  return true;
+  long long x = 0;
+  return v.size() <= 12 && parse_decimal(v, IntSign::kPlusOrMinus, LLONG_MIN, LLONG_MAX, &x) == IntText::kOk;
 }
 
 bool real_number(const std::string& v) {
