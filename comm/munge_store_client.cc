@@ -26,16 +26,6 @@ struct Refused : std::runtime_error {  // the server denied our credential: no p
   using std::runtime_error::runtime_error;
 };
 
-IoResult recv_frame(int fd, std::string* body, uint32_t max_len, Clock::time_point deadline) {
-  std::string head;
-  IoResult r = recv_exact(fd, &head, 4, deadline);
-  if (r.status != Io::kOk) return r;
-  const uint32_t len = get_u32be(head.data());
-  if (len > max_len) return {Io::kError, EMSGSIZE};
-  body->clear();
-  return recv_exact(fd, body, len, deadline);
-}
-
 bool test_hook_expired() {
   const char* v = std::getenv("BARESGD_TEST_MUNGE");
   return v != nullptr && std::string(v) == "expired";

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "comm/big_endian.h"
+
 namespace socket_io {
 
 // Milliseconds left until deadline, rounded up, >= 0, capped to fit poll()'s int.
@@ -75,6 +77,16 @@ IoResult recv_exact(int fd, std::string* out, size_t n, Clock::time_point deadli
     }
   }
   return {Io::kOk, 0};
+}
+
+IoResult recv_frame(int fd, std::string* body, uint32_t max_len, Clock::time_point deadline) {
+  std::string head;
+  IoResult r = recv_exact(fd, &head, 4, deadline);
+  if (r.status != Io::kOk) return r;
+  const uint32_t len = load_u32be(head.data());
+  if (len > max_len) return {Io::kError, EMSGSIZE};
+  body->clear();
+  return recv_exact(fd, body, len, deadline);
 }
 
 std::string io_text(IoResult r) {

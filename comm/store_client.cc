@@ -26,17 +26,6 @@ namespace {
 using namespace socket_io;
 constexpr std::chrono::milliseconds kMinIoTimeout{5000};
 
-// Reads one frame's body; kError with err = EMSGSIZE if its length prefix exceeds max_len.
-IoResult recv_frame(int fd, std::string* body, uint32_t max_len, Clock::time_point deadline) {
-  std::string head;
-  IoResult r = recv_exact(fd, &head, 4, deadline);
-  if (r.status != Io::kOk) return r;
-  const uint32_t len = get_u32be(head.data());
-  if (len > max_len) return {Io::kError, EMSGSIZE};
-  body->clear();
-  return recv_exact(fd, body, len, deadline);
-}
-
 std::string quoted(const std::string& key) { return "'" + printable_key(key) + "'"; }
 
 }  // namespace

@@ -10,15 +10,15 @@
 #include <cstring>
 #include <vector>
 
+#include "comm/big_endian.h"
+
 namespace {
 
 constexpr uint32_t kImagesMagic = 0x00000803;
 constexpr uint32_t kLabelsMagic = 0x00000801;
 constexpr size_t kMaxInflated = size_t(1) << 31;  // 2 GiB: far beyond any MNIST split
 
-uint32_t be32(const uint8_t* p) {
-  return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | p[3];
-}
+uint32_t be32(const uint8_t* p) { return load_u32be(p); }
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) { throw DataError(path + ": " + what); }
 

@@ -27,7 +27,7 @@
 #include "comm/half_float.h"
 #include "comm/rendezvous_files.h"
 #include "comm/store_protocol.h"
-#include "launcher/store_server.h"
+#include "comm/store_server.h"
 #include "tests/comm_checks.h"
 #include "tests/comm_test_util.h"
 #include "tests/rank_env_checks.h"

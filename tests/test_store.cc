@@ -24,8 +24,8 @@
 
 #include "comm/store_client.h"
 #include "comm/store_protocol.h"
-#include "launcher/store_server.h"
-#include "launcher/store_session.h"
+#include "comm/store_server.h"
+#include "comm/store_session.h"
 
 namespace {
 
