@@ -149,7 +149,7 @@ const char kHelpText[] =
     "                            there the allocation's task count, see below)\n"
     "  -H, --hosts LIST          host or host:slots, comma separated (default localhost:N)\n"
     "      --hostfile FILE       lines 'host slots=K'; '#' comments\n"
-    "      --gloo                start the ranks ourselves (local fork, ssh + agent) with a\n"
+    "      --gloo                start the ranks ourselves (each under launch --agent: local, ssh, srun) with a\n"
     "                            rendezvous store for Gloo\n"
     "      --mpi                 start the ranks with Open MPI's mpirun; every exported variable\n"
     "                            reaches every rank (-x NAME) except host-specific ones (HOSTNAME,\n"
