@@ -73,6 +73,7 @@
 #include "comm/half_float.h"
 #include "comm/rendezvous_files.h"
 #include "comm/slurm_store.h"
+#include "comm/socket_io.h"
 #include "comm/store_client.h"
 
 namespace {
@@ -146,18 +147,16 @@ class RendezvousStore : public gloo::rendezvous::Store {
   void wait(const std::vector<std::string>& keys, const ms& timeout) override {
     const auto deadline = Clock::now() + timeout;
     std::set<std::string> missing(keys.begin(), keys.end());
-    ms pause(1);
+    socket_io::Backoff pause(ms(1), ms(20));
     for (;;) {
       for (auto it = missing.begin(); it != missing.end();) it = has(*it) ? missing.erase(it) : std::next(it);
       if (missing.empty()) return;
-      if (Clock::now() >= deadline) {
+      if (!pause.wait(deadline)) {
         std::string list;
         for (const auto& k : missing) list += (list.empty() ? "'" : ", '") + k + "'";
         throw gloo::IoException("timed out after " + seconds(timeout) + " waiting for key(s) " + list + " in " +
                                 where_);
       }
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, ms(20));
     }
   }
 
@@ -728,7 +727,7 @@ class GlooCommunicator : public Communicator {
     std::vector<int> missing;
     for (int r = 0; r < info_.size; ++r)
       if (r != info_.rank) missing.push_back(r);
-    ms pause(1);
+    socket_io::Backoff pause(ms(1), ms(20));
     while (!missing.empty()) {
       std::vector<int> still;
       for (int r : missing) {
@@ -747,7 +746,7 @@ class GlooCommunicator : public Communicator {
       }
       missing.swap(still);
       if (missing.empty()) break;
-      if (Clock::now() - start_ >= opts_.start_timeout) {
+      if (!pause.wait(start_ + opts_.start_timeout)) {
         std::string list;
         for (size_t i = 0; i < missing.size() && i < 8; ++i) list += (i ? ", " : "") + std::to_string(missing[i]);
         if (missing.size() > 8) list += ", ...";
@@ -757,8 +756,6 @@ class GlooCommunicator : public Communicator {
                                  std::to_string(info_.size) + " ranks arrived; job '" + info_.job_id + "', " +
                                  store_->where() + "). Did every rank start, with the same job id and rendezvous?");
       }
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, ms(20));
     }
   }
 

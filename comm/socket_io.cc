@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #include "comm/big_endian.h"
 
@@ -23,6 +24,14 @@ int ms_left(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
   if (left.count() <= 0) return 0;
   return static_cast<int>(std::min<int64_t>((left.count() + 999) / 1000, 1 << 30));
+}
+
+bool Backoff::wait(Clock::time_point deadline) {
+  const int left = ms_left(deadline);
+  if (left <= 0) return false;
+  std::this_thread::sleep_for(std::min(next_, std::chrono::milliseconds(left)));
+  next_ = std::min(next_ * 2, cap_);
+  return true;
 }
 
 // Waits for events on fd; false on timeout.

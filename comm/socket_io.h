@@ -23,6 +23,18 @@ struct IoResult {
 
 // Milliseconds left until deadline, rounded up, >= 0, capped to fit poll()'s int.
 int ms_left(Clock::time_point deadline);
+
+// The pause between the attempts of a poll (connect until a store answers, get until a key is
+// set): `first`, doubling up to `cap`, never sleeping past the deadline.
+class Backoff {
+ public:
+  Backoff(std::chrono::milliseconds first, std::chrono::milliseconds cap) : next_(first), cap_(cap) {}
+  // Sleeps the next pause and returns true; false, without sleeping, once the deadline has passed.
+  bool wait(Clock::time_point deadline);
+
+ private:
+  std::chrono::milliseconds next_, cap_;
+};
 // Waits for events on fd; false on timeout.
 bool wait_for(int fd, short events, Clock::time_point deadline);
 IoResult send_all(int fd, const char* p, size_t n, Clock::time_point deadline);

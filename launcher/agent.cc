@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/big_endian.h"
 #include "launcher/agent_protocol.h"
 #include "launcher/env.h"
 #include "launcher/fdio.h"
@@ -99,8 +100,7 @@ bool read_spawn_request(AgentRequest* req) {
     agent_error("truncated spawn request");
     return false;
   }
-  const unsigned char* lb = reinterpret_cast<const unsigned char*>(len_bytes.data());
-  uint32_t len = (uint32_t(lb[0]) << 24) | (uint32_t(lb[1]) << 16) | (uint32_t(lb[2]) << 8) | uint32_t(lb[3]);
+  const uint32_t len = load_u32be(len_bytes.data());
   if (len > kAgentMaxFrame || !read_exact(&body, len, header_deadline) || !decode_agent_request(body, req)) {
     agent_error("malformed spawn request");
     return false;
