@@ -191,7 +191,7 @@ FUZZ_BUILD    ?= build-fuzz
 FUZZ_CXXFLAGS ?= -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
                  -fno-sanitize-recover=undefined -I.
 FUZZ_NAMES    := $(patsubst tests/fuzz/fuzz_%.cc,%,$(wildcard tests/fuzz/fuzz_*.cc))
-FUZZ_SRC_store_server   := comm/store_protocol.cc launcher/store_session.cc
+FUZZ_SRC_store_server   := comm/store_protocol.cc comm/store_session.cc
 FUZZ_SRC_idx            := src/mnist.cc
 FUZZ_SRC_train_options  := src/options.cc src/step_list.cc src/step_range.cc comm/allreduce_names.cc
 FUZZ_SRC_step_range     := src/step_range.cc

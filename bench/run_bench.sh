@@ -26,7 +26,7 @@ TIME_FMT="BENCH_TIME rss_kb=%M wall_s=%e user_s=%U sys_s=%S"
 STEP_TIMEOUT=900  # seconds; a hung run is killed and reported, the bench goes on
 
 # Loopback only (docs/testing.md), for mpirun and its daemons, Gloo and torch.distributed.
-export OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+export OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_if_base_do_not_resolve=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export MASTER_ADDR=127.0.0.1 GLOO_SOCKET_IFNAME=lo
 export BARESGD_TIMING=1  # ./train prints `timing: rank=R startup_s= train_s= test_s=` on stderr

@@ -7,7 +7,7 @@
 
 #include "comm/allreduce.h"
 #include "comm/communicator.h"
-#include "comm/distributed_optimizer.h"
+#include "comm/half_float.h"
 
 namespace allreduce_detail {
 

@@ -18,8 +18,7 @@
 // Collectives use Gloo's option-style algorithms with CommOptions::comm_timeout on every wait:
 //   allreduce = direct exchange while (n-1) * bytes <= 1 MiB (every rank sends its vector to all
 //     others in one round and sums in rank order: one latency instead of the ring's chain of
-//     wake-ups; for the 21,840-float MNIST gradient on 4 ranks over 2 cores about 2x faster than
-//     the ring, equal on 2 ranks), else Gloo's ring
+//     wake-ups; docs/comm.md has how it compares with the ring), else Gloo's ring
 //     (reduce-scatter + allgather, 2(n-1) dependent steps, ~2(n-1)/n of the bytes per rank);
 //     the gradient's size has its receives posted a round ahead (see direct_allreduce),
 //   broadcast = binomial tree from the root (ceil(log2 n) steps, whole buffer per step),
@@ -71,9 +70,10 @@
 
 #include "comm/c10d_store_client.h"
 #include "comm/comm_internal.h"
-#include "comm/distributed_optimizer.h"
+#include "comm/half_float.h"
 #include "comm/rendezvous_files.h"
 #include "comm/slurm_store.h"
+#include "comm/socket_io.h"
 #include "comm/store_client.h"
 
 namespace {
@@ -147,18 +147,16 @@ class RendezvousStore : public gloo::rendezvous::Store {
   void wait(const std::vector<std::string>& keys, const ms& timeout) override {
     const auto deadline = Clock::now() + timeout;
     std::set<std::string> missing(keys.begin(), keys.end());
-    ms pause(1);
+    socket_io::Backoff pause(ms(1), ms(20));
     for (;;) {
       for (auto it = missing.begin(); it != missing.end();) it = has(*it) ? missing.erase(it) : std::next(it);
       if (missing.empty()) return;
-      if (Clock::now() >= deadline) {
+      if (!pause.wait(deadline)) {
         std::string list;
         for (const auto& k : missing) list += (list.empty() ? "'" : ", '") + k + "'";
         throw gloo::IoException("timed out after " + seconds(timeout) + " waiting for key(s) " + list + " in " +
                                 where_);
       }
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, ms(20));
     }
   }
 
@@ -688,8 +686,8 @@ class GlooCommunicator : public Communicator {
   // Gloo's device thread (one per tcp device, started by CreateDevice) reads every socket. When a
   // socket is readable while a user thread holds that pair's lock (our send or receive posting),
   // it skips the pair and calls epoll_wait again at once: a busy spin on a level-triggered fd.
-  // On 2 cores with 2 ranks that spinner preempts the lock holder or the other rank's compute and
-  // the gradient allreduce took ~1.2 ms per step instead of ~0.1 ms. In SCHED_IDLE it runs only
+  // On a host whose every core runs a compute thread that spinner preempts the lock holder or the
+  // other rank's compute (docs/comm.md has what it cost). In SCHED_IDLE it runs only
   // when a core would idle anyway, which is exactly when it has work: while this rank waits inside
   // a collective. (CFS still gives it a small share on a saturated host, so it never starves.)
   // BARESGD_GLOO_IDLE_DEVICE=0 leaves the thread in the normal class.
@@ -729,7 +727,7 @@ class GlooCommunicator : public Communicator {
     std::vector<int> missing;
     for (int r = 0; r < info_.size; ++r)
       if (r != info_.rank) missing.push_back(r);
-    ms pause(1);
+    socket_io::Backoff pause(ms(1), ms(20));
     while (!missing.empty()) {
       std::vector<int> still;
       for (int r : missing) {
@@ -748,7 +746,7 @@ class GlooCommunicator : public Communicator {
       }
       missing.swap(still);
       if (missing.empty()) break;
-      if (Clock::now() - start_ >= opts_.start_timeout) {
+      if (!pause.wait(start_ + opts_.start_timeout)) {
         std::string list;
         for (size_t i = 0; i < missing.size() && i < 8; ++i) list += (i ? ", " : "") + std::to_string(missing[i]);
         if (missing.size() > 8) list += ", ...";
@@ -758,8 +756,6 @@ class GlooCommunicator : public Communicator {
                                  std::to_string(info_.size) + " ranks arrived; job '" + info_.job_id + "', " +
                                  store_->where() + "). Did every rank start, with the same job id and rendezvous?");
       }
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, ms(20));
     }
   }
 

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "comm/comm_internal.h"
-#include "comm/distributed_optimizer.h"
+#include "comm/half_float.h"
 #include "comm/library_versions.h"
 
 namespace {

@@ -31,17 +31,14 @@ C10dStoreClient::C10dStoreClient(const std::string& addr, std::chrono::milliseco
   const std::string what = "torchrun's c10d TCPStore at " + addr;
   const AddrList res = resolve_host_port(addr, what);
   const Clock::time_point deadline = Clock::now() + timeout;
-  std::chrono::milliseconds backoff{10};
+  Backoff backoff(std::chrono::milliseconds(10), std::chrono::milliseconds(250));
   std::string why = "not tried";
   for (;;) {
     for (const addrinfo* ai = res.get(); ai != nullptr && fd_ < 0; ai = ai->ai_next)
       fd_ = connect_once(ai, deadline, &why);
     if (fd_ >= 0) return;
-    const int left = ms_left(deadline);
-    if (left <= 0)
+    if (!backoff.wait(deadline))
       throw std::runtime_error(what + " not reachable within " + std::to_string(timeout.count()) + " ms: " + why);
-    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(backoff, std::chrono::milliseconds(left)));
-    backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::milliseconds(250));
   }
 }
 

@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "comm/half_float.h"
+
 // Who this process is in the job. Filled from the environment by discover_rank_info().
 struct RankInfo {
   int rank = 0, size = 1;
@@ -37,8 +39,7 @@ struct CommOptions {
   std::chrono::milliseconds comm_timeout{60000};
 };
 
-// Half-precision storage type for fp16 allreduce (IEEE binary16 bits).
-using half_bits = uint16_t;
+// half_bits: comm/half_float.h.
 
 // A persistent non-blocking allgather of a fixed number of bytes per rank: one bucket of the
 // overlapped gradient averaging (comm/overlapped_averaging.h). Every rank opens the same channels

@@ -26,16 +26,6 @@ struct Refused : std::runtime_error {  // the server denied our credential: no p
   using std::runtime_error::runtime_error;
 };
 
-IoResult recv_frame(int fd, std::string* body, uint32_t max_len, Clock::time_point deadline) {
-  std::string head;
-  IoResult r = recv_exact(fd, &head, 4, deadline);
-  if (r.status != Io::kOk) return r;
-  const uint32_t len = get_u32be(head.data());
-  if (len > max_len) return {Io::kError, EMSGSIZE};
-  body->clear();
-  return recv_exact(fd, body, len, deadline);
-}
-
 bool test_hook_expired() {
   const char* v = std::getenv("BARESGD_TEST_MUNGE");
   return v != nullptr && std::string(v) == "expired";
@@ -102,7 +92,7 @@ int munge_store_connect(const MungeStoreTarget& t, std::chrono::milliseconds tim
   ai.ai_addrlen = sizeof sa;
   const Clock::time_point deadline = Clock::now() + timeout;
   std::vector<std::string> outcomes(t.ports.size(), "not tried");
-  std::chrono::milliseconds backoff{10};
+  Backoff backoff(std::chrono::milliseconds(10), std::chrono::milliseconds(250));
   // A silent port costs at most this per round, so every port is tried within the timeout.
   const auto share = timeout / static_cast<int64_t>(2 * std::max<size_t>(1, t.ports.size()));
   const auto probe_timeout = std::clamp<std::chrono::milliseconds>(
@@ -131,12 +121,10 @@ int munge_store_connect(const MungeStoreTarget& t, std::chrono::milliseconds tim
       outcomes[i] = why;
       ::close(fd);
     }
-    if (Clock::now() >= deadline)
+    if (!backoff.wait(deadline))
       throw std::runtime_error(
           "rank 0's rendezvous store on node " + t.host + " (" + t.addr +
           ") did not complete the MUNGE handshake within " + std::to_string(timeout.count()) +
           " ms on any port of this job step: " + describe_port_outcomes(t.host, t.ports, outcomes));
-    std::this_thread::sleep_for(std::min(backoff, std::chrono::milliseconds(ms_left(deadline))));
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(250));
   }
 }

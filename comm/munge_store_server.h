@@ -43,7 +43,6 @@ class MungeStoreServer {
   MungeStoreServer& operator=(const MungeStoreServer&) = delete;
   int port() const { return port_; }
   void stop();  // idempotent
-  uint64_t refused_count() const { return refused_.load(); }
 
  private:
   struct Worker {

@@ -1,5 +1,5 @@
 // overlapped_averaging: the buckets, their exchanges, and the same arithmetic as
-// average_gradients (comm/distributed_optimizer.cc) applied per bucket:
+// average_gradients (comm/gradient_averaging.cc) applied per bucket:
 //   float32: b = float(1/f) * g into the bucket's send buffer; gather every rank's b; sum in rank
 //     order ((b0 + b1) + b2) + ...; g = float(f/size) * sum.
 //   fp16: h = half(g); h = half(float(1/f) * h); gather; sum in rank order, each addition in float
@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+
+#include "comm/half_float.h"
 
 std::vector<GradientBucket> plan_buckets(const std::vector<Segment>& backward_layers, size_t elem_bytes,
                                          size_t min_bytes) {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "comm/distributed_optimizer.h"
+#include "comm/gradient_averaging.h"
 
 // A bucket's slice of the flat buffer and the index (into the backward-order layer list) of the
 // layer after whose backward it starts.

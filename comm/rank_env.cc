@@ -29,6 +29,7 @@
 #include "comm/comm_internal.h"
 #include "comm/communicator.h"
 #include "comm/torchrun_env.h"
+#include "src/parse_int.h"
 
 namespace {
 
@@ -49,16 +50,10 @@ class Env {
   int integer(const char* name) const {
     const char* v = get_(name);
     if (!v) fail(std::string(name) + " is not set");
-    const char* p = v;
-    if (*p == '-') ++p;
-    if (*p == '\0') fail(std::string(name) + "=" + quoted(v) + " is not an integer");
-    for (const char* q = p; *q; ++q)
-      if (*q < '0' || *q > '9') fail(std::string(name) + "=" + quoted(v) + " is not an integer");
-    errno = 0;
-    char* end = nullptr;
-    long long x = std::strtoll(v, &end, 10);
-    if (errno == ERANGE || *end != '\0' || x < INT_MIN || x > INT_MAX)
-      fail(std::string(name) + "=" + quoted(v) + " is out of range for an int");
+    long long x = 0;
+    const IntText t = parse_decimal(v, IntSign::kMinus, INT_MIN, INT_MAX, &x);
+    if (t == IntText::kOutOfRange) fail(std::string(name) + "=" + quoted(v) + " is out of range for an int");
+    if (t != IntText::kOk) fail(std::string(name) + "=" + quoted(v) + " is not an integer");
     return static_cast<int>(x);
   }
   int integer_or(const char* name, int fallback) const { return has(name) ? integer(name) : fallback; }
@@ -220,9 +215,10 @@ bool slurm_non_task_step(const Env& env, std::string* step_var) {
   if (v == "batch" || v == "extern" || v == "interactive") return true;
   const bool negative = !v.empty() && v[0] == '-';
   const std::string digits = negative ? v.substr(1) : v;
-  if (digits.empty() || digits.size() > 10 || digits.find_first_not_of("0123456789") != std::string::npos)
+  long long id = 0;
+  if (digits.size() > 10 || parse_decimal(digits, IntSign::kNone, 0, LLONG_MAX, &id) != IntText::kOk)
     fail(*step_var + "=" + quoted(v.c_str()) + " is not a step id");
-  return negative || std::stoull(digits) >= 0xfffffff0ULL;
+  return negative || id >= 0xfffffff0LL;
 }
 
 // The batch step of an sbatch job: world size 1, never rank 0 of the allocation's tasks.
@@ -236,6 +232,51 @@ void from_slurm_batch(const Env& env, const std::string& step_var, RankInfo* r) 
               (step_var.empty() ? std::string("no SLURM_STEP_ID") : step_var + "=" + env.str(step_var.c_str())) +
               "), not from srun: running as a single process (world size 1), not as rank " + env.str("SLURM_PROCID") +
               " of SLURM_NTASKS=" + ntasks + "; start the ranks with srun or ./launch";
+}
+
+// Local size and cross rank/size from the tasks-per-node list when it describes this step
+// (tasks in blocks), else from an even split of the tasks over the nodes.
+void slurm_node_layout(const Env& env, const char* ntasks_var, const char* nnodes_var, int nnodes, int node_id,
+                       const char* tpn_var, RankInfo* r) {
+  std::vector<int> per_node = parse_tasks_per_node(env.str(tpn_var));
+  long total = 0;
+  for (int c : per_node) total += c;
+  if (env.has(tpn_var) && (per_node.size() != static_cast<size_t>(nnodes) || total != r->size))
+    per_node.clear();  // a different layout than this step's: fall back below
+  if (!per_node.empty()) {
+    r->local_size = per_node[node_id];
+    r->cross_size = r->cross_rank = 0;
+    for (int n = 0; n < nnodes; ++n) {
+      if (per_node[n] > r->local_rank) {
+        if (n < node_id) ++r->cross_rank;
+        ++r->cross_size;
+      }
+    }
+    return;
+  }
+  if (r->size % nnodes != 0)
+    fail(std::string("cannot tell how many tasks run on this node: ") + tpn_var + "=" + quoted(env.raw(tpn_var)) +
+         " does not match " + name_val(ntasks_var, r->size) + " over " + name_val(nnodes_var, nnodes));
+  r->local_size = r->size / nnodes;
+  r->cross_rank = node_id;
+  r->cross_size = nnodes;
+}
+
+// The backend, job id and the step's Slurm names (rank 0's MUNGE store needs them).
+void slurm_step_identity(const Env& env, const char* tpn_var, RankInfo* r) {
+#if BARESGD_HAVE_MPI
+  const bool mpi_ok = pmi_present(env);
+#else
+  const bool mpi_ok = false;
+#endif
+  r->backend = backend_pref(env, mpi_ok ? "mpi" : "gloo");
+  if (!env.has("BARESGD_JOB_ID"))
+    r->job_id = "slurm-" + env.str("SLURM_JOB_ID", "0") + "." + env.str("SLURM_STEP_ID", env.str("SLURM_STEPID", "0"));
+  r->slurm_job = env.str("SLURM_JOB_ID", env.str("SLURM_JOBID"));
+  r->slurm_step = env.str("SLURM_STEP_ID", env.str("SLURM_STEPID"));
+  r->slurm_nodelist = env.str("SLURM_STEP_NODELIST", env.str("SLURM_JOB_NODELIST", env.str("SLURM_NODELIST")));
+  r->slurm_tasks_per_node = env.str(tpn_var);
+  if (!env.has("BARESGD_HOSTNAME") && env.has("SLURMD_NODENAME")) r->hostname = env.str("SLURMD_NODENAME");
 }
 
 void from_slurm(const Env& env, RankInfo* r) {
@@ -258,45 +299,11 @@ void from_slurm(const Env& env, RankInfo* r) {
   check_at_most(nnodes_var, nnodes, ntasks_var, r->size);
   int node_id = env.integer_or("SLURM_NODEID", 0);
   check_index("SLURM_NODEID", node_id, nnodes_var, nnodes);
-
   const char* tpn_var = env.has("SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE" : "SLURM_TASKS_PER_NODE";
-  std::vector<int> per_node = parse_tasks_per_node(env.str(tpn_var));
-  long total = 0;
-  for (int c : per_node) total += c;
-  if (env.has(tpn_var) && (per_node.size() != static_cast<size_t>(nnodes) || total != r->size))
-    per_node.clear();  // a different layout than this step's: fall back below
-  if (!per_node.empty()) {
-    r->local_size = per_node[node_id];
-    r->cross_size = r->cross_rank = 0;
-    for (int n = 0; n < nnodes; ++n) {
-      if (per_node[n] > r->local_rank) {
-        if (n < node_id) ++r->cross_rank;
-        ++r->cross_size;
-      }
-    }
-  } else {
-    if (r->size % nnodes != 0)
-      fail(std::string("cannot tell how many tasks run on this node: ") + tpn_var + "=" + quoted(env.raw(tpn_var)) +
-           " does not match " + name_val(ntasks_var, r->size) + " over " + name_val(nnodes_var, nnodes));
-    r->local_size = r->size / nnodes;
-    r->cross_rank = node_id;
-    r->cross_size = nnodes;
-  }
+  slurm_node_layout(env, ntasks_var, nnodes_var, nnodes, node_id, tpn_var, r);
   check_size("local size", r->local_size);
   check_index("SLURM_LOCALID", r->local_rank, "tasks on this node", r->local_size);
-#if BARESGD_HAVE_MPI
-  const bool mpi_ok = pmi_present(env);
-#else
-  const bool mpi_ok = false;
-#endif
-  r->backend = backend_pref(env, mpi_ok ? "mpi" : "gloo");
-  if (!env.has("BARESGD_JOB_ID"))
-    r->job_id = "slurm-" + env.str("SLURM_JOB_ID", "0") + "." + env.str("SLURM_STEP_ID", env.str("SLURM_STEPID", "0"));
-  r->slurm_job = env.str("SLURM_JOB_ID", env.str("SLURM_JOBID"));
-  r->slurm_step = env.str("SLURM_STEP_ID", env.str("SLURM_STEPID"));
-  r->slurm_nodelist = env.str("SLURM_STEP_NODELIST", env.str("SLURM_JOB_NODELIST", env.str("SLURM_NODELIST")));
-  r->slurm_tasks_per_node = env.str(tpn_var);
-  if (!env.has("BARESGD_HOSTNAME") && env.has("SLURMD_NODENAME")) r->hostname = env.str("SLURMD_NODENAME");
+  slurm_step_identity(env, tpn_var, r);
 }
 
 }  // namespace

@@ -13,6 +13,9 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
+
+#include "comm/big_endian.h"
 
 namespace socket_io {
 
@@ -21,6 +24,14 @@ int ms_left(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
   if (left.count() <= 0) return 0;
   return static_cast<int>(std::min<int64_t>((left.count() + 999) / 1000, 1 << 30));
+}
+
+bool Backoff::wait(Clock::time_point deadline) {
+  const int left = ms_left(deadline);
+  if (left <= 0) return false;
+  std::this_thread::sleep_for(std::min(next_, std::chrono::milliseconds(left)));
+  next_ = std::min(next_ * 2, cap_);
+  return true;
 }
 
 // Waits for events on fd; false on timeout.
@@ -75,6 +86,16 @@ IoResult recv_exact(int fd, std::string* out, size_t n, Clock::time_point deadli
     }
   }
   return {Io::kOk, 0};
+}
+
+IoResult recv_frame(int fd, std::string* body, uint32_t max_len, Clock::time_point deadline) {
+  std::string head;
+  IoResult r = recv_exact(fd, &head, 4, deadline);
+  if (r.status != Io::kOk) return r;
+  const uint32_t len = load_u32be(head.data());
+  if (len > max_len) return {Io::kError, EMSGSIZE};
+  body->clear();
+  return recv_exact(fd, body, len, deadline);
 }
 
 std::string io_text(IoResult r) {

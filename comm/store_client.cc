@@ -26,17 +26,6 @@ namespace {
 using namespace socket_io;
 constexpr std::chrono::milliseconds kMinIoTimeout{5000};
 
-// Reads one frame's body; kError with err = EMSGSIZE if its length prefix exceeds max_len.
-IoResult recv_frame(int fd, std::string* body, uint32_t max_len, Clock::time_point deadline) {
-  std::string head;
-  IoResult r = recv_exact(fd, &head, 4, deadline);
-  if (r.status != Io::kOk) return r;
-  const uint32_t len = get_u32be(head.data());
-  if (len > max_len) return {Io::kError, EMSGSIZE};
-  body->clear();
-  return recv_exact(fd, body, len, deadline);
-}
-
 std::string quoted(const std::string& key) { return "'" + printable_key(key) + "'"; }
 
 }  // namespace
@@ -48,7 +37,7 @@ StoreClient::StoreClient(const std::string& addr, const std::string& secret, std
   if (secret.empty()) throw std::runtime_error(prefix + ": no job secret given");
 
   const Clock::time_point deadline = Clock::now() + timeout;
-  std::chrono::milliseconds backoff{10};
+  Backoff backoff(std::chrono::milliseconds(10), std::chrono::milliseconds(250));
   std::string why = "not tried";
   for (;;) {
     for (const addrinfo* ai = res.get(); ai != nullptr && fd_ < 0; ai = ai->ai_next) {
@@ -56,11 +45,8 @@ StoreClient::StoreClient(const std::string& addr, const std::string& secret, std
       if (fd_ >= 0 && handshake(secret, deadline, &why) != Handshake::kOk) close_socket();
     }
     if (fd_ >= 0) return;
-    const int left = ms_left(deadline);
-    if (left <= 0)
+    if (!backoff.wait(deadline))
       throw std::runtime_error(prefix + " not reachable within " + std::to_string(timeout.count()) + " ms: " + why);
-    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(backoff, std::chrono::milliseconds(left)));
-    backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::milliseconds(250));
   }
 }
 
@@ -164,16 +150,13 @@ bool StoreClient::try_get(const std::string& key, std::string* value) {
 
 std::string StoreClient::wait_get(const std::string& key, std::chrono::milliseconds timeout) {
   const Clock::time_point deadline = Clock::now() + timeout;
-  std::chrono::milliseconds backoff{1};
+  Backoff backoff(std::chrono::milliseconds(1), std::chrono::milliseconds(50));
   std::string value;
   for (;;) {
     if (try_get(key, &value)) return value;
-    const int left = ms_left(deadline);
-    if (left <= 0)
+    if (!backoff.wait(deadline))
       throw std::runtime_error("rendezvous store " + addr_ + ": key " + quoted(key) + " not set within " +
                                std::to_string(timeout.count()) + " ms");
-    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(backoff, std::chrono::milliseconds(left)));
-    backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::milliseconds(50));
   }
 }
 

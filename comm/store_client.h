@@ -21,7 +21,10 @@ class StoreClient {
 
   void set(const std::string& key, const std::string& value);
   bool try_get(const std::string& key, std::string* value);
-  // Polls until key exists; throws after timeout naming the key.
+  // Polls until key exists; throws after timeout naming the key. ./train does not call it (Gloo
+  // waits through its own store adapter over try_get, comm/backend_gloo.cc); it stays here, not in
+  // a test helper, because it is the client's contract for a plain rank: tests/test_store.cc and
+  // tests/tool_launch_store.cc (a stand-in rank for ./launch's tests) use it as ranks would.
   std::string wait_get(const std::string& key, std::chrono::milliseconds timeout);
   int64_t add(const std::string& key, int64_t delta);
 

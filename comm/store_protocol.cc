@@ -12,6 +12,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "comm/big_endian.h"
+
 namespace {
 
 constexpr uint32_t kK[64] = {
@@ -64,9 +66,7 @@ class Sha256 {
  private:
   void block(const unsigned char* p) {
     uint32_t w[64];
-    for (int i = 0; i < 16; ++i)
-      w[i] = (uint32_t(p[4 * i]) << 24) | (uint32_t(p[4 * i + 1]) << 16) | (uint32_t(p[4 * i + 2]) << 8) |
-             uint32_t(p[4 * i + 3]);
+    for (int i = 0; i < 16; ++i) w[i] = load_u32be(p + 4 * i);
     for (int i = 16; i < 64; ++i) {
       uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
       uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
@@ -188,25 +188,14 @@ std::string to_hex(const std::string& raw) {
   return out;
 }
 
-void put_u32be(std::string* out, uint32_t v) {
-  for (int i = 3; i >= 0; --i) out->push_back(static_cast<char>(v >> (8 * i)));
-}
+void put_u32be(std::string* out, uint32_t v) { append_u32be(out, v); }
 
-void put_i64be(std::string* out, int64_t v) {
-  const uint64_t u = static_cast<uint64_t>(v);
-  for (int i = 7; i >= 0; --i) out->push_back(static_cast<char>(u >> (8 * i)));
-}
+void put_i64be(std::string* out, int64_t v) { append_u64be(out, static_cast<uint64_t>(v)); }
 
-uint32_t get_u32be(const char* p) {
-  const unsigned char* u = reinterpret_cast<const unsigned char*>(p);
-  return (uint32_t(u[0]) << 24) | (uint32_t(u[1]) << 16) | (uint32_t(u[2]) << 8) | uint32_t(u[3]);
-}
+uint32_t get_u32be(const char* p) { return load_u32be(p); }
 
 int64_t get_i64be(const char* p) {
-  const unsigned char* u = reinterpret_cast<const unsigned char*>(p);
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | u[i];
-  return static_cast<int64_t>(v);  // two's complement (well-defined since C++20, and in practice)
+  return static_cast<int64_t>(load_u64be(p));  // two's complement (well-defined since C++20, and in practice)
 }
 
 std::string encode_frame(const std::string& body) {

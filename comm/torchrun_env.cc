@@ -1,6 +1,7 @@
 // torchrun_env: RANK / WORLD_SIZE / LOCAL_RANK / LOCAL_WORLD_SIZE / GROUP_RANK / MASTER_ADDR /
 // MASTER_PORT, validated strictly (see torchrun_env.h).
 #include "comm/torchrun_env.h"
+#include "src/parse_int.h"
 #include "src/shown_text.h"
 
 #include <cerrno>
@@ -22,14 +23,18 @@ std::string nv(const char* name, long long v) { return std::string(name) + "=" +
 int integer(const EnvLookup& get, const char* name) {
   const char* v = get(name);
   if (!v) fail(std::string(name) + " is not set");
-  if (*v == '\0') fail(shown(name, v) + " is not an integer");
-  for (const char* q = v; *q; ++q)
-    if (*q < '0' || *q > '9') fail(shown(name, v) + " is not a non-negative integer");
-  errno = 0;
-  char* end = nullptr;
-  long long x = std::strtoll(v, &end, 10);
-  if (errno == ERANGE || *end != '\0' || x > INT_MAX) fail(shown(name, v) + " is out of range for an int");
-  return static_cast<int>(x);
+  long long x = 0;
+  switch (parse_decimal(v, IntSign::kNone, 0, INT_MAX, &x)) {
+    case IntText::kOk:
+      return static_cast<int>(x);
+    case IntText::kEmpty:
+      fail(shown(name, v) + " is not an integer");
+    case IntText::kNotDigits:
+      fail(shown(name, v) + " is not a non-negative integer");
+    case IntText::kOutOfRange:
+      break;
+  }
+  fail(shown(name, v) + " is out of range for an int");
 }
 
 void check_below(const char* name, int v, const char* bound_name, int bound) {
@@ -40,33 +45,29 @@ void check_below(const char* name, int v, const char* bound_name, int bound) {
 
 bool torchrun_env_present(const EnvLookup& get) { return get("RANK") || get("WORLD_SIZE") || get("LOCAL_RANK"); }
 
-void read_torchrun_env(const EnvLookup& get, RankInfo* r) {
-  r->source = "torchrun";
-  r->backend = "gloo";
-  if (!get("RANK") || !get("WORLD_SIZE"))
-    fail(std::string(get("RANK")         ? "RANK is set but WORLD_SIZE is not"
-                     : get("WORLD_SIZE") ? "WORLD_SIZE is set but RANK is not"
-                                         : "LOCAL_RANK is set but RANK and WORLD_SIZE are not"));
-  r->size = integer(get, "WORLD_SIZE");
-  if (r->size < 1) fail(nv("WORLD_SIZE", r->size) + " must be >= 1");
-  r->rank = integer(get, "RANK");
-  check_below("RANK", r->rank, "WORLD_SIZE", r->size);
-  if (get("LOCAL_RANK") || get("LOCAL_WORLD_SIZE")) {
-    if (!get("LOCAL_RANK") || !get("LOCAL_WORLD_SIZE"))
-      fail(std::string(get("LOCAL_RANK") ? "LOCAL_RANK is set but LOCAL_WORLD_SIZE is not"
-                                         : "LOCAL_WORLD_SIZE is set but LOCAL_RANK is not"));
-    r->local_size = integer(get, "LOCAL_WORLD_SIZE");
-    if (r->local_size < 1) fail(nv("LOCAL_WORLD_SIZE", r->local_size) + " must be >= 1");
-    if (r->local_size > r->size)
-      fail(nv("LOCAL_WORLD_SIZE", r->local_size) + " is larger than " + nv("WORLD_SIZE", r->size));
-    r->local_rank = integer(get, "LOCAL_RANK");
-    check_below("LOCAL_RANK", r->local_rank, "LOCAL_WORLD_SIZE", r->local_size);
-    if (r->local_rank > r->rank) fail(nv("LOCAL_RANK", r->local_rank) + " is larger than " + nv("RANK", r->rank));
-  } else {
+namespace {
+
+// LOCAL_RANK / LOCAL_WORLD_SIZE (both or neither; neither: one node).
+void read_local(const EnvLookup& get, RankInfo* r) {
+  if (!get("LOCAL_RANK") && !get("LOCAL_WORLD_SIZE")) {
     r->local_rank = r->rank;
     r->local_size = r->size;
+    return;
   }
-  // torchrun gives every node the same number of workers: GROUP_RANK is the node's index.
+  if (!get("LOCAL_RANK") || !get("LOCAL_WORLD_SIZE"))
+    fail(std::string(get("LOCAL_RANK") ? "LOCAL_RANK is set but LOCAL_WORLD_SIZE is not"
+                                       : "LOCAL_WORLD_SIZE is set but LOCAL_RANK is not"));
+  r->local_size = integer(get, "LOCAL_WORLD_SIZE");
+  if (r->local_size < 1) fail(nv("LOCAL_WORLD_SIZE", r->local_size) + " must be >= 1");
+  if (r->local_size > r->size)
+    fail(nv("LOCAL_WORLD_SIZE", r->local_size) + " is larger than " + nv("WORLD_SIZE", r->size));
+  r->local_rank = integer(get, "LOCAL_RANK");
+  check_below("LOCAL_RANK", r->local_rank, "LOCAL_WORLD_SIZE", r->local_size);
+  if (r->local_rank > r->rank) fail(nv("LOCAL_RANK", r->local_rank) + " is larger than " + nv("RANK", r->rank));
+}
+
+// torchrun gives every node the same number of workers: GROUP_RANK is the node's index.
+void read_cross(const EnvLookup& get, RankInfo* r) {
   const bool even = r->size % r->local_size == 0;
   r->cross_size = even ? r->size / r->local_size : -1;
   r->cross_rank = even ? r->rank / r->local_size : -1;
@@ -77,13 +78,10 @@ void read_torchrun_env(const EnvLookup& get, RankInfo* r) {
            nv("LOCAL_WORLD_SIZE", r->local_size) + " (node " + std::to_string(r->cross_rank) + ")");
   }
   if (!even) r->cross_rank = r->cross_size = -1;  // computed after connecting
-  // The keys in torchrun's store are this run's and this restart's: a restarted worker group
-  // (TORCHELASTIC_RESTART_COUNT) never meets the registrations of the group it replaces.
-  if (get("TORCHELASTIC_RUN_ID") && *get("TORCHELASTIC_RUN_ID") && !get("BARESGD_JOB_ID")) {
-    r->job_id = std::string("torchrun-") + get("TORCHELASTIC_RUN_ID");
-    if (get("TORCHELASTIC_RESTART_COUNT") && *get("TORCHELASTIC_RESTART_COUNT"))
-      r->job_id += "." + std::to_string(integer(get, "TORCHELASTIC_RESTART_COUNT"));
-  }
+}
+
+// MASTER_ADDR:MASTER_PORT, torchrun's c10d store (not needed by a world of one without them).
+void read_master(const EnvLookup& get, RankInfo* r) {
   if (r->size == 1 && !get("MASTER_ADDR") && !get("MASTER_PORT")) return;
   const char* addr = get("MASTER_ADDR");
   if (!addr || !*addr)
@@ -98,4 +96,29 @@ void read_torchrun_env(const EnvLookup& get, RankInfo* r) {
   std::string host = addr;
   if (host.find(':') != std::string::npos && host.front() != '[') host = "[" + host + "]";
   r->c10d_store_addr = host + ":" + std::to_string(port);
+}
+
+}  // namespace
+
+void read_torchrun_env(const EnvLookup& get, RankInfo* r) {
+  r->source = "torchrun";
+  r->backend = "gloo";
+  if (!get("RANK") || !get("WORLD_SIZE"))
+    fail(std::string(get("RANK")         ? "RANK is set but WORLD_SIZE is not"
+                     : get("WORLD_SIZE") ? "WORLD_SIZE is set but RANK is not"
+                                         : "LOCAL_RANK is set but RANK and WORLD_SIZE are not"));
+  r->size = integer(get, "WORLD_SIZE");
+  if (r->size < 1) fail(nv("WORLD_SIZE", r->size) + " must be >= 1");
+  r->rank = integer(get, "RANK");
+  check_below("RANK", r->rank, "WORLD_SIZE", r->size);
+  read_local(get, r);
+  read_cross(get, r);
+  // The keys in torchrun's store are this run's and this restart's: a restarted worker group
+  // (TORCHELASTIC_RESTART_COUNT) never meets the registrations of the group it replaces.
+  if (get("TORCHELASTIC_RUN_ID") && *get("TORCHELASTIC_RUN_ID") && !get("BARESGD_JOB_ID")) {
+    r->job_id = std::string("torchrun-") + get("TORCHELASTIC_RUN_ID");
+    if (get("TORCHELASTIC_RESTART_COUNT") && *get("TORCHELASTIC_RESTART_COUNT"))
+      r->job_id += "." + std::to_string(integer(get, "TORCHELASTIC_RESTART_COUNT"));
+  }
+  read_master(get, r);
 }

@@ -12,7 +12,7 @@
 //           y[n][oc][:] = yt[oc][n*OHW : (n+1)*OHW] + b[oc] a block reorder into NCHW
 //   backward dyt (OC, P) <- reorder of dy; db = row sums of dyt
 //           dwt (K, OC) = col (K, P) * dyt^T (P, OC)    one sgemm, 2*OC*K*P flops; then dw = dwt^T
-//                       (OpenBLAS runs this orientation 15-25% faster than dw = dyt * col^T here)
+//                       (OpenBLAS runs this orientation faster than dw = dyt * col^T: docs/kernels.md)
 //           dcol (K, P) = w^T (K, OC) * dyt (OC, P)     one sgemm (only when dx is wanted)
 //           dx = col2im(dcol), the adjoint of im2col (scatter-add of the same runs)
 // Workspace: col (K*P floats; reused for dcol), then yt/dyt (OC*P floats), then dwt (K*OC).

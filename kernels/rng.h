@@ -1,5 +1,5 @@
-// rng: a small deterministic random generator (xoshiro256**-style state in 4 words) for the tests'
-// and benchmarks' synthetic data. Training draws torch's streams instead (kernels/torch_generator.h,
+// rng: a small deterministic random generator (xoshiro256**, 4 words of state) for the tests' and
+// benchmarks' synthetic data. Training draws torch's streams instead (kernels/torch_generator.h,
 // src/torch_streams.h): this generator's per-(seed, rank, step) masks needed no saved state, but
 // checkpoints now hold the torch generator, and masks independent per rank are not what the
 // Horovod example draws, so it is no longer a training option.
@@ -15,7 +15,7 @@ inline uint64_t rng_next_u64(Rng* rng);
 inline float rng_uniform(Rng* rng);        // [0, 1), 24 random bits
 uint64_t rng_below(Rng* rng, uint64_t n);  // uniform integer in [0, n), unbiased
 
-// Inline: dropout masks draw one number per element (4480 per batch of 64).
+// Inline: callers draw one number per element of their buffers.
 // xoshiro256** (Blackman & Vigna).
 inline uint64_t rng_next_u64(Rng* rng) {
   uint64_t* s = rng->s;

@@ -17,12 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "comm/big_endian.h"
 #include "launcher/agent_protocol.h"
 #include "launcher/env.h"
 #include "launcher/fdio.h"
 #include "launcher/process.h"
 #include "launcher/proctree.h"
 #include "launcher/watchdog.h"
+#include "src/thread_policy.h"
 
 namespace {
 
@@ -98,8 +100,7 @@ bool read_spawn_request(AgentRequest* req) {
     agent_error("truncated spawn request");
     return false;
   }
-  const unsigned char* lb = reinterpret_cast<const unsigned char*>(len_bytes.data());
-  uint32_t len = (uint32_t(lb[0]) << 24) | (uint32_t(lb[1]) << 16) | (uint32_t(lb[2]) << 8) | uint32_t(lb[3]);
+  const uint32_t len = load_u32be(len_bytes.data());
   if (len > kAgentMaxFrame || !read_exact(&body, len, header_deadline) || !decode_agent_request(body, req)) {
     agent_error("malformed spawn request");
     return false;
@@ -124,7 +125,7 @@ bool prepare_rank_exec(const AgentRequest& req, RankExec* x) {
   for (const std::string& e : req.env)
     if (e.compare(0, 21, "OPENBLAS_NUM_THREADS=") == 0) user_set_blas = true;
   if (req.openblas_local_size > 0 && !user_set_blas)
-    env_set(&x->env, "OPENBLAS_NUM_THREADS", std::to_string(std::max(1, cpu_count() / req.openblas_local_size)));
+    env_set(&x->env, "OPENBLAS_NUM_THREADS", std::to_string(cores_per_rank(cpu_count(), req.openblas_local_size)));
   std::string path_var;
   env_find(x->env, "PATH", &path_var);
   std::string why;

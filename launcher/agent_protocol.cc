@@ -3,18 +3,17 @@
 
 #include <sys/wait.h>
 
+#include <climits>
 #include <csignal>
 #include <cstdlib>
 
+#include "comm/big_endian.h"
+#include "src/parse_int.h"
+
 namespace {
 
-void put_u32(std::string* out, uint32_t v) {
-  char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
-  out->append(b, 4);
-}
-
 void put_str(std::string* out, const std::string& s) {
-  put_u32(out, static_cast<uint32_t>(s.size()));
+  append_u32be(out, static_cast<uint32_t>(s.size()));
   out->append(s);
 }
 
@@ -23,8 +22,7 @@ struct Reader {
   size_t pos = 0;
   bool u32(uint32_t* v) {
     if (b.size() - pos < 4) return false;
-    const unsigned char* p = reinterpret_cast<const unsigned char*>(b.data() + pos);
-    *v = (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
+    *v = load_u32be(b.data() + pos);
     pos += 4;
     return true;
   }
@@ -37,11 +35,10 @@ struct Reader {
   }
   bool integer(long* v, long lo, long hi) {
     std::string s;
-    if (!str(&s) || s.empty() || s.size() > 10) return false;
-    for (char c : s)
-      if (c < '0' || c > '9') return false;
-    *v = std::strtol(s.c_str(), nullptr, 10);
-    return *v >= lo && *v <= hi;
+    long long x = 0;
+    if (!str(&s) || s.size() > 10 || parse_decimal(s, IntSign::kNone, lo, hi, &x) != IntText::kOk) return false;
+    *v = static_cast<long>(x);
+    return true;
   }
 };
 
@@ -60,7 +57,7 @@ std::string encode_agent_request(const AgentRequest& req) {
     put_str(&body, std::to_string(req.heartbeat_interval_ms));
   }
   std::string out = kAgentMagic;
-  put_u32(&out, static_cast<uint32_t>(body.size()));
+  append_u32be(&out, static_cast<uint32_t>(body.size()));
   out += body;
   return out;
 }
@@ -154,11 +151,10 @@ bool parse_agent_marker(const std::string& text, const std::string& nonce, std::
   if (sp == std::string::npos) return false;
   std::string k = rest.substr(0, sp), v = rest.substr(sp + 1);
   if (k != "pid" && k != "exit" && k != "signal" && k != "alive") return false;
-  if (v.empty() || v.size() > 10) return false;
-  for (char c : v)
-    if (c < '0' || c > '9') return false;
+  long long x = 0;
+  if (v.size() > 10 || parse_decimal(v, IntSign::kNone, 0, LLONG_MAX, &x) != IntText::kOk) return false;
   *before = text.substr(0, at);
   *kind = k;
-  *value = std::strtol(v.c_str(), nullptr, 10);
+  *value = static_cast<long>(x);
   return true;
 }

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <set>
 
 #include "launcher/horovod_flags.h"
+#include "src/parse_int.h"
 #include "src/shown_text.h"
 
 namespace {
@@ -78,6 +80,38 @@ void parse_scalar(const std::string& raw, const std::string& file, int line, Con
   e->null = s == "~" || s == "null" || s == "Null" || s == "NULL";
 }
 
+// The line starting at *pos (without its '\n'); moves *pos past it.
+std::string next_line(const std::string& text, size_t* pos) {
+  size_t nl = text.find('\n', *pos);
+  std::string raw = text.substr(*pos, nl == std::string::npos ? std::string::npos : nl - *pos);
+  *pos = nl == std::string::npos ? text.size() : nl + 1;
+  return raw;
+}
+
+// The indentation of the next line from pos on that is not blank or a comment (0 when none).
+size_t next_line_indent(const std::string& text, size_t pos) {
+  while (pos < text.size()) {
+    std::string raw = next_line(text, &pos);
+    if (!strip_comment(raw).empty()) return raw.find_first_not_of(' ');
+  }
+  return 0;
+}
+
+// Splits "  key: rest" (body: the line without its comment, for the message) into its indent,
+// key and the raw text after the colon.
+void split_key_line(const std::string& raw, const std::string& body, const std::string& file, int line, size_t* lead,
+                    std::string* key, std::string* rest) {
+  *lead = raw.find_first_not_of(' ');
+  if (raw[*lead] == '\t') fail(file, line, "tab in the indentation (YAML indents with spaces)");
+  size_t k = *lead;
+  while (k < raw.size() && is_key_char(raw[k])) ++k;
+  if (k == *lead || k >= raw.size() || raw[k] != ':' ||
+      (k + 1 < raw.size() && raw[k + 1] != ' ' && raw[k + 1] != '\t' && raw[k + 1] != '\r'))
+    fail(file, line, "expected 'key: value', got '" + shown_text(body) + "'");
+  *key = raw.substr(*lead, k - *lead);
+  *rest = raw.substr(k + 1);
+}
+
 }  // namespace
 
 std::vector<ConfigEntry> parse_config_text(const std::string& text, const std::string& file) {
@@ -94,23 +128,15 @@ std::vector<ConfigEntry> parse_config_text(const std::string& text, const std::s
     section.clear();
   };
   while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    std::string raw = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-    pos = nl == std::string::npos ? text.size() : nl + 1;
+    std::string raw = next_line(text, &pos);
     ++line;
     if (raw.find('\0') != std::string::npos) fail(file, line, "NUL byte");
     std::string body = strip_comment(raw);
     if (body.empty()) continue;
     if (line == 1 && body == "---") continue;
-    size_t lead = raw.find_first_not_of(' ');
-    if (raw[lead] == '\t') fail(file, line, "tab in the indentation (YAML indents with spaces)");
-    size_t k = lead;
-    while (k < raw.size() && is_key_char(raw[k])) ++k;
-    if (k == lead || k >= raw.size() || raw[k] != ':' ||
-        (k + 1 < raw.size() && raw[k + 1] != ' ' && raw[k + 1] != '\t' && raw[k + 1] != '\r'))
-      fail(file, line, "expected 'key: value', got '" + shown_text(body) + "'");
-    std::string key = raw.substr(lead, k - lead);
-    std::string rest = raw.substr(k + 1);
+    size_t lead = 0;
+    std::string key, rest;
+    split_key_line(raw, body, file, line, &lead, &key, &rest);
     ConfigEntry e;
     e.line = line;
     if (lead == 0) {
@@ -135,21 +161,9 @@ std::vector<ConfigEntry> parse_config_text(const std::string& text, const std::s
            "indentation " + std::to_string(lead) + " where '" + shown_text(section) + "' uses " +
                std::to_string(indent) + " (maps nest one level)");
     parse_scalar(rest, file, line, &e);
-    if (e.null && !e.quoted && strip_comment(rest).empty()) {
-      // "key:" with nothing after it inside a section would open a deeper map.
-      size_t next = pos;
-      while (next < text.size()) {
-        size_t nn = text.find('\n', next);
-        std::string nr = text.substr(next, nn == std::string::npos ? std::string::npos : nn - next);
-        std::string nb = strip_comment(nr);
-        if (!nb.empty()) {
-          if (nr.find_first_not_of(' ') > indent)
-            fail(file, line, "maps nest one level: '" + shown_text(key) + "' holds a map");
-          break;
-        }
-        next = nn == std::string::npos ? text.size() : nn + 1;
-      }
-    }
+    // "key:" with nothing after it inside a section would open a deeper map.
+    if (e.null && !e.quoted && strip_comment(rest).empty() && next_line_indent(text, pos) > indent)
+      fail(file, line, "maps nest one level: '" + shown_text(key) + "' holds a map");
     e.key = section + "." + key;
     if (!seen.insert(e.key).second) fail(file, line, "duplicate key '" + shown_text(e.key) + "'");
     section_has_keys = true;
@@ -221,11 +235,8 @@ int yaml_bool(const std::string& v) {
 }
 
 bool whole_number(const std::string& v) {
-  size_t i = (!v.empty() && (v[0] == '+' || v[0] == '-')) ? 1 : 0;
-  if (i == v.size() || v.size() > 12) return false;
-  for (size_t k = i; k < v.size(); ++k)
-    if (v[k] < '0' || v[k] > '9') return false;
-  return true;
+  long long x = 0;
+  return v.size() <= 12 && parse_decimal(v, IntSign::kPlusOrMinus, LLONG_MIN, LLONG_MAX, &x) == IntText::kOk;
 }
 
 bool real_number(const std::string& v) {
@@ -246,6 +257,33 @@ void add_flag(const std::string& flag, const std::string* value, const ConfigEnt
   if (f && f->status == FlagStatus::kRefused) fail(file, e.line, e.key + ": " + refusal_line(*f, flag));
   out->args.push_back(flag);
   if (value) out->args.push_back(*value);
+}
+
+// "--gloo" or "--mpi" for controller: (any case, as horovodrun lowercases it).
+std::string controller_flag(const ConfigEntry& e, const std::string& shown, const std::string& file) {
+  std::string v = e.value;
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (v != "gloo" && v != "mpi") fail(file, e.line, shown + " is not gloo or mpi");
+  return "--" + v;
+}
+
+// Refuses a value that is not of its key's kind (shown: the key and its value, for the message).
+void check_value(const KeyRule& rule, const ConfigEntry& e, const std::string& shown, const std::string& file) {
+  const KeyRule* r = &rule;
+  if ((r->kind == Kind::kInt && (e.quoted || !whole_number(e.value))) ||
+      (r->kind == Kind::kFloat && (e.quoted || !real_number(e.value))))
+    fail(file, e.line, shown + " is not a" + std::string(r->kind == Kind::kInt ? " whole" : "") + " number");
+  if ((r->kind == Kind::kInt || r->kind == Kind::kFloat) && std::strtod(e.value.c_str(), nullptr) < 0)
+    fail(file, e.line, shown + " must be >= 0");
+  if (r->kind == Kind::kFraction && (e.quoted || !real_number(e.value) || std::strtod(e.value.c_str(), nullptr) < 0 ||
+                                     std::strtod(e.value.c_str(), nullptr) > 1))
+    fail(file, e.line, shown + " is not a number in [0, 1]");
+  if (r->kind == Kind::kSeconds && (e.quoted || !whole_number(e.value) || std::strtod(e.value.c_str(), nullptr) < 1 ||
+                                    std::strtod(e.value.c_str(), nullptr) > 1e8))
+    fail(file, e.line, shown + " is not a whole number of seconds from 1 to 100000000");
+  if (r->kind == Kind::kLevel && horovod_log_level(e.value).empty())
+    fail(file, e.line, shown + " is not one of TRACE, DEBUG, INFO, WARNING, ERROR, FATAL");
+  if (r->kind == Kind::kString && e.value.empty()) fail(file, e.line, e.key + " is empty");
 }
 
 }  // namespace
@@ -272,26 +310,10 @@ ConfigFlags config_flags(const std::vector<ConfigEntry>& entries, const std::str
       continue;
     }
     if (r->kind == Kind::kController) {
-      std::string v = e.value;
-      std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
-      if (v != "gloo" && v != "mpi") fail(file, e.line, shown + " is not gloo or mpi");
-      out.controller = "--" + v;
+      out.controller = controller_flag(e, shown, file);
       continue;
     }
-    if ((r->kind == Kind::kInt && (e.quoted || !whole_number(e.value))) ||
-        (r->kind == Kind::kFloat && (e.quoted || !real_number(e.value))))
-      fail(file, e.line, shown + " is not a" + std::string(r->kind == Kind::kInt ? " whole" : "") + " number");
-    if ((r->kind == Kind::kInt || r->kind == Kind::kFloat) && std::strtod(e.value.c_str(), nullptr) < 0)
-      fail(file, e.line, shown + " must be >= 0");
-    if (r->kind == Kind::kFraction && (e.quoted || !real_number(e.value) || std::strtod(e.value.c_str(), nullptr) < 0 ||
-                                       std::strtod(e.value.c_str(), nullptr) > 1))
-      fail(file, e.line, shown + " is not a number in [0, 1]");
-    if (r->kind == Kind::kSeconds && (e.quoted || !whole_number(e.value) || std::strtod(e.value.c_str(), nullptr) < 1 ||
-                                      std::strtod(e.value.c_str(), nullptr) > 1e8))
-      fail(file, e.line, shown + " is not a whole number of seconds from 1 to 100000000");
-    if (r->kind == Kind::kLevel && horovod_log_level(e.value).empty())
-      fail(file, e.line, shown + " is not one of TRACE, DEBUG, INFO, WARNING, ERROR, FATAL");
-    if (r->kind == Kind::kString && e.value.empty()) fail(file, e.line, e.key + " is empty");
+    check_value(*r, e, shown, file);
     if (r->ignored_unless_enabled || is_given(given, r->flag)) continue;
     add_flag(r->flag, &e.value, e, file, &out);
   }

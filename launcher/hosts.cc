@@ -12,19 +12,15 @@
 #include <set>
 #include <sstream>
 
+#include "src/parse_int.h"
+
 namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
 
 // Strict positive decimal that fits in an int.
 bool parse_slots(const std::string& s, int* out) {
-  if (s.empty() || s.size() > 9) return false;
-  for (char c : s)
-    if (c < '0' || c > '9') return false;
-  long v = std::strtol(s.c_str(), nullptr, 10);
-  if (v <= 0 || v > 65536) return false;  // no host has more slots than that
-  *out = static_cast<int>(v);
-  return true;
+  return s.size() <= 9 && parse_decimal_int(s, IntSign::kNone, 1, 65536, out);  // no host has more slots
 }
 
 // Empty string if the name is acceptable, else the reason.

@@ -22,7 +22,7 @@
 #include "launcher/proctree.h"
 #include "launcher/restart.h"
 #include "launcher/ssh_check.h"
-#include "launcher/store_server.h"
+#include "comm/store_server.h"
 #include "launcher/supervisor.h"
 #include "launcher/watchdog.h"
 

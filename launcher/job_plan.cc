@@ -16,6 +16,7 @@
 #include "launcher/host_choice.h"
 #include "launcher/netaddr.h"
 #include "launcher/srun.h"
+#include "src/thread_policy.h"
 
 namespace {
 
@@ -281,7 +282,7 @@ void plan_local_rank(const JobPlan& plan, const JobIdentity& id, RankStart* r) {
   r->request.env = plan.rank_env;
   r->request.openblas_local_size = 0;
   if (!plan.user_set_blas)
-    env_set(&r->request.env, "OPENBLAS_NUM_THREADS", std::to_string(std::max(1, plan.cores / r->place->local_size)));
+    env_set(&r->request.env, "OPENBLAS_NUM_THREADS", std::to_string(cores_per_rank(plan.cores, r->place->local_size)));
   r->spec.path = plan.self;
   r->spec.argv = {plan.self, "--agent"};
   r->spec.env = plan.rank_env;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -16,18 +17,22 @@
 
 #include "launcher/horovod_config.h"
 #include "launcher/shell_words.h"
+#include "src/parse_int.h"
 #include "src/shown_text.h"
 
 int parse_int_flag(const std::string& flag, const std::string& v) {
-  if (v.empty()) throw UsageError(flag + " needs a whole number", true);
-  size_t i = (v[0] == '-' || v[0] == '+') ? 1 : 0;
-  if (i == v.size()) throw UsageError(flag + " '" + v + "' is not a whole number", true);
-  for (size_t k = i; k < v.size(); ++k)
-    if (v[k] < '0' || v[k] > '9') throw UsageError(flag + " '" + v + "' is not a whole number", true);
-  errno = 0;
-  long long x = std::strtoll(v.c_str(), nullptr, 10);
-  if (errno == ERANGE || x > INT_MAX || x < INT_MIN) throw UsageError(flag + " '" + v + "' is out of range", true);
-  return static_cast<int>(x);
+  long long x = 0;
+  switch (parse_decimal(v, IntSign::kPlusOrMinus, INT_MIN, INT_MAX, &x)) {
+    case IntText::kOk:
+      return static_cast<int>(x);
+    case IntText::kEmpty:
+      throw UsageError(flag + " needs a whole number", true);
+    case IntText::kNotDigits:
+      throw UsageError(flag + " '" + v + "' is not a whole number", true);
+    case IntText::kOutOfRange:
+      break;
+  }
+  throw UsageError(flag + " '" + v + "' is out of range", true);
 }
 
 double parse_seconds_flag(const std::string& flag, const std::string& v) {
@@ -49,11 +54,6 @@ std::string seconds_text(double s) {
 
 namespace {
 
-// The value just parsed, as the user wrote it.
-std::string value_text(const std::vector<std::string>& args, size_t i, bool inline_value, const std::string& value) {
-  return inline_value ? value : args[i];
-}
-
 // Sets NAME for every rank (a later flag replaces an earlier one).
 void set_horovod_env(LaunchOptions* o, const std::string& name, const std::string& value) {
   for (auto& kv : o->horovod_env)
@@ -67,9 +67,7 @@ void set_horovod_env(LaunchOptions* o, const std::string& name, const std::strin
 // A whole number of seconds in 1..100000000 (./train's limit too), for --gloo-timeout-seconds
 // and HOROVOD_* variables.
 bool whole_seconds(const std::string& v, int* out) {
-  if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos) return false;
-  *out = std::atoi(v.c_str());
-  return *out >= 1 && *out <= 100000000;
+  return v.size() <= 9 && parse_decimal_int(v, IntSign::kNone, 1, 100000000, out);
 }
 const char kSecondsRange[] = "' is not a whole number of seconds from 1 to 100000000";
 
@@ -151,7 +149,7 @@ const char kHelpText[] =
     "                            there the allocation's task count, see below)\n"
     "  -H, --hosts LIST          host or host:slots, comma separated (default localhost:N)\n"
     "      --hostfile FILE       lines 'host slots=K'; '#' comments\n"
-    "      --gloo                start the ranks ourselves (local fork, ssh + agent) with a\n"
+    "      --gloo                start the ranks ourselves (each under launch --agent: local, ssh, srun) with a\n"
     "                            rendezvous store for Gloo\n"
     "      --mpi                 start the ranks with Open MPI's mpirun; every exported variable\n"
     "                            reaches every rank (-x NAME) except host-specific ones (HOSTNAME,\n"
@@ -279,220 +277,289 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args, const E
 
 namespace {
 
-LaunchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup& env, std::vector<std::string>* given) {
+// The flag being read: its name, the value written inline (--flag=value) and the words after it.
+struct FlagWord {
+  const std::vector<std::string>& args;
+  size_t& i;                      // args[i] is this flag; need_value() moves it past a separate value
+  std::string word, name, value;  // word: the flag as written
+  bool has_inline = false;
+
+  FlagWord(const std::vector<std::string>& a, size_t& at) : args(a), i(at), word(a[at]), name(a[at]) {
+    if (name.compare(0, 2, "--") != 0) return;
+    size_t eq = name.find('=');
+    if (eq == std::string::npos) return;
+    value = name.substr(eq + 1);
+    name = name.substr(0, eq);
+    has_inline = true;
+  }
+  bool is(std::initializer_list<const char*> names) const {
+    for (const char* n : names)
+      if (name == n) return true;
+    return false;
+  }
+  std::string need_value() {
+    if (has_inline) return value;
+    if (i + 1 >= args.size()) throw UsageError(name + " needs a value", true);
+    return args[++i];
+  }
+  void no_value() const {
+    if (has_inline) throw UsageError(name + " takes no value", true);
+  }
+};
+
+// What one pass remembers across flags, besides the options themselves.
+struct FlagPass {
   LaunchOptions o;
   std::vector<std::string> seen;  // horovodrun flags given, by row (for HOROVOD_* precedence)
   std::string nic;                // the first --network-interface(s) name
-  if (args.empty()) throw UsageError("nothing to launch", true);
   bool saw_gloo = false, saw_mpi = false;
   std::string restart_flag;  // the first of --max-restarts / --reset-limit given
   std::string mpi_only;      // the first --mpi-only flag given (-x, --mpi-args, --bind-to, --map-by)
   bool elastic_timeout_given = false;
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
-    std::string a = args[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a.size() < 2 || a[0] != '-') break;  // CMD
-    std::string name = a, value;
-    bool has_inline = false;
-    if (a.compare(0, 2, "--") == 0) {
-      size_t eq = a.find('=');
-      if (eq != std::string::npos) {
-        name = a.substr(0, eq);
-        value = a.substr(eq + 1);
-        has_inline = true;
-      }
-    }
-    auto need_value = [&](const std::string& flag) -> std::string {
-      if (has_inline) return value;
-      if (i + 1 >= args.size()) throw UsageError(flag + " needs a value", true);
-      return args[++i];
-    };
-    auto no_value = [&](const std::string& flag) {
-      if (has_inline) throw UsageError(flag + " takes no value", true);
-    };
-    const HorovodFlag* row = find_horovod_flag(name);
-    if (row) seen.push_back(row->names[0]);
-    if (name == "--log-hide-timestamp" || name == "--no-log-hide-timestamp")  // the same setting
-      seen.insert(seen.end(), {"--log-with-timestamp", "--log-without-timestamp"});
-    if (name == "-np" || name == "--num-proc" || name == "-n") {
-      o.np = parse_int_flag(name, need_value(name));
-      if (o.np > 65536)
-        throw UsageError(name + " " + std::to_string(o.np) + " is more ranks than launch supports (65536)", false);
-      o.np_given = true;
-    } else if (name == "-H" || name == "--hosts") {
-      o.hosts = need_value(name);
-      if (o.hosts.empty()) throw UsageError(name + ": empty host list", true);
-    } else if (name == "--hostfile" || name == "-hostfile") {
-      o.hostfile = need_value(name);
-      if (o.hostfile.empty()) throw UsageError("--hostfile: empty file name", true);
-    } else if (name == "--gloo") {
-      no_value(name);
-      saw_gloo = true;
-    } else if (name == "--mpi") {
-      no_value(name);
-      saw_mpi = true;
-    } else if (name == "-p" || name == "--ssh-port") {
-      o.ssh_port = need_value(name);
-      int p = parse_int_flag(name, o.ssh_port);
-      if (p < 1 || p > 65535) throw UsageError(name + " must be 1..65535 (got " + o.ssh_port + ")", true);
-      o.ssh_port = std::to_string(p);
-    } else if (name == "-i" || name == "--ssh-identity-file") {
-      o.ssh_identity = need_value(name);
-      if (o.ssh_identity.empty()) throw UsageError(name + ": empty file name", true);
-    } else if (name == "-F" || name == "--ssh-config") {
-      o.ssh_config = need_value(name);
-      if (o.ssh_config.empty()) throw UsageError(name + ": empty file name", true);
-    } else if (name == "--tag-format") {
-      std::string v = need_value(name);
-      if (!parse_tag_format(v, &o.tag_format))
-        throw UsageError("--tag-format '" + v + "' is not one of horovod, mpi, short, host", true);
-    } else if (name == "--output-filename") {
-      o.output_dir = need_value(name);
-      if (o.output_dir.empty()) throw UsageError("--output-filename: empty directory name", true);
-    } else if (name == "--timestamp" || name == "--prefix-output-with-timestamp" || name == "-prefix-timestamp") {
-      no_value(name);
-      o.timestamp = true;
-    } else if (name == "--verbose") {
-      no_value(name);
-      o.verbose = true;
-    } else if (name == "--start-timeout") {
-      o.start_timeout = parse_seconds_flag(name, need_value(name));
-    } else if (name == "--timeout") {
-      o.timeout = parse_seconds_flag(name, need_value(name));
-    } else if (name == "--heartbeat-timeout") {
-      o.heartbeat_timeout = parse_seconds_flag(name, need_value(name));
-      if (o.heartbeat_timeout < 0.5 || o.heartbeat_timeout > 100000)
-        throw UsageError(
-            "--heartbeat-timeout must be 0.5..100000 seconds (got " + value_text(args, i, has_inline, value) + ")",
-            true);
-    } else if (name == "--heartbeat-interval") {
-      o.heartbeat_interval = parse_seconds_flag(name, need_value(name));
-      if (o.heartbeat_interval < 0.05)
-        throw UsageError(
-            "--heartbeat-interval must be >= 0.05 seconds (got " + value_text(args, i, has_inline, value) + ")", true);
-    } else if (name == "--network-interface" || name == "--network-interfaces") {
-      std::string v = need_value(name);
-      for (size_t b = 0; b <= v.size();) {  // horovodrun's comma list; baresgd binds one interface
-        size_t e = std::min(v.find(',', b), v.size());
-        std::string one = v.substr(b, e - b);
-        if (one.empty()) throw UsageError(name + ": empty name", true);
-        if (!nic.empty() && one != nic)
-          throw UsageError(name + " " + shown_text(one) + " after " + shown_text(nic) +
-                               ": ./launch binds its store and ranks to one interface; give one",
-                           false);
-        nic = one;
-        b = e + 1;
-      }
-      o.network_interface = nic;
-    } else if (name == "--bind-addr") {
-      o.bind_addr = need_value(name);
-      if (o.bind_addr.empty()) throw UsageError("--bind-addr: empty address", true);
-    } else if (name == "--timeline-filename") {
-      o.timeline_file = need_value(name);
-      if (o.timeline_file.empty()) throw UsageError("--timeline-filename: empty file name", true);
-    } else if (name == "-x") {
-      std::string v = need_value(name);
-      std::string var = v.substr(0, v.find('='));
-      if (!is_shell_identifier(var))
-        throw UsageError("-x '" + shown_text(v) + "': '" + shown_text(var) + "' is not a variable name", false);
-      o.mpi_env.push_back(v);
-      mpi_only = mpi_only.empty() ? name : mpi_only;
-    } else if (name == "--mpi-args") {
-      std::string v = need_value(name), why;
-      std::vector<std::string> words;
-      if (!split_shell_words(v, &words, &why)) throw UsageError("--mpi-args: " + why, false);
-      o.mpi_args.insert(o.mpi_args.end(), words.begin(), words.end());
-      mpi_only = mpi_only.empty() ? name : mpi_only;
-    } else if (name == "--bind-to" || name == "--map-by") {
-      std::string v = need_value(name);
-      if (v.empty() || v.find_first_of(" \t\n\r") != std::string::npos || v[0] == '-')
-        throw UsageError(name + " '" + shown_text(v) + "' is not an Open MPI " + name.substr(2) + " value", false);
-      (name == "--bind-to" ? o.bind_to : o.map_by) = v;
-      mpi_only = mpi_only.empty() ? name : mpi_only;
-    } else if (name == "--binding-args") {
-      apply_binding_args(need_value(name), &o);
-      mpi_only = mpi_only.empty() ? name : mpi_only;
-    } else if (name == "--config-file") {
-      o.config_file = need_value(name);
-      if (o.config_file.empty()) throw UsageError("--config-file: empty file name", true);
-    } else if (name == "--gloo-timeout-seconds") {
-      std::string v = need_value(name);
-      int n = 0;
-      if (!whole_seconds(v, &n)) throw UsageError(name + " '" + shown_text(v) + kSecondsRange, false);
-      set_horovod_env(&o, "HOROVOD_GLOO_TIMEOUT_SECONDS", std::to_string(n));
-    } else if (name == "--log-level") {
-      std::string v = need_value(name), level = horovod_log_level(v);
-      if (level.empty())
-        throw UsageError(name + " '" + shown_text(v) + "' is not one of TRACE, DEBUG, INFO, WARNING, ERROR, FATAL",
-                         false);
-      set_horovod_env(&o, "HOROVOD_LOG_LEVEL", level);
-    } else if (name == "--log-with-timestamp" || name == "--no-log-hide-timestamp" ||
-               name == "--log-without-timestamp" || name == "--log-hide-timestamp") {
-      no_value(name);
-      bool hide = name == "--log-without-timestamp" || name == "--log-hide-timestamp";
-      set_horovod_env(&o, "HOROVOD_LOG_HIDE_TIME", hide ? "1" : "0");
-    } else if (name == "--version" || name == "-v" || name == "--check-build" || name == "-cb") {
-      no_value(name);
-      o.version = true;
-      return o;
-    } else if (name == "--dry-run") {
-      no_value(name);
-      o.dry_run = true;
-    } else if (name == "--no-srun") {
-      no_value(name);
-      o.no_srun = true;
-    } else if (name == "--max-restarts" || name == "--reset-limit") {
-      std::string v = need_value(name);
-      int n = 0;
-      try {
-        n = parse_int_flag(name, v);
-      } catch (const UsageError& e) {
-        throw UsageError(e.what(), false);  // one line: the flag and its value
-      }
-      if (n < 0) throw UsageError(name + " must be >= 0 (got " + v + ")", false);
-      if (n > 1000000) throw UsageError(name + " " + v + " is more restarts than launch supports (1000000)", false);
-      if (!restart_flag.empty() && n != o.max_restarts)
-        throw UsageError(
-            name + " " + v + " contradicts " + restart_flag + " " + std::to_string(o.max_restarts) + ": give one",
-            false);
-      restart_flag = name;
-      o.max_restarts = n;
-      o.restarts_given = true;
-    } else if (name == "-h" || name == "--help") {
-      o.help = true;
-      return o;
-    } else if (parse_elastic_flag(
-                   name, [&] { return need_value(name); }, &o.elastic)) {
-      elastic_timeout_given = elastic_timeout_given || name == "--elastic-timeout";
-    } else if (row && row->status == FlagStatus::kRefused) {
-      throw UsageError(refusal_line(*row, name), false);
-    } else if (row && row->status == FlagStatus::kNoOp) {
-      no_value(name);  // horovodrun's meaning is what baresgd does anyway (horovod_flags.cc says why)
-    } else {
-      throw UsageError("unknown option '" + a + "'", true);
-    }
-  }
-  o.command.assign(args.begin() + i, args.end());
-  if (given) *given = seen;
-  if (given && !o.config_file.empty()) return o;  // checked after the file's flags are in
-  read_horovod_env(env, seen, &o);
-  // Defaults for ssh from the environment (so a site or a test can point every launch at its
-  // ssh config without editing each command line); flags win.
-  if (o.ssh_config.empty()) {
-    const char* cfg = env("BARESGD_SSH_CONFIG");
-    if (cfg && *cfg) o.ssh_config = cfg;
-  }
+};
 
-  if (saw_gloo && saw_mpi) throw UsageError("--gloo and --mpi are mutually exclusive: pick one", false);
+// A value that must not be empty: a file, directory or list name.
+std::string nonempty_value(FlagWord& f, const std::string& empty_error) {
+  std::string v = f.need_value();
+  if (v.empty()) throw UsageError(empty_error, true);
+  return v;
+}
+
+// -np, -H, --hostfile, --gloo, --mpi. Each group function returns whether the flag was its own.
+bool ranks_and_hosts_flag(FlagWord& f, FlagPass& p) {
+  LaunchOptions& o = p.o;
+  if (f.is({"-np", "--num-proc", "-n"})) {
+    o.np = parse_int_flag(f.name, f.need_value());
+    if (o.np > 65536)
+      throw UsageError(f.name + " " + std::to_string(o.np) + " is more ranks than launch supports (65536)", false);
+    o.np_given = true;
+  } else if (f.is({"-H", "--hosts"})) {
+    o.hosts = nonempty_value(f, f.name + ": empty host list");
+  } else if (f.is({"--hostfile", "-hostfile"})) {
+    o.hostfile = nonempty_value(f, "--hostfile: empty file name");
+  } else if (f.is({"--gloo", "--mpi"})) {
+    f.no_value();
+    (f.name == "--gloo" ? p.saw_gloo : p.saw_mpi) = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// -p, -i, -F: how ssh reaches the hosts.
+bool ssh_flag(FlagWord& f, LaunchOptions& o) {
+  if (f.is({"-p", "--ssh-port"})) {
+    o.ssh_port = f.need_value();
+    int port = parse_int_flag(f.name, o.ssh_port);
+    if (port < 1 || port > 65535) throw UsageError(f.name + " must be 1..65535 (got " + o.ssh_port + ")", true);
+    o.ssh_port = std::to_string(port);
+  } else if (f.is({"-i", "--ssh-identity-file"})) {
+    o.ssh_identity = nonempty_value(f, f.name + ": empty file name");
+  } else if (f.is({"-F", "--ssh-config"})) {
+    o.ssh_config = nonempty_value(f, f.name + ": empty file name");
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// --tag-format, --output-filename, --timestamp, --verbose, --dry-run: what the launcher prints.
+bool output_flag(FlagWord& f, LaunchOptions& o) {
+  if (f.is({"--tag-format"})) {
+    std::string v = f.need_value();
+    if (!parse_tag_format(v, &o.tag_format))
+      throw UsageError("--tag-format '" + v + "' is not one of horovod, mpi, short, host", true);
+  } else if (f.is({"--output-filename"})) {
+    o.output_dir = nonempty_value(f, "--output-filename: empty directory name");
+  } else if (f.is({"--timestamp", "--prefix-output-with-timestamp", "-prefix-timestamp"})) {
+    f.no_value();
+    o.timestamp = true;
+  } else if (f.is({"--verbose"})) {
+    f.no_value();
+    o.verbose = true;
+  } else if (f.is({"--dry-run"})) {
+    f.no_value();
+    o.dry_run = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// --start-timeout, --timeout, --heartbeat-timeout, --heartbeat-interval.
+bool timeout_flag(FlagWord& f, LaunchOptions& o) {
+  if (f.is({"--start-timeout"})) {
+    o.start_timeout = parse_seconds_flag(f.name, f.need_value());
+  } else if (f.is({"--timeout"})) {
+    o.timeout = parse_seconds_flag(f.name, f.need_value());
+  } else if (f.is({"--heartbeat-timeout"})) {
+    std::string v = f.need_value();
+    o.heartbeat_timeout = parse_seconds_flag(f.name, v);
+    if (o.heartbeat_timeout < 0.5 || o.heartbeat_timeout > 100000)
+      throw UsageError("--heartbeat-timeout must be 0.5..100000 seconds (got " + v + ")", true);
+  } else if (f.is({"--heartbeat-interval"})) {
+    std::string v = f.need_value();
+    o.heartbeat_interval = parse_seconds_flag(f.name, v);
+    if (o.heartbeat_interval < 0.05)
+      throw UsageError("--heartbeat-interval must be >= 0.05 seconds (got " + v + ")", true);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// --network-interface(s): horovodrun's comma list; baresgd binds one interface, so every name
+// given (in any of the flags) must be the same.
+void network_interface_flag(FlagWord& f, FlagPass& p) {
+  std::string v = f.need_value();
+  for (size_t b = 0; b <= v.size();) {
+    size_t e = std::min(v.find(',', b), v.size());
+    std::string one = v.substr(b, e - b);
+    if (one.empty()) throw UsageError(f.name + ": empty name", true);
+    if (!p.nic.empty() && one != p.nic)
+      throw UsageError(f.name + " " + shown_text(one) + " after " + shown_text(p.nic) +
+                           ": ./launch binds its store and ranks to one interface; give one",
+                       false);
+    p.nic = one;
+    b = e + 1;
+  }
+  p.o.network_interface = p.nic;
+}
+
+// --network-interface(s), --bind-addr, --no-srun: where the store and the ranks live.
+bool network_flag(FlagWord& f, FlagPass& p) {
+  if (f.is({"--network-interface", "--network-interfaces"})) {
+    network_interface_flag(f, p);
+  } else if (f.is({"--bind-addr"})) {
+    p.o.bind_addr = nonempty_value(f, "--bind-addr: empty address");
+  } else if (f.is({"--no-srun"})) {
+    f.no_value();
+    p.o.no_srun = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// -x, --mpi-args, --bind-to, --map-by, --binding-args: mpirun's, refused with --gloo later.
+bool mpi_only_flag(FlagWord& f, FlagPass& p) {
+  LaunchOptions& o = p.o;
+  if (f.is({"-x"})) {
+    std::string v = f.need_value();
+    std::string var = v.substr(0, v.find('='));
+    if (!is_shell_identifier(var))
+      throw UsageError("-x '" + shown_text(v) + "': '" + shown_text(var) + "' is not a variable name", false);
+    o.mpi_env.push_back(v);
+  } else if (f.is({"--mpi-args"})) {
+    std::string v = f.need_value(), why;
+    std::vector<std::string> words;
+    if (!split_shell_words(v, &words, &why)) throw UsageError("--mpi-args: " + why, false);
+    o.mpi_args.insert(o.mpi_args.end(), words.begin(), words.end());
+  } else if (f.is({"--bind-to", "--map-by"})) {
+    std::string v = f.need_value();
+    if (v.empty() || v.find_first_of(" \t\n\r") != std::string::npos || v[0] == '-')
+      throw UsageError(f.name + " '" + shown_text(v) + "' is not an Open MPI " + f.name.substr(2) + " value", false);
+    (f.name == "--bind-to" ? o.bind_to : o.map_by) = v;
+  } else if (f.is({"--binding-args"})) {
+    apply_binding_args(f.need_value(), &o);
+  } else {
+    return false;
+  }
+  if (p.mpi_only.empty()) p.mpi_only = f.name;
+  return true;
+}
+
+// --config-file, --timeline-filename, --gloo-timeout-seconds, --log-*: horovodrun's settings
+// that reach every rank as HOROVOD_* variables (or name the file that holds them).
+bool horovod_setting_flag(FlagWord& f, LaunchOptions& o) {
+  if (f.is({"--config-file"})) {
+    o.config_file = nonempty_value(f, "--config-file: empty file name");
+  } else if (f.is({"--timeline-filename"})) {
+    o.timeline_file = nonempty_value(f, "--timeline-filename: empty file name");
+  } else if (f.is({"--gloo-timeout-seconds"})) {
+    std::string v = f.need_value();
+    int n = 0;
+    if (!whole_seconds(v, &n)) throw UsageError(f.name + " '" + shown_text(v) + kSecondsRange, false);
+    set_horovod_env(&o, "HOROVOD_GLOO_TIMEOUT_SECONDS", std::to_string(n));
+  } else if (f.is({"--log-level"})) {
+    std::string v = f.need_value(), level = horovod_log_level(v);
+    if (level.empty())
+      throw UsageError(f.name + " '" + shown_text(v) + "' is not one of TRACE, DEBUG, INFO, WARNING, ERROR, FATAL",
+                       false);
+    set_horovod_env(&o, "HOROVOD_LOG_LEVEL", level);
+  } else if (f.is({"--log-with-timestamp", "--no-log-hide-timestamp", "--log-without-timestamp",
+                   "--log-hide-timestamp"})) {
+    f.no_value();
+    bool hide = f.is({"--log-without-timestamp", "--log-hide-timestamp"});
+    set_horovod_env(&o, "HOROVOD_LOG_HIDE_TIME", hide ? "1" : "0");
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// --max-restarts / --reset-limit N (the same setting; two that disagree are refused).
+void restart_flag(FlagWord& f, FlagPass& p) {
+  std::string v = f.need_value();
+  int n = 0;
+  try {
+    n = parse_int_flag(f.name, v);
+  } catch (const UsageError& e) {
+    throw UsageError(e.what(), false);  // one line: the flag and its value
+  }
+  if (n < 0) throw UsageError(f.name + " must be >= 0 (got " + v + ")", false);
+  if (n > 1000000) throw UsageError(f.name + " " + v + " is more restarts than launch supports (1000000)", false);
+  if (!p.restart_flag.empty() && n != p.o.max_restarts)
+    throw UsageError(
+        f.name + " " + v + " contradicts " + p.restart_flag + " " + std::to_string(p.o.max_restarts) + ": give one",
+        false);
+  p.restart_flag = f.name;
+  p.o.max_restarts = n;
+  p.o.restarts_given = true;
+}
+
+// --max-restarts, --reset-limit and the elastic flags (elastic_options.cc): what follows a failure.
+bool restart_or_elastic_flag(FlagWord& f, FlagPass& p) {
+  if (f.is({"--max-restarts", "--reset-limit"})) {
+    restart_flag(f, p);
+    return true;
+  }
+  if (!parse_elastic_flag(
+          f.name, [&] { return f.need_value(); }, &p.o.elastic))
+    return false;
+  p.elastic_timeout_given = p.elastic_timeout_given || f.name == "--elastic-timeout";
+  return true;
+}
+
+// Any other flag: horovodrun's no-ops are accepted, its refused flags and unknown ones are not.
+void other_flag(FlagWord& f, const HorovodFlag* row) {
+  if (row && row->status == FlagStatus::kRefused) throw UsageError(refusal_line(*row, f.name), false);
+  if (row && row->status == FlagStatus::kNoOp) {
+    f.no_value();  // horovodrun's meaning is what baresgd does anyway (horovod_flags.cc says why)
+    return;
+  }
+  throw UsageError("unknown option '" + f.word + "'", true);
+}
+
+// Records a horovodrun flag (by the first name of its table row) and returns its row, if any.
+const HorovodFlag* note_horovod_flag(const std::string& name, std::vector<std::string>* seen) {
+  const HorovodFlag* row = find_horovod_flag(name);
+  if (row) seen->push_back(row->names[0]);
+  if (name == "--log-hide-timestamp" || name == "--no-log-hide-timestamp")  // the same setting
+    seen->insert(seen->end(), {"--log-with-timestamp", "--log-without-timestamp"});
+  return row;
+}
+
+// The checks across flags, once they are all read (and the environment's defaults are in).
+void check_flag_combinations(FlagPass& p, const EnvLookup& env) {
+  LaunchOptions& o = p.o;
+  if (p.saw_gloo && p.saw_mpi) throw UsageError("--gloo and --mpi are mutually exclusive: pick one", false);
   if (o.np_given && o.np <= 0) throw UsageError("-np must be >= 1 (got " + std::to_string(o.np) + ")", false);
-  if (!saw_gloo && !saw_mpi) throw UsageError("choose how to start the ranks: --gloo or --mpi", false);
-  o.transport = saw_gloo ? Transport::kGloo : Transport::kMpi;
-  if (saw_gloo && !mpi_only.empty())
-    throw UsageError(mpi_only + " is for --mpi (mpirun's option); with --gloo set variables in the environment", false);
+  if (!p.saw_gloo && !p.saw_mpi) throw UsageError("choose how to start the ranks: --gloo or --mpi", false);
+  o.transport = p.saw_gloo ? Transport::kGloo : Transport::kMpi;
+  if (p.saw_gloo && !p.mpi_only.empty())
+    throw UsageError(p.mpi_only + " is for --mpi (mpirun's option); with --gloo set variables in the environment",
+                     false);
   if (!o.hosts.empty() && !o.hostfile.empty())
     throw UsageError("-H and --hostfile are mutually exclusive: pick one", false);
   if (!o.network_interface.empty() && !o.bind_addr.empty())
@@ -502,10 +569,54 @@ LaunchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup&
     throw UsageError("--heartbeat-interval must be shorter than --heartbeat-timeout (" +
                          seconds_text(o.heartbeat_interval) + " >= " + seconds_text(o.heartbeat_timeout) + " s)",
                      false);
-  check_elastic_options(o, &o.elastic, elastic_timeout_given, env("HOROVOD_ELASTIC_TIMEOUT"));
+  check_elastic_options(o, &o.elastic, p.elastic_timeout_given, env("HOROVOD_ELASTIC_TIMEOUT"));
   if (o.command.empty()) throw UsageError("missing CMD: what should each rank run?", false);
   if (o.command[0].empty()) throw UsageError("CMD is an empty string", false);
-  return o;
+}
+
+// Reads the flags up to CMD (or "--") into p; false when --help or --version ends the pass.
+bool read_flags(const std::vector<std::string>& args, FlagPass& p, size_t& i) {
+  for (; i < args.size(); ++i) {
+    if (args[i] == "--") {
+      ++i;
+      break;
+    }
+    if (args[i].size() < 2 || args[i][0] != '-') break;  // CMD
+    FlagWord f(args, i);
+    const HorovodFlag* row = note_horovod_flag(f.name, &p.seen);
+    if (f.is({"--version", "-v", "--check-build", "-cb"})) {
+      f.no_value();
+      p.o.version = true;
+      return false;
+    }
+    if (f.is({"-h", "--help"})) {
+      p.o.help = true;
+      return false;
+    }
+    if (!ranks_and_hosts_flag(f, p) && !ssh_flag(f, p.o) && !output_flag(f, p.o) && !timeout_flag(f, p.o) &&
+        !network_flag(f, p) && !mpi_only_flag(f, p) && !horovod_setting_flag(f, p.o) && !restart_or_elastic_flag(f, p))
+      other_flag(f, row);
+  }
+  return true;
+}
+
+LaunchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup& env, std::vector<std::string>* given) {
+  if (args.empty()) throw UsageError("nothing to launch", true);
+  FlagPass p;
+  size_t i = 0;
+  if (!read_flags(args, p, i)) return p.o;
+  p.o.command.assign(args.begin() + i, args.end());
+  if (given) *given = p.seen;
+  if (given && !p.o.config_file.empty()) return p.o;  // checked after the file's flags are in
+  read_horovod_env(env, p.seen, &p.o);
+  // Defaults for ssh from the environment (so a site or a test can point every launch at its
+  // ssh config without editing each command line); flags win.
+  if (p.o.ssh_config.empty()) {
+    const char* cfg = env("BARESGD_SSH_CONFIG");
+    if (cfg && *cfg) p.o.ssh_config = cfg;
+  }
+  check_flag_combinations(p, env);
+  return p.o;
 }
 
 }  // namespace

@@ -34,8 +34,29 @@ std::string make_tag(TagFormat format, int rank, Stream stream, const std::strin
 }
 
 void LineSplitter::feed(const char* data, size_t n, std::vector<Line>* out) {
-  size_t i = 0;
   if (n == 0) return;
+  size_t i = finish_held_cr(data, n, out);
+  while (i < n) {
+    size_t j = next_terminator(data, i, n);
+    append_text(data + i, j - i, out);
+    i = j;
+    if (i < n) i = end_line(data, i, n, out);
+  }
+}
+
+// Emits the buffered text as one line.
+void LineSplitter::emit(const char* end, bool cut, std::vector<Line>* out) {
+  Line l;
+  l.text.swap(buf_);
+  l.end = end;
+  l.cut = cut;
+  out->push_back(std::move(l));
+}
+
+// The first bytes of a read after a '\r' ended the last one: a '\n' there completes "\r\n" (or is
+// a continuation line when the '\r' line was flushed already). Returns where the rest starts.
+size_t LineSplitter::finish_held_cr(const char* data, size_t n, std::vector<Line>* out) {
+  size_t i = 0;
   if (skip_lf_) {
     skip_lf_ = false;
     if (data[0] == '\n') {
@@ -48,62 +69,49 @@ void LineSplitter::feed(const char* data, size_t n, std::vector<Line>* out) {
   }
   if (pending_cr_ && i < n) {
     pending_cr_ = false;
-    Line l;
-    l.text.swap(buf_);
-    if (data[i] == '\n') {
-      l.end = "\r\n";
-      ++i;
-    } else {
-      l.end = "\r";
-    }
-    out->push_back(std::move(l));
+    bool crlf = data[i] == '\n';
+    emit(crlf ? "\r\n" : "\r", false, out);
+    if (crlf) ++i;
   }
-  while (i < n) {
-    // Find the next terminator in data[i..n).
-    size_t j = i;
-    if (split_cr_) {
-      while (j < n && data[j] != '\n' && data[j] != '\r') ++j;
-    } else {
-      const void* p = std::memchr(data + i, '\n', n - i);
-      j = p ? static_cast<const char*>(p) - data : n;
-    }
-    // Respect max_line: cut the buffered line if it would grow past it.
-    while (buf_.size() + (j - i) > max_line_) {
-      size_t take = max_line_ - buf_.size();
-      buf_.append(data + i, take);
-      i += take;
-      Line l;
-      l.text.swap(buf_);
-      l.cut = true;
-      out->push_back(std::move(l));
-    }
-    buf_.append(data + i, j - i);
-    i = j;
-    if (i == n) break;
-    if (data[i] == '\n') {
-      Line l;
-      l.text.swap(buf_);
-      l.end = "\n";
-      out->push_back(std::move(l));
-      ++i;
-    } else {  // '\r'
-      if (i + 1 == n) {
-        pending_cr_ = true;  // wait for the next byte
-        ++i;
-        break;
-      }
-      Line l;
-      l.text.swap(buf_);
-      if (data[i + 1] == '\n') {
-        l.end = "\r\n";
-        i += 2;
-      } else {
-        l.end = "\r";
-        i += 1;
-      }
-      out->push_back(std::move(l));
-    }
+  return i;
+}
+
+// The next terminator in data[i..n) ('\n', or '\r' too when splitting on it), else n.
+size_t LineSplitter::next_terminator(const char* data, size_t i, size_t n) const {
+  if (split_cr_) {
+    while (i < n && data[i] != '\n' && data[i] != '\r') ++i;
+    return i;
   }
+  const void* p = std::memchr(data + i, '\n', n - i);
+  return p ? static_cast<const char*>(p) - data : n;
+}
+
+// Buffers text of the current line, cutting the line each time it would grow past max_line.
+void LineSplitter::append_text(const char* text, size_t len, std::vector<Line>* out) {
+  while (buf_.size() + len > max_line_) {
+    size_t take = max_line_ - buf_.size();
+    buf_.append(text, take);
+    text += take;
+    len -= take;
+    emit("", true, out);
+  }
+  buf_.append(text, len);
+}
+
+// Ends the buffered line at the terminator data[i]; returns the index after it. A '\r' that is
+// the read's last byte is held (pending_cr_) until the next byte says whether "\r\n" it is.
+size_t LineSplitter::end_line(const char* data, size_t i, size_t n, std::vector<Line>* out) {
+  if (data[i] == '\n') {
+    emit("\n", false, out);
+    return i + 1;
+  }
+  if (i + 1 == n) {
+    pending_cr_ = true;
+    return n;
+  }
+  bool crlf = data[i + 1] == '\n';
+  emit(crlf ? "\r\n" : "\r", false, out);
+  return i + (crlf ? 2 : 1);
 }
 
 void LineSplitter::flush_cr(std::vector<Line>* out) {

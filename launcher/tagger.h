@@ -56,6 +56,12 @@ class LineSplitter {
   size_t buffered() const { return buf_.size(); }
 
  private:
+  void emit(const char* end, bool cut, std::vector<Line>* out);
+  size_t finish_held_cr(const char* data, size_t n, std::vector<Line>* out);
+  size_t next_terminator(const char* data, size_t i, size_t n) const;
+  void append_text(const char* text, size_t len, std::vector<Line>* out);
+  size_t end_line(const char* data, size_t i, size_t n, std::vector<Line>* out);
+
   std::string buf_;
   bool pending_cr_ = false;  // buf_ is a complete line whose '\r' arrived last
   bool skip_lf_ = false;     // the '\r' line was flushed already; a leading '\n' is a continuation

@@ -185,26 +185,25 @@ long default_lane_step(const Timeline& t) {
   return by_span[(by_span.size() - 1) / 2].second;
 }
 
-std::string timeline_lanes_svg(const Timeline& t, long step) {
-  std::vector<TrackId> idle;
-  std::map<TrackId, Lane> lanes = build_lanes(t, step, &idle);
-  const double lanes_height = place_lanes(lanes);
-  const auto ext = step_extent(t, step);
+namespace {
+
+// The plot frame of one step: lane area height from the lanes, the idle-track note below.
+Frame lanes_frame(double lanes_height, bool has_idle, std::pair<double, double> ext) {
   Frame f;
   f.width = kWidth;
   f.left = kLeft;
   f.right = kRight;
   f.top = kTop;
-  f.bottom = kAxisHeight + 64 + (idle.empty() ? 0 : kIdleHeight);  // axis labels, the legend, the idle tracks
+  f.bottom = kAxisHeight + 64 + (has_idle ? kIdleHeight : 0);  // axis labels, the legend, the idle tracks
   f.height = kTop + lanes_height + f.bottom;
   f.x = nice_axis(0, std::max(1.0, ext.second - ext.first), 10);
   f.y = nice_axis(0, 1);
-  std::string s = svg_begin("timeline-lanes", f.width, f.height,
-                            "step " + std::to_string(step) + ": slices per rank and thread track over time");
-  s += "<defs><marker id=\"lane-arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" "
-       "markerHeight=\"7\" "
-       "orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#222\"/></marker></defs>\n";
-  const double axis_y = kTop + lanes_height;
+  return f;
+}
+
+// Grid lines, tick labels and the axis title under the lanes.
+std::string lanes_axis(const Frame& f, double axis_y, long step, double step_begin_us) {
+  std::string s;
   for (double tick : f.x.ticks) {
     const std::string x = format_number(f.px(tick), 7);
     s += "<line class=\"grid\" x1=\"" + x + "\" y1=\"" + format_number(kTop, 7) + "\" x2=\"" + x + "\" y2=\"" +
@@ -212,36 +211,68 @@ std::string timeline_lanes_svg(const Timeline& t, long step) {
     s += svg_text(f.px(tick), axis_y + 14, format_tick(tick, f.x.step), "middle");
   }
   s += svg_text(kLeft + f.plot_width() / 2, axis_y + 32,
-                "microseconds since step " + std::to_string(step) + " began (" + format_number(ext.first, 9) +
+                "microseconds since step " + std::to_string(step) + " began (" + format_number(step_begin_us, 9) +
                     " us on rank 0's clock)",
                 "middle", "class=\"axis-title\"");
-  std::set<int> kinds_used;
-  bool group_open = false;  // each rank's lanes are one <g class="rank-lanes" data-rank="N">
+  return s;
+}
+
+// One lane: its label, its background and its slices (the kinds drawn go into *kinds_used).
+std::string lane_svg(const Timeline& t, const TrackId& id, const Lane& l, const Frame& f, double step_begin_us,
+                     std::set<int>* kinds_used) {
+  std::string s = svg_text(kLeft - 6, l.y + kRowHeight * 0.75, lane_label(t, id), "end",
+                           "class=\"lane-label\" data-rank=\"" + std::to_string(id.first) + "\"");
+  s += "<rect class=\"lane\" x=\"" + format_number(kLeft, 7) + "\" y=\"" + format_number(l.y, 7) + "\" width=\"" +
+       format_number(f.plot_width(), 7) + "\" height=\"" + format_number(l.rows * kRowHeight, 7) +
+       "\" fill=\"#f4f4f4\" data-pid=\"" + std::to_string(id.first) + "\" data-tid=\"" + std::to_string(id.second) +
+       "\"/>\n";
+  for (size_t i = 0; i < l.slices.size(); ++i) {
+    const TraceSlice& sl = *l.slices[i];
+    const int k = kind_of(sl);
+    kinds_used->insert(k);
+    const double x = f.px(sl.ts_us - step_begin_us), w = std::max(0.8, f.px(sl.ts_us + sl.dur_us - step_begin_us) - x);
+    s += svg_rect(x, l.y + l.depth[i] * kRowHeight + 1, w, kRowHeight - 2, kKinds[k].color,
+                  "class=\"slice\" data-rank=\"" + std::to_string(sl.pid) + "\"", slice_title(sl, step_begin_us));
+  }
+  return s;
+}
+
+// Every lane, each rank's lanes in one <g class="rank-lanes" data-rank="N">.
+std::string all_lanes_svg(const Timeline& t, const std::map<TrackId, Lane>& lanes, const Frame& f, double step_begin_us,
+                          std::set<int>* kinds_used) {
+  std::string s;
+  bool group_open = false;
   long open_rank = 0;
   for (const auto& kv : lanes) {
-    const Lane& l = kv.second;
     if (!group_open || kv.first.first != open_rank) {
       if (group_open) s += "</g>\n";
       group_open = true;
       open_rank = kv.first.first;
       s += "<g class=\"rank-lanes\" data-rank=\"" + std::to_string(open_rank) + "\">\n";
     }
-    s += svg_text(kLeft - 6, l.y + kRowHeight * 0.75, lane_label(t, kv.first), "end",
-                  "class=\"lane-label\" data-rank=\"" + std::to_string(kv.first.first) + "\"");
-    s += "<rect class=\"lane\" x=\"" + format_number(kLeft, 7) + "\" y=\"" + format_number(l.y, 7) + "\" width=\"" +
-         format_number(f.plot_width(), 7) + "\" height=\"" + format_number(l.rows * kRowHeight, 7) +
-         "\" fill=\"#f4f4f4\" data-pid=\"" + std::to_string(kv.first.first) + "\" data-tid=\"" +
-         std::to_string(kv.first.second) + "\"/>\n";
-    for (size_t i = 0; i < l.slices.size(); ++i) {
-      const TraceSlice& sl = *l.slices[i];
-      const int k = kind_of(sl);
-      kinds_used.insert(k);
-      const double x = f.px(sl.ts_us - ext.first), w = std::max(0.8, f.px(sl.ts_us + sl.dur_us - ext.first) - x);
-      s += svg_rect(x, l.y + l.depth[i] * kRowHeight + 1, w, kRowHeight - 2, kKinds[k].color,
-                    "class=\"slice\" data-rank=\"" + std::to_string(sl.pid) + "\"", slice_title(sl, ext.first));
-    }
+    s += lane_svg(t, kv.first, kv.second, f, step_begin_us, kinds_used);
   }
   if (group_open) s += "</g>\n";
+  return s;
+}
+
+}  // namespace
+
+std::string timeline_lanes_svg(const Timeline& t, long step) {
+  std::vector<TrackId> idle;
+  std::map<TrackId, Lane> lanes = build_lanes(t, step, &idle);
+  const double lanes_height = place_lanes(lanes);
+  const auto ext = step_extent(t, step);
+  const Frame f = lanes_frame(lanes_height, !idle.empty(), ext);
+  std::string s = svg_begin("timeline-lanes", f.width, f.height,
+                            "step " + std::to_string(step) + ": slices per rank and thread track over time");
+  s += "<defs><marker id=\"lane-arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" "
+       "markerHeight=\"7\" "
+       "orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#222\"/></marker></defs>\n";
+  const double axis_y = kTop + lanes_height;
+  s += lanes_axis(f, axis_y, step, ext.first);
+  std::set<int> kinds_used;
+  s += all_lanes_svg(t, lanes, f, ext.first, &kinds_used);
   s += flow_arrows(t, lanes, f, ext.first);
   std::vector<LegendEntry> legend;
   for (int k : kinds_used) legend.push_back({kKinds[k].label, kKinds[k].color, ""});

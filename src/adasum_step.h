@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "comm/distributed_optimizer.h"
+#include "comm/gradient_averaging.h"
 
 struct AdasumStepArgs {
   float lr = 0.01f;  // not scaled by the world size (Horovod's example on CPU)

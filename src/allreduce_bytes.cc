@@ -9,7 +9,7 @@ constexpr uint64_t kGlooDirectMaxBytes = uint64_t(1) << 20;
 
 uint64_t ring_bytes(uint64_t bytes, int w) { return 2 * uint64_t(w - 1) * bytes / uint64_t(w); }
 
-// comm/distributed_optimizer.cc's adasum_vhdd: the same regions, walked for this rank.
+// comm/gradient_averaging.cc's adasum_vhdd: the same regions, walked for this rank.
 uint64_t adasum_bytes(int world_size, int rank, size_t n, size_t elem_bytes) {
   uint64_t total = 0;
   size_t lo = 0, hi = n;

@@ -145,11 +145,19 @@ std::string encode_checkpoint(const TrainState& s) {
   return out;
 }
 
-TrainState decode_checkpoint(const std::string& in, size_t expect_params) {
-  if (in.size() < kHeaderBytesV2 + 4) throw std::runtime_error("truncated (" + std::to_string(in.size()) + " bytes)");
+namespace {
+
+std::runtime_error truncated(const std::string& in) {
+  return std::runtime_error("truncated (" + std::to_string(in.size()) + " bytes)");
+}
+
+// The format version after the magic (at: past it). Throws for a file too short for any header,
+// another magic, version 1 (no generator state) and versions this build does not know.
+uint32_t read_version(const std::string& in, size_t* at) {
+  if (in.size() < kHeaderBytesV2 + 4) throw truncated(in);
   if (std::memcmp(in.data(), kMagic, 8) != 0) throw std::runtime_error("bad magic (not a baresgd checkpoint)");
-  size_t at = 8;
-  uint32_t version = get<uint32_t>(in, &at);
+  *at = 8;
+  const uint32_t version = get<uint32_t>(in, at);
   if (version == 1)
     throw std::runtime_error(
         "version 1 checkpoint (written before baresgd drew torch's random streams; "
@@ -157,75 +165,117 @@ TrainState decode_checkpoint(const std::string& in, size_t expect_params) {
   if (version < 2 || version > kVersion)
     throw std::runtime_error("unsupported version " + std::to_string(version) + " (expected 2 to " +
                              std::to_string(kVersion) + ")");
-  const size_t fixed = version == 2 ? kHeaderBytesV2 : version == 3 ? kHeaderBytesV3 : kHeaderBytesV4;
-  if (in.size() < fixed + 4) throw std::runtime_error("truncated (" + std::to_string(in.size()) + " bytes)");
-  TrainState s;
-  s.world_size = get<int32_t>(in, &at);
-  s.batch_size = get<int32_t>(in, &at);
-  s.seed = get<int64_t>(in, &at);
-  s.epoch = get<int32_t>(in, &at);
-  s.batch = get<int64_t>(in, &at);
-  s.step = get<int64_t>(in, &at);
-  s.momentum_started = get<int32_t>(in, &at) != 0;
-  uint64_t n = get<uint64_t>(in, &at);
-  const uint32_t buffers = version == 2 ? 1 : get<uint32_t>(in, &at);
-  const uint32_t config_bytes = version >= 4 ? get<uint32_t>(in, &at) : 0;
-  if (config_bytes > kMaxRunConfigBytes)
-    throw std::runtime_error("config block of " + std::to_string(config_bytes) + " bytes (at most " +
-                             std::to_string(kMaxRunConfigBytes) + ")");
-  const size_t header = fixed + config_bytes;  // the block is part of the header here
-  if (in.size() < header + 4) throw std::runtime_error("truncated (" + std::to_string(in.size()) + " bytes)");
-  const std::string config_text = in.substr(at, config_bytes);
-  at += config_bytes;
-  if (n != expect_params)
-    throw std::runtime_error("holds " + std::to_string(n) + " parameters, the model has " +
-                             std::to_string(expect_params));
-  // The floats: params and `buffers` momentum buffers, n each (a count too large for the file
-  // cannot fit it; checked by division so no product overflows).
+  return version;
+}
+
+// The counts in a header that size the rest of the file.
+struct HeaderCounts {
+  uint64_t params = 0;        // floats per buffer
+  uint32_t buffers = 1;       // momentum buffers (version 3 on; 1 before)
+  uint32_t config_bytes = 0;  // the config block (version 4 on; none before)
+};
+
+// The fixed header after the version: the position into s, the counts returned.
+HeaderCounts read_fixed_header(const std::string& in, uint32_t version, size_t* at, TrainState* s) {
+  s->world_size = get<int32_t>(in, at);
+  s->batch_size = get<int32_t>(in, at);
+  s->seed = get<int64_t>(in, at);
+  s->epoch = get<int32_t>(in, at);
+  s->batch = get<int64_t>(in, at);
+  s->step = get<int64_t>(in, at);
+  s->momentum_started = get<int32_t>(in, at) != 0;
+  HeaderCounts c;
+  c.params = get<uint64_t>(in, at);
+  c.buffers = version == 2 ? 1 : get<uint32_t>(in, at);
+  c.config_bytes = version >= 4 ? get<uint32_t>(in, at) : 0;
+  return c;
+}
+
+// The file's length for a header of `header` bytes and these counts: params and `buffers`
+// momentum buffers, n floats each, the generator and the checksum. Throws when the file has
+// another length (a count too large for the file cannot fit it; checked by division so no product
+// overflows).
+size_t checked_length(const std::string& in, size_t header, const HeaderCounts& c) {
+  const uint64_t n = c.params;
   const size_t float_room = (in.size() - header - kGeneratorBytes - 4) / sizeof(float);
-  const bool fits =
-      in.size() >= header + kGeneratorBytes + 4 && buffers >= 1 && (n == 0 || uint64_t(buffers) + 1 <= float_room / n);
-  const size_t want = fits ? header + (1 + size_t(buffers)) * n * sizeof(float) + kGeneratorBytes + 4 : 0;
+  const bool fits = in.size() >= header + kGeneratorBytes + 4 && c.buffers >= 1 &&
+                    (n == 0 || uint64_t(c.buffers) + 1 <= float_room / n);
+  const size_t want = fits ? header + (1 + size_t(c.buffers)) * n * sizeof(float) + kGeneratorBytes + 4 : 0;
   if (in.size() != want)
     throw std::runtime_error("truncated or padded (" + std::to_string(in.size()) + " bytes, expected " +
                              (fits ? std::to_string(want)
                                    : std::to_string(header + kGeneratorBytes + 4) + " + 4 x " + std::to_string(n) +
-                                         " x (1 + " + std::to_string(buffers) + ")") +
+                                         " x (1 + " + std::to_string(c.buffers) + ")") +
                              ")");
-  uint32_t stored;
-  std::memcpy(&stored, in.data() + want - 4, 4);
-  if (crc32_of(in.data(), want - 4) != stored) throw std::runtime_error("checksum mismatch (corrupt file)");
+  return want;
+}
+
+// Throws for a position no run reaches, or momentum buffers that are neither one nor one per rank.
+void check_position(const TrainState& s, uint32_t buffers) {
   if (s.world_size < 1 || s.batch_size < 1 || s.epoch < 1 || s.batch < 0 || s.step < 0)
     throw std::runtime_error("impossible training position in header");
   if (buffers != 1 && int64_t(buffers) != s.world_size)
     throw std::runtime_error("holds " + std::to_string(buffers) + " momentum buffers for a " +
                              std::to_string(s.world_size) + "-rank run (expected 1 or " + std::to_string(s.world_size) +
                              ")");
+}
+
+// A version 4 config block into s; throws when it disagrees with the header.
+void apply_config_block(const RunConfig& c, TrainState* s) {
+  if (c.world_size != s->world_size || c.batch_size != s->batch_size || c.seed != s->seed)
+    throw std::runtime_error("config block (world size " + std::to_string(c.world_size) + ", batch size " +
+                             std::to_string(c.batch_size) + ", seed " + std::to_string(c.seed) +
+                             ") disagrees with the header (" + std::to_string(s->world_size) + ", " +
+                             std::to_string(s->batch_size) + ", " + std::to_string(s->seed) + ")");
+  s->run_id = c.run_id;
+  s->has_settings = true;
+  s->settings = c.settings;
+  s->epoch_first_sample = c.epoch_first_sample;
+}
+
+// The parameters, momentum buffers and generator from at (the file's length was checked).
+void read_state_arrays(const std::string& in, size_t at, const HeaderCounts& c, TrainState* s) {
+  s->momentum_buffers = int(c.buffers);
+  s->params.resize(c.params);
+  s->momentum.resize(size_t(c.buffers) * c.params);
+  std::memcpy(s->params.data(), in.data() + at, c.params * sizeof(float));
+  at += c.params * sizeof(float);
+  std::memcpy(s->momentum.data(), in.data() + at, s->momentum.size() * sizeof(float));
+  at += s->momentum.size() * sizeof(float);
+  std::memcpy(s->generator.state, in.data() + at, sizeof s->generator.state);
+  at += sizeof s->generator.state;
+  s->generator.index = get<uint32_t>(in, &at);
+  if (s->generator.index > uint32_t(TorchGenerator::kWords))
+    throw std::runtime_error("impossible generator index " + std::to_string(s->generator.index));
+}
+
+}  // namespace
+
+TrainState decode_checkpoint(const std::string& in, size_t expect_params) {
+  size_t at = 0;
+  const uint32_t version = read_version(in, &at);
+  const size_t fixed = version == 2 ? kHeaderBytesV2 : version == 3 ? kHeaderBytesV3 : kHeaderBytesV4;
+  if (in.size() < fixed + 4) throw truncated(in);
+  TrainState s;
+  const HeaderCounts counts = read_fixed_header(in, version, &at, &s);
+  if (counts.config_bytes > kMaxRunConfigBytes)
+    throw std::runtime_error("config block of " + std::to_string(counts.config_bytes) + " bytes (at most " +
+                             std::to_string(kMaxRunConfigBytes) + ")");
+  const size_t header = fixed + counts.config_bytes;  // the block is part of the header here
+  if (in.size() < header + 4) throw truncated(in);
+  const std::string config_text = in.substr(at, counts.config_bytes);
+  at += counts.config_bytes;
+  if (counts.params != expect_params)
+    throw std::runtime_error("holds " + std::to_string(counts.params) + " parameters, the model has " +
+                             std::to_string(expect_params));
+  const size_t want = checked_length(in, header, counts);
+  uint32_t stored;
+  std::memcpy(&stored, in.data() + want - 4, 4);
+  if (crc32_of(in.data(), want - 4) != stored) throw std::runtime_error("checksum mismatch (corrupt file)");
+  check_position(s, counts.buffers);
   s.version = int(version);
-  if (version >= 4) {
-    const RunConfig c = parse_run_config(config_text);
-    if (c.world_size != s.world_size || c.batch_size != s.batch_size || c.seed != s.seed)
-      throw std::runtime_error("config block (world size " + std::to_string(c.world_size) + ", batch size " +
-                               std::to_string(c.batch_size) + ", seed " + std::to_string(c.seed) +
-                               ") disagrees with the header (" + std::to_string(s.world_size) + ", " +
-                               std::to_string(s.batch_size) + ", " + std::to_string(s.seed) + ")");
-    s.run_id = c.run_id;
-    s.has_settings = true;
-    s.settings = c.settings;
-    s.epoch_first_sample = c.epoch_first_sample;
-  }
-  s.momentum_buffers = int(buffers);
-  s.params.resize(n);
-  s.momentum.resize(size_t(buffers) * n);
-  std::memcpy(s.params.data(), in.data() + at, n * sizeof(float));
-  at += n * sizeof(float);
-  std::memcpy(s.momentum.data(), in.data() + at, s.momentum.size() * sizeof(float));
-  at += s.momentum.size() * sizeof(float);
-  std::memcpy(s.generator.state, in.data() + at, sizeof s.generator.state);
-  at += sizeof s.generator.state;
-  s.generator.index = get<uint32_t>(in, &at);
-  if (s.generator.index > uint32_t(TorchGenerator::kWords))
-    throw std::runtime_error("impossible generator index " + std::to_string(s.generator.index));
+  if (version >= 4) apply_config_block(parse_run_config(config_text), &s);
+  read_state_arrays(in, at, counts, &s);
   return s;
 }
 

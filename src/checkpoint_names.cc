@@ -1,8 +1,10 @@
 // checkpoint_names: formats and recognises checkpoint file names.
 #include "src/checkpoint_names.h"
 
+#include <climits>
 #include <cstdio>
 
+#include "src/parse_int.h"
 #include "src/run_config.h"
 
 std::string checkpoint_file_name(const std::string& run_id, long long step) {
@@ -20,10 +22,11 @@ bool parse_checkpoint_name(const std::string& name, std::string* run_id, long lo
     run = middle.substr(0, 16);
     middle = middle.substr(17);
   }
-  if (middle.empty() || middle.size() > 18 || middle.find_first_not_of("0123456789") != std::string::npos)
-    return false;  // not one of ours (we write 12 digits); never an out-of-range stoll
+  long long x = 0;
+  if (middle.size() > 18 || parse_decimal(middle, IntSign::kNone, 0, LLONG_MAX, &x) != IntText::kOk)
+    return false;  // not one of ours (we write 12 digits)
   *run_id = run;
-  *step = std::stoll(middle);
+  *step = x;
   return true;
 }
 

@@ -26,7 +26,7 @@ struct LayerStats {
 
 // Adasum's combination coefficients at one level for one layer tensor on one rank:
 // the kept half becomes a_coef * own + b_coef * peer's. Mirrors the AdasumCoefficients that
-// comm/distributed_optimizer.h's adasum_trace fills (same fields), so a list of those converts
+// comm/gradient_averaging.h's adasum_trace fills (same fields), so a list of those converts
 // one to one.
 struct AdasumLevelCoef {
   int level, segment;

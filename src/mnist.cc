@@ -10,15 +10,15 @@
 #include <cstring>
 #include <vector>
 
+#include "comm/big_endian.h"
+
 namespace {
 
 constexpr uint32_t kImagesMagic = 0x00000803;
 constexpr uint32_t kLabelsMagic = 0x00000801;
 constexpr size_t kMaxInflated = size_t(1) << 31;  // 2 GiB: far beyond any MNIST split
 
-uint32_t be32(const uint8_t* p) {
-  return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | p[3];
-}
+uint32_t be32(const uint8_t* p) { return load_u32be(p); }
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) { throw DataError(path + ": " + what); }
 
@@ -96,57 +96,105 @@ void FileBytes::read(uint64_t offset, size_t n, uint8_t* out) const {
   }
 }
 
+namespace {
+
+// A gzFile closed on every way out.
+struct GzFile {
+  gzFile gz;
+  ~GzFile() {
+    if (gz) gzclose(gz);
+  }
+};
+
+// The inflated bytes of a .gz file. Inflation stops as soon as the header is wrong or the data
+// pass the size it announces (idx_magic != 0): a gzip bomb costs one chunk, not gigabytes.
+std::vector<uint8_t> inflate_file(const std::string& path, uint32_t idx_magic) {
+  GzFile file{gzopen(path.c_str(), "rb")};
+  if (!file.gz) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  std::vector<uint8_t> buf;
+  uint8_t chunk[1 << 16];
+  uint64_t announced = 0;
+  for (;;) {
+    int n = gzread(file.gz, chunk, sizeof chunk);
+    if (n < 0) {
+      int err = 0;
+      fail(path, "corrupt gzip data (" + std::string(gzerror(file.gz, &err)) + ")");
+    }
+    if (n == 0) break;
+    if (buf.size() + size_t(n) > kMaxInflated) fail(path, "inflates to more than 2 GiB; not an MNIST file");
+    buf.insert(buf.end(), chunk, chunk + n);
+    if (announced == 0 && idx_magic != 0) {
+      announced = announced_bytes(path, idx_magic, buf.data(), buf.size());
+      if (announced > kMaxInflated)
+        fail(path, "header announces " + std::to_string(announced) + " bytes, more than 2 GiB; not an MNIST file");
+    }
+    if (announced != 0 && buf.size() > announced)
+      fail(path, "inflates past the " + std::to_string(announced) + " bytes its header announces");
+  }
+  // gzread returns 0 on a truncated stream too; zlib reports it through gzerror.
+  int err = Z_OK;
+  const char* msg = gzerror(file.gz, &err);
+  if (err != Z_OK && err != Z_STREAM_END) fail(path, "corrupt or truncated gzip data (" + std::string(msg) + ")");
+  return buf;
+}
+
+struct ImagesHeader {
+  uint32_t count, rows, cols;
+};
+
+// Checks an IDX images file's header and length (every defect named with the file).
+ImagesHeader check_images(const std::string& path, const FileBytes& im) {
+  if (im.size() == 0) fail(path, "empty file");
+  if (im.size() < 16) fail(path, "truncated IDX header (" + std::to_string(im.size()) + " bytes, need 16)");
+  uint8_t head[16];
+  im.read(0, sizeof head, head);
+  if (be32(head) != kImagesMagic)
+    fail(path, "bad magic " + hex32(be32(head)) + " (expected " + hex32(kImagesMagic) + ", IDX unsigned-byte images)");
+  const ImagesHeader h{be32(head + 4), be32(head + 8), be32(head + 12)};
+  if (h.rows != 28 || h.cols != 28)
+    fail(path,
+         "wrong image size " + std::to_string(h.rows) + "x" + std::to_string(h.cols) + " (MNIST images are 28x28)");
+  if (h.count == 0) fail(path, "holds no images");
+  const uint64_t want = 16 + uint64_t(h.count) * h.rows * h.cols;
+  if (im.size() < want)
+    fail(path, "truncated: header says " + std::to_string(h.count) + " images (" + std::to_string(want) +
+                   " bytes) but the file has " + std::to_string(im.size()) + " bytes");
+  if (im.size() > want)
+    fail(path, "has " + std::to_string(im.size() - want) + " bytes after the " + std::to_string(h.count) +
+                   " images its header announces");
+  return h;
+}
+
+// Checks an IDX labels file's header, length and labels against the images file's count.
+void check_labels(const std::string& path, const FileBytes& lb, uint32_t images, const std::string& images_path) {
+  if (lb.size() == 0) fail(path, "empty file");
+  if (lb.size() < 8) fail(path, "truncated IDX header (" + std::to_string(lb.size()) + " bytes, need 8)");
+  if (be32(lb.data()) != kLabelsMagic)
+    fail(path,
+         "bad magic " + hex32(be32(lb.data())) + " (expected " + hex32(kLabelsMagic) + ", IDX unsigned-byte labels)");
+  const uint32_t nl = be32(lb.data() + 4);
+  if (lb.size() < 8 + uint64_t(nl))
+    fail(path, "truncated: header says " + std::to_string(nl) + " labels (" + std::to_string(8 + uint64_t(nl)) +
+                   " bytes) but the file has " + std::to_string(lb.size()) + " bytes");
+  if (lb.size() > 8 + uint64_t(nl))
+    fail(path, "has " + std::to_string(lb.size() - 8 - nl) + " bytes after the " + std::to_string(nl) +
+                   " labels its header announces");
+  if (nl != images)
+    fail(path,
+         "holds " + std::to_string(nl) + " labels but " + images_path + " holds " + std::to_string(images) + " images");
+  const uint8_t* labels = lb.data() + 8;
+  for (uint32_t i = 0; i < nl; ++i)
+    if (labels[i] > 9)
+      fail(path, "label " + std::to_string(labels[i]) + " at index " + std::to_string(i) + " (MNIST labels are 0..9)");
+}
+
+}  // namespace
+
 FileBytes FileBytes::open(const std::string& path, bool whole, uint32_t idx_magic) {
   FileBytes fb;
   fb.path_ = path;
   if (ends_with(path, ".gz")) {
-    gzFile gz = gzopen(path.c_str(), "rb");
-    if (!gz) fail(path, std::string("cannot open: ") + std::strerror(errno));
-    // Inflation stops as soon as the header is wrong or the data pass the size it announces: a
-    // gzip bomb costs one chunk, not gigabytes.
-    std::vector<uint8_t> buf;
-    uint8_t chunk[1 << 16];
-    uint64_t announced = 0;
-    for (;;) {
-      int n = gzread(gz, chunk, sizeof chunk);
-      if (n < 0) {
-        int err = 0;
-        std::string msg = gzerror(gz, &err);
-        gzclose(gz);
-        fail(path, "corrupt gzip data (" + msg + ")");
-      }
-      if (n == 0) break;
-      if (buf.size() + size_t(n) > kMaxInflated) {
-        gzclose(gz);
-        fail(path, "inflates to more than 2 GiB; not an MNIST file");
-      }
-      buf.insert(buf.end(), chunk, chunk + n);
-      if (announced == 0 && idx_magic != 0) {
-        try {
-          announced = announced_bytes(path, idx_magic, buf.data(), buf.size());
-        } catch (...) {
-          gzclose(gz);
-          throw;
-        }
-        if (announced > kMaxInflated) {
-          gzclose(gz);
-          fail(path, "header announces " + std::to_string(announced) + " bytes, more than 2 GiB; not an MNIST file");
-        }
-      }
-      if (announced != 0 && buf.size() > announced) {
-        gzclose(gz);
-        fail(path, "inflates past the " + std::to_string(announced) + " bytes its header announces");
-      }
-    }
-    // gzread returns 0 on a truncated stream too; zlib reports it through gzerror.
-    int err = Z_OK;
-    const char* msg = gzerror(gz, &err);
-    if (err != Z_OK && err != Z_STREAM_END) {
-      std::string m = msg;
-      gzclose(gz);
-      fail(path, "corrupt or truncated gzip data (" + m + ")");
-    }
-    gzclose(gz);
+    const std::vector<uint8_t> buf = inflate_file(path, idx_magic);
     fb.size_ = buf.size();
     fb.owned_.reset(new uint8_t[buf.size() ? buf.size() : 1]);
     if (!buf.empty()) std::memcpy(fb.owned_.get(), buf.data(), buf.size());
@@ -176,54 +224,13 @@ MnistSplit load_mnist_files(const std::string& images_path, const std::string& l
   MnistSplit s;
   s.image_file = FileBytes::open(images_path, /*whole=*/false, kImagesMagic);
   s.label_file = FileBytes::open(labels_path, /*whole=*/true, kLabelsMagic);
-  const FileBytes& im = s.image_file;
-  const FileBytes& lb = s.label_file;
-
-  if (im.size() == 0) fail(images_path, "empty file");
-  if (im.size() < 16) fail(images_path, "truncated IDX header (" + std::to_string(im.size()) + " bytes, need 16)");
-  uint8_t head[16];
-  im.read(0, sizeof head, head);
-  if (be32(head) != kImagesMagic)
-    fail(images_path,
-         "bad magic " + hex32(be32(head)) + " (expected " + hex32(kImagesMagic) + ", IDX unsigned-byte images)");
-  uint32_t n = be32(head + 4), rows = be32(head + 8), cols = be32(head + 12);
-  if (rows != 28 || cols != 28)
-    fail(images_path,
-         "wrong image size " + std::to_string(rows) + "x" + std::to_string(cols) + " (MNIST images are 28x28)");
-  if (n == 0) fail(images_path, "holds no images");
-  uint64_t want = 16 + uint64_t(n) * rows * cols;
-  if (im.size() < want)
-    fail(images_path, "truncated: header says " + std::to_string(n) + " images (" + std::to_string(want) +
-                          " bytes) but the file has " + std::to_string(im.size()) + " bytes");
-  if (im.size() > want)
-    fail(images_path, "has " + std::to_string(im.size() - want) + " bytes after the " + std::to_string(n) +
-                          " images its header announces");
-
-  if (lb.size() == 0) fail(labels_path, "empty file");
-  if (lb.size() < 8) fail(labels_path, "truncated IDX header (" + std::to_string(lb.size()) + " bytes, need 8)");
-  if (be32(lb.data()) != kLabelsMagic)
-    fail(labels_path,
-         "bad magic " + hex32(be32(lb.data())) + " (expected " + hex32(kLabelsMagic) + ", IDX unsigned-byte labels)");
-  uint32_t nl = be32(lb.data() + 4);
-  if (lb.size() < 8 + uint64_t(nl))
-    fail(labels_path, "truncated: header says " + std::to_string(nl) + " labels (" + std::to_string(8 + uint64_t(nl)) +
-                          " bytes) but the file has " + std::to_string(lb.size()) + " bytes");
-  if (lb.size() > 8 + uint64_t(nl))
-    fail(labels_path, "has " + std::to_string(lb.size() - 8 - nl) + " bytes after the " + std::to_string(nl) +
-                          " labels its header announces");
-  if (nl != n)
-    fail(labels_path,
-         "holds " + std::to_string(nl) + " labels but " + images_path + " holds " + std::to_string(n) + " images");
-  const uint8_t* labels = lb.data() + 8;
-  for (uint32_t i = 0; i < nl; ++i)
-    if (labels[i] > 9)
-      fail(labels_path,
-           "label " + std::to_string(labels[i]) + " at index " + std::to_string(i) + " (MNIST labels are 0..9)");
-  s.pixels = im.data() ? im.data() + 16 : nullptr;
-  s.labels = labels;
-  s.count = int(n);
-  s.rows = int(rows);
-  s.cols = int(cols);
+  const ImagesHeader h = check_images(images_path, s.image_file);
+  check_labels(labels_path, s.label_file, h.count, images_path);
+  s.pixels = s.image_file.data() ? s.image_file.data() + 16 : nullptr;
+  s.labels = s.label_file.data() + 8;
+  s.count = int(h.count);
+  s.rows = int(h.rows);
+  s.cols = int(h.cols);
   return s;
 }
 

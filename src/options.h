@@ -1,5 +1,6 @@
 // options: ./train's command-line flags (those of the Horovod PyTorch MNIST example, same
-// defaults, plus baresgd's own), parsed argparse-style: `--flag value` or `--flag=value`.
+// defaults, plus baresgd's own), parsed argparse-style: `--flag value` or `--flag=value`, whole
+// flag names only (argparse's abbreviations are not accepted).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -42,7 +43,7 @@ struct Options {
   long long max_steps = -1;        // --max-steps: stop after this many optimizer steps (tests)
   std::string dump_params;         // --dump-params FILE: raw float32 parameters at the end (tests)
   std::string sample_record;       // --sample-record FILE: which samples made each step (src/sample_record.h)
-  int threads = 0;                 // --threads: OpenBLAS threads (0: OPENBLAS_NUM_THREADS or 1)
+  int threads = 0;                 // --threads: compute threads per rank (0: src/thread_policy.h)
   // Seeing inside the run (src/train_hooks.h).
   std::string metrics;                  // --metrics FILE: JSON Lines records (rank 0 writes)
   std::vector<uint64_t> inspect_steps;  // --inspect 0,100,500: 0-based optimizer steps, ascending

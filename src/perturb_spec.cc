@@ -4,6 +4,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "src/parse_int.h"
 #include "src/step_list.h"
 
 namespace {
@@ -11,10 +12,10 @@ namespace {
 [[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("BARESGD_TEST_PERTURB: " + what); }
 
 long long parse_number(const std::string& key, const std::string& v, long long hi) {
-  if (v.empty() || v.size() > 13 || v.find_first_not_of("0123456789") != std::string::npos)
-    bad(key + "=" + v + " is not a number");
-  const long long x = std::stoll(v);
-  if (x > hi) bad(key + "=" + v + " is larger than " + std::to_string(hi));
+  long long x = 0;
+  const IntText t = v.size() > 13 ? IntText::kNotDigits : parse_decimal(v, IntSign::kNone, 0, hi, &x);
+  if (t == IntText::kOutOfRange) bad(key + "=" + v + " is larger than " + std::to_string(hi));
+  if (t != IntText::kOk) bad(key + "=" + v + " is not a number");
   return x;
 }
 

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "src/parse_int.h"
+
 namespace {
 
 std::string quote(const std::string& s) { return "'" + s + "'"; }
@@ -12,12 +14,14 @@ std::string quote(const std::string& s) { return "'" + s + "'"; }
 uint64_t parse_item(const std::string& item, size_t position) {
   const std::string where = "item " + std::to_string(position);
   if (item.empty()) throw std::invalid_argument(where + " is empty");
-  if (item.size() > 13 || item.find_first_not_of("0123456789") != std::string::npos)
-    throw std::invalid_argument(where + " " + quote(item) + " is not a step number");
-  const uint64_t v = std::stoull(item);
-  if (v > kMaxStepIndex)
+  long long v = 0;
+  const IntText t = item.size() > 13
+                        ? IntText::kNotDigits
+                        : parse_decimal(item, IntSign::kNone, 0, static_cast<long long>(kMaxStepIndex), &v);
+  if (t == IntText::kOutOfRange)
     throw std::invalid_argument(where + " " + item + " is larger than " + std::to_string(kMaxStepIndex));
-  return v;
+  if (t != IntText::kOk) throw std::invalid_argument(where + " " + quote(item) + " is not a step number");
+  return static_cast<uint64_t>(v);
 }
 
 }  // namespace

@@ -21,7 +21,7 @@
 
 #include "comm/allreduce.h"
 #include "comm/communicator.h"
-#include "comm/distributed_optimizer.h"
+#include "comm/gradient_averaging.h"
 #include "src/options.h"
 
 enum class TimelineKind : uint8_t {

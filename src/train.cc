@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cinttypes>
@@ -14,10 +15,8 @@
 #include <string>
 #include <vector>
 
-#include <cblas.h>
-
 #include "comm/allreduce.h"
-#include "comm/distributed_optimizer.h"
+#include "comm/gradient_averaging.h"
 #include "comm/overlapped_averaging.h"
 #include "kernels/sgd.h"
 #include "src/adasum_step.h"
@@ -158,6 +157,50 @@ void continue_at_sample(const Options& opts, const RunConfig& now, TrainState* s
   st->world_size = now.world_size;
 }
 
+// Refuses a checkpoint holding every rank's own --use-adasum momentum on another world size.
+void check_momentum_buffers(const TrainState& st, const std::string& path, const RunConfig& now) {
+  if (st.world_size != now.world_size && st.momentum_buffers > 1)
+    throw std::runtime_error("checkpoint " + path + " holds each of its " + std::to_string(st.world_size) +
+                             " ranks' own --use-adasum momentum; it cannot continue on " +
+                             std::to_string(now.world_size) + (now.world_size == 1 ? " rank" : " ranks") +
+                             " (Adasum keeps one momentum buffer per rank)");
+}
+
+// The one-line notes of a resume: where it continues, the harmless differences, and for a
+// checkpoint before version 4 (no run id, no settings) what could not be compared.
+void note_resume(const TrainState& st, const std::string& path, const std::vector<SettingChange>& changes,
+                 const std::string& run_id) {
+  std::fprintf(stderr, "train: resuming from %s (epoch %d, batch %lld, step %lld), run %s\n", path.c_str(), st.epoch,
+               (long long)st.batch, (long long)st.step, st.run_id.empty() ? "unknown" : st.run_id.c_str());
+  const std::string harmless = changes_text(changes, true, {SettingChange::kHarmless});
+  if (!harmless.empty())
+    std::fprintf(stderr, "train: it was written with %s, this run has %s (the steps compute the same numbers%s)\n",
+                 harmless.c_str(), changes_text(changes, false, {SettingChange::kHarmless}).c_str(),
+                 harmless.find("--threads") != std::string::npos ? ", up to float rounding" : "");
+  if (st.run_id.empty())
+    std::fprintf(stderr,
+                 "train: %s is a version %d checkpoint: it records no run id and no --lr, --momentum, "
+                 "dropout or averaging options (only world size, --batch-size and --seed were compared); "
+                 "this run continues as run %s\n",
+                 path.c_str(), st.version, run_id.c_str());
+}
+
+// --resume-any-config continuing a checkpoint of another configuration as a new run: a batch of
+// another --batch-size moves to this size's batch (batch_for_new_size), said in one line.
+void continue_other_config(const std::string& path, const std::vector<SettingChange>& changes, const RunConfig& now,
+                           const std::string& run_id, TrainState* st) {
+  std::string moved;
+  if (st->batch_size != now.batch_size && st->batch > 0) {
+    const int64_t b = batch_for_new_size(*st, now.batch_size);
+    moved = "; batch " + std::to_string(st->batch) + " of --batch-size " + std::to_string(st->batch_size) +
+            " continues at batch " + std::to_string(b) + " of --batch-size " + std::to_string(now.batch_size);
+    st->batch = b;
+  }
+  std::fprintf(stderr, "train: --resume-any-config: continuing %s with %s instead of %s as new run %s%s\n",
+               path.c_str(), changes_text(changes, false, {SettingChange::kNumbers}).c_str(),
+               changes_text(changes, true, {SettingChange::kNumbers}).c_str(), run_id.c_str(), moved.c_str());
+}
+
 // Rank 0, --resume: the checkpoint to continue (false: none), its one-line notes on stderr.
 // Throws naming the file when the newest valid checkpoint belongs to another configuration
 // (unless --resume-any-config, which continues it as a new run; never another world size).
@@ -180,43 +223,80 @@ bool choose_resume_checkpoint(const Options& opts, const RunConfig& now, TrainSt
   *st = std::move(other ? c.other : c.match);
   *path = other ? c.other_path : c.match_path;
   const auto changes = run_config_changes(run_config_of(*st), st->has_settings, now);
-  if (other) {
-    if (!opts.resume_any_config) throw std::runtime_error(refusal_of(*path, changes, false));
-  }
-  if (st->world_size != now.world_size && st->momentum_buffers > 1)
-    throw std::runtime_error("checkpoint " + *path + " holds each of its " + std::to_string(st->world_size) +
-                             " ranks' own --use-adasum momentum; it cannot continue on " +
-                             std::to_string(now.world_size) + (now.world_size == 1 ? " rank" : " ranks") +
-                             " (Adasum keeps one momentum buffer per rank)");
-  std::fprintf(stderr, "train: resuming from %s (epoch %d, batch %lld, step %lld), run %s\n", path->c_str(), st->epoch,
-               (long long)st->batch, (long long)st->step, st->run_id.empty() ? "unknown" : st->run_id.c_str());
-  const std::string harmless = changes_text(changes, true, {SettingChange::kHarmless});
-  if (!harmless.empty())
-    std::fprintf(stderr, "train: it was written with %s, this run has %s (the steps compute the same numbers%s)\n",
-                 harmless.c_str(), changes_text(changes, false, {SettingChange::kHarmless}).c_str(),
-                 harmless.find("--threads") != std::string::npos ? ", up to float rounding" : "");
+  if (other && !opts.resume_any_config) throw std::runtime_error(refusal_of(*path, changes, false));
+  check_momentum_buffers(*st, *path, now);
   // A changed configuration is a new run (its files never prune the run it came from).
   *run_id = other || st->run_id.empty() ? new_run_id() : st->run_id;
-  if (st->run_id.empty())
-    std::fprintf(stderr,
-                 "train: %s is a version %d checkpoint: it records no run id and no --lr, --momentum, "
-                 "dropout or averaging options (only world size, --batch-size and --seed were compared); "
-                 "this run continues as run %s\n",
-                 path->c_str(), st->version, run_id->c_str());
+  note_resume(*st, *path, changes, *run_id);
   if (st->world_size != now.world_size) continue_at_sample(opts, now, st);
-  if (other) {
-    std::string moved;
-    if (st->batch_size != now.batch_size && st->batch > 0) {
-      const int64_t b = batch_for_new_size(*st, now.batch_size);
-      moved = "; batch " + std::to_string(st->batch) + " of --batch-size " + std::to_string(st->batch_size) +
-              " continues at batch " + std::to_string(b) + " of --batch-size " + std::to_string(now.batch_size);
-      st->batch = b;
-    }
-    std::fprintf(stderr, "train: --resume-any-config: continuing %s with %s instead of %s as new run %s%s\n",
-                 path->c_str(), changes_text(changes, false, {SettingChange::kNumbers}).c_str(),
-                 changes_text(changes, true, {SettingChange::kNumbers}).c_str(), run_id->c_str(), moved.c_str());
-  }
+  if (other) continue_other_config(*path, changes, now, *run_id, st);
   return true;
+}
+
+// What rank 0 tells every rank first (prepare_checkpoints): whether it could use --checkpoint-dir,
+// whether it resumes a checkpoint, and that checkpoint's position. On the wire: kWords int64 in
+// the order of the fields (to_words / from_words).
+struct StartHeader {
+  bool ok = true;
+  bool resumed = false;
+  int64_t epoch = 1, batch = 0, step = 0;
+  bool momentum_started = false;
+  // 1, or the checkpoint's world size when it holds every rank's own --use-adasum buffer
+  // (decode_checkpoint, choose_resume_checkpoint).
+  int64_t momentum_buffers = 1;
+  int64_t first_sample = 0;  // the resumed epoch's first sample (TrainState::epoch_first_sample)
+
+  static constexpr size_t kWords = 8;
+  std::array<int64_t, kWords> to_words() const {
+    return {ok, resumed, epoch, batch, step, momentum_started, momentum_buffers, first_sample};
+  }
+  static StartHeader from_words(const std::array<int64_t, kWords>& w) {
+    StartHeader h;
+    h.ok = w[0] != 0;
+    h.resumed = w[1] != 0;
+    h.epoch = w[2];
+    h.batch = w[3];
+    h.step = w[4];
+    h.momentum_started = w[5] != 0;
+    h.momentum_buffers = w[6];
+    h.first_sample = w[7];
+    return h;
+  }
+};
+
+// The header of a resumed checkpoint.
+StartHeader header_of(const TrainState& st) {
+  StartHeader h;
+  h.resumed = true;
+  h.epoch = st.epoch;
+  h.batch = st.batch;
+  h.step = st.step;
+  h.momentum_started = st.momentum_started;
+  h.momentum_buffers = st.momentum_buffers;
+  h.first_sample = st.epoch_first_sample;
+  return h;
+}
+
+// Rank 0's part of prepare_checkpoints: prepares the directory and, with --resume, loads the
+// checkpoint to continue into params/momentum (rank 0's buffer)/generator and st (all of it),
+// else takes a new run id. Throws naming what is wrong.
+StartHeader rank0_prepare(const Options& opts, const RunConfig& now, std::vector<float>* params,
+                          std::vector<float>* momentum, TorchGenerator* generator, TrainState* st,
+                          std::string* run_id) {
+  prepare_checkpoint_dir(opts.checkpoint_dir);
+  for (const auto& t : remove_stale_temp_files(opts.checkpoint_dir))
+    std::fprintf(stderr, "train: removed %s, a checkpoint an earlier writer did not finish\n", t.c_str());
+  std::string path;
+  if (opts.resume && choose_resume_checkpoint(opts, now, st, &path, run_id)) {
+    *params = st->params;
+    momentum->assign(st->momentum.begin(), st->momentum.begin() + std::ptrdiff_t(params->size()));
+    *generator = st->generator;
+    return header_of(*st);
+  }
+  *run_id = new_run_id();
+  std::fprintf(stderr, "train: run %s: checkpoints go to %s/ckpt-%s-<step>.bin\n", run_id->c_str(),
+               opts.checkpoint_dir.c_str(), run_id->c_str());
+  return StartHeader{};
 }
 
 // Rank 0 checks --checkpoint-dir and, with --resume, loads the checkpoint to continue
@@ -232,52 +312,34 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, const RunCon
     if (opts.resume) throw std::runtime_error("--resume needs --checkpoint-dir DIR");
     return r;
   }
-  // header: ok, found, epoch, batch, step, started, momentum buffers, epoch's first sample
-  int64_t h[8] = {1, 0, 1, 0, 0, 0, 1, 0};
+  StartHeader header;
   std::string error;
   TrainState st;
   if (comm.rank() == 0) {
     try {
-      prepare_checkpoint_dir(opts.checkpoint_dir);
-      for (const auto& t : remove_stale_temp_files(opts.checkpoint_dir))
-        std::fprintf(stderr, "train: removed %s, a checkpoint an earlier writer did not finish\n", t.c_str());
-      std::string path;
-      if (opts.resume && choose_resume_checkpoint(opts, now, &st, &path, &r.run_id)) {
-        h[1] = 1;
-        h[2] = st.epoch;
-        h[3] = st.batch;
-        h[4] = st.step;
-        h[5] = st.momentum_started;
-        h[6] = st.momentum_buffers;
-        h[7] = st.epoch_first_sample;
-        *params = st.params;
-        momentum->assign(st.momentum.begin(), st.momentum.begin() + std::ptrdiff_t(params->size()));
-        *generator = st.generator;
-      } else {
-        r.run_id = new_run_id();
-        std::fprintf(stderr, "train: run %s: checkpoints go to %s/ckpt-%s-<step>.bin\n", r.run_id.c_str(),
-                     opts.checkpoint_dir.c_str(), r.run_id.c_str());
-      }
+      header = rank0_prepare(opts, now, params, momentum, generator, &st, &r.run_id);
     } catch (const std::exception& e) {
-      h[0] = 0;
+      header.ok = false;
       error = e.what();
     }
   }
-  if (h[0] == 0) print_rank0_error_now(error);
-  comm.broadcast(h, sizeof h, 0);
-  if (h[0] == 0)
+  if (!header.ok) print_rank0_error_now(error);
+  std::array<int64_t, StartHeader::kWords> words = header.to_words();
+  comm.broadcast(words.data(), sizeof words, 0);
+  header = StartHeader::from_words(words);
+  if (!header.ok)
     throw_shared_failure(comm.rank(), error, "rank 0 could not use --checkpoint-dir " + opts.checkpoint_dir);
-  if (h[1]) {
-    r.epoch = int(h[2]);
-    r.batch = size_t(h[3]);
-    r.step = uint64_t(h[4]);
-    r.momentum_started = h[5] != 0;
-    r.first_sample = h[7];
+  if (header.resumed) {
+    r.epoch = int(header.epoch);
+    r.batch = size_t(header.batch);
+    r.step = uint64_t(header.step);
+    r.momentum_started = header.momentum_started;
+    r.first_sample = header.first_sample;
     comm.broadcast(generator, sizeof *generator, 0);
-    // h[6] is 1 or this world size (decode_checkpoint, choose_resume_checkpoint). Without
-    // --use-adasum every rank's buffer must be equal: rank 0's, as from a one-buffer checkpoint.
-    if (h[6] > 1 && opts.use_adasum) {
-      r.rank_momentum = comm.rank() == 0 ? std::move(st.momentum) : std::vector<float>(size_t(h[6]) * params->size());
+    // Without --use-adasum every rank's buffer must be equal: rank 0's, as from a one-buffer checkpoint.
+    if (header.momentum_buffers > 1 && opts.use_adasum) {
+      r.rank_momentum = comm.rank() == 0 ? std::move(st.momentum)
+                                         : std::vector<float>(size_t(header.momentum_buffers) * params->size());
       comm.broadcast(r.rank_momentum.data(), r.rank_momentum.size() * sizeof(float), 0);
     }
   }
@@ -336,6 +398,360 @@ struct BucketStarter : BackwardListener {
   void layer_done(int layer) override { averaging->layer_done(Net::kNumLayers - 1 - layer); }
 };
 
+// The facts of this rank's run that are checked before anything is allocated: every rank refuses
+// a configuration Horovod refuses (Adasum on a non-power-of-two world, Adasum with predivide), an
+// --allreduce its backend cannot run, a --dump-params directory it cannot write, and batch buffers
+// its memory cannot hold, before any collective.
+struct RunPlan {
+  std::string dump;  // this rank's --dump-params file, empty for none (dump_path_of)
+  AllreduceAlgorithm algorithm;
+  int threads;    // compute threads per rank (ThreadPolicy)
+  int max_batch;  // the samples a batch buffer holds
+};
+
+RunPlan plan_run(const Options& opts, const ThreadPolicy& threads, const TrainData& data, const Communicator& comm) {
+  const int size = comm.size();
+  check_training_configuration(opts, size);
+  RunPlan plan;
+  plan.dump = dump_path_of(opts.dump_params, comm.rank());
+  check_dump_path(plan.dump);
+  plan.algorithm = parse_allreduce_algorithm(opts.allreduce);
+  if (std::string why = allreduce_unsupported_reason(plan.algorithm, comm.backend_name(), size); !why.empty())
+    throw std::runtime_error(why);
+  plan.threads = threads.compute_threads;  // the net splits each batch across them itself
+  // Batch buffers hold no more samples than this rank's shard of the data set can fill.
+  const int eval_chunk = std::min(opts.test_batch_size, std::max(opts.batch_size, 64));
+  const int train_shard = int((int64_t(data.train.count) + size - 1) / size),
+            test_shard = int((int64_t(data.test.count) + size - 1) / size);
+  plan.max_batch = std::max(std::min(opts.batch_size, train_shard), std::min(eval_chunk, test_shard));
+  check_batch_memory(opts, plan.max_batch, plan.threads);
+  return plan;
+}
+
+// torch.manual_seed(args.seed) on every rank, then model = Net().
+TorchStreams seeded_streams(int seed, Net* net) {
+  TorchStreams s;
+  s.seed(uint64_t(seed));
+  s.init_net(net);
+  return s;
+}
+
+// --checkpoint-dir / --resume (prepare_checkpoints), then Horovod's broadcast of the parameters
+// and optimizer state from rank 0.
+// --use-adasum: after this broadcast every rank's momentum buffer evolves on its own (Horovod's
+// Adasum optimizer never re-synchronises it). So on W > 1 ranks a checkpoint holds every rank's
+// buffer (gathered to rank 0 when it is saved) and a resumed run gives each rank its own back,
+// which makes a resumed Adasum run equal an uninterrupted one; a checkpoint with one buffer
+// (version 2, or written without --use-adasum) starts every rank from rank 0's.
+Resume start_from_rank0(const Options& opts, Communicator& comm, const RunConfig& config, Net* net,
+                        std::vector<float>* momentum, TorchGenerator* generator) {
+  Resume start = prepare_checkpoints(opts, comm, config, &net->params, momentum, generator);
+  comm.broadcast(net->params.data(), net->params.size() * sizeof(float), 0);
+  comm.broadcast(momentum->data(), momentum->size() * sizeof(float), 0);
+  if (!start.rank_momentum.empty()) {
+    const auto mine = start.rank_momentum.begin() + std::ptrdiff_t(size_t(comm.rank()) * momentum->size());
+    std::copy(mine, mine + std::ptrdiff_t(momentum->size()), momentum->begin());
+    start.rank_momentum = {};
+  }
+  return start;
+}
+
+GradientAveraging averaging_of(const Options& opts, AllreduceAlgorithm algorithm) {
+  GradientAveraging how;
+  how.predivide_factor = opts.gradient_predivide_factor;
+  how.fp16 = opts.fp16_allreduce;
+  how.adasum = opts.use_adasum;
+  how.algorithm = algorithm;
+  return how;
+}
+
+// Horovod: the learning rate scaled by the number of ranks (not with Adasum on CPU).
+double scaled_lr(const Options& opts, int size) { return opts.use_adasum ? opts.lr : opts.lr * size; }
+
+RunFacts run_facts(const Options& opts, int size, const GradientAveraging& how) {
+  RunFacts facts;
+  facts.lr = scaled_lr(opts, size);
+  facts.elem_bytes = how.fp16 ? 2 : 4;
+  facts.algorithm = allreduce_algorithm_name(how.algorithm);
+  return facts;
+}
+
+// Each parameter tensor of the net as a segment of the flat buffer.
+std::vector<Segment> param_segments() {
+  std::vector<Segment> segments;
+  for (const ParamView& p : Net::kParams) segments.push_back({p.offset, p.count});
+  return segments;
+}
+
+// --overlap on: each bucket's exchange starts inside backward, finish() ends it before the step;
+// where it could not give the whole-buffer call's bits (overlap_refusal), none (the whole buffer).
+std::unique_ptr<OverlappedAveraging> overlapped_of(const Options& opts, Communicator& comm, Net& net,
+                                                   const GradientAveraging& how) {
+  if (!opts.overlap || !overlap_refusal(comm, how, Net::kNumParams).empty()) return nullptr;
+  return std::make_unique<OverlappedAveraging>(comm, net.grads.data(), backward_layers(), how);
+}
+
+// --dump-params FILE (dump_path_of: this rank's file, checked at the start).
+void dump_params(const std::string& dump, const std::vector<float>& params) {
+  if (dump.empty()) return;
+  std::FILE* f = std::fopen(dump.c_str(), "wb");
+  if (!f) throw std::runtime_error(dump + ": cannot write: " + std::strerror(errno));
+  size_t w = std::fwrite(params.data(), sizeof(float), params.size(), f);
+  if (std::fclose(f) != 0 || w != params.size())
+    throw std::runtime_error(dump + ": write failed: " + std::strerror(errno));
+}
+
+// BARESGD_TIMING=1: one machine-readable line per rank on stderr at the end (bench/; tests read
+// overlap_buckets, the number of buckets the overlapped averaging ran, 0 for the whole buffer).
+struct Timing {
+  using Clock = std::chrono::steady_clock;
+  bool enabled = false;
+  double train_s = 0, test_s = 0, startup_s = -1, comm_s = 0;
+  static double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+};
+
+bool timing_enabled() {
+  const char* timing_env = std::getenv("BARESGD_TIMING");
+  return timing_env && std::string(timing_env) == "1";
+}
+
+// One rank's whole run: the set-up in the constructor (in this order: checks, net, start state,
+// averaging, hooks, samplers), then run(): the epochs (train steps, then the test pass), then the end.
+class Trainer {
+ public:
+  Trainer(const Options& opts, const ThreadPolicy& threads, TrainData& data, Communicator& comm, std::FILE* out);
+  void run();
+
+ private:
+  using Clock = Timing::Clock;
+  bool train_epoch(int epoch);  // false: --max-steps stopped it
+  void train_step(int epoch, size_t b, size_t batches, int64_t first_sample);
+  void average_gradients_now();
+  void adasum_update(float lr);
+  void test_pass(int epoch);
+  void save(int epoch, int64_t first_sample, size_t next_batch, uint64_t steps);
+  void finish();
+
+  const Options& opts_;
+  const MnistSplit& train_;
+  const MnistSplit& test_;
+  Communicator& comm_;
+  std::FILE* out_;
+  const int rank_, size_;
+  const RunPlan plan_;
+  Net net_;
+  TorchStreams torch_rng_;
+  std::vector<float> momentum_;
+  const RunConfig config_;
+  const Resume start_;
+  bool momentum_started_;
+  const bool rank_momentum_;  // --use-adasum on W > 1 ranks: every rank's own buffer is saved
+  const float lr_;
+  GradientAveraging how_;
+  const std::vector<Segment> segments_;
+  TrainHooks hooks_;  // --metrics, --inspect, --check-sync, the summary
+  std::unique_ptr<OverlappedAveraging> overlapped_;
+  BucketStarter bucket_starter_;
+  DistributedSampler train_sampler_, test_sampler_;
+  std::vector<float> x_;
+  std::vector<int32_t> y_;
+  uint64_t step_;
+  std::unique_ptr<SampleRecord> record_;  // --sample-record: rank 0 writes every rank's samples
+  Timing timing_;
+};
+
+Trainer::Trainer(const Options& opts, const ThreadPolicy& threads, TrainData& data, Communicator& comm, std::FILE* out)
+    : opts_(opts),
+      train_(data.train),
+      test_(data.test),
+      comm_(comm),
+      out_(out),
+      rank_(comm.rank()),
+      size_(comm.size()),
+      plan_(plan_run(opts, threads, data, comm)),
+      net_(plan_.max_batch, plan_.threads),
+      torch_rng_(seeded_streams(opts.seed, &net_)),
+      momentum_(Net::kNumParams, 0.0f),
+      config_(run_config_now(opts, size_, net_.threads())),
+      start_(start_from_rank0(opts, comm, config_, &net_, &momentum_, &torch_rng_.gen)),
+      momentum_started_(start_.momentum_started),
+      rank_momentum_(opts.use_adasum && size_ > 1),
+      lr_(float(scaled_lr(opts, size_))),
+      how_(averaging_of(opts, plan_.algorithm)),
+      segments_(param_segments()),
+      hooks_(opts, comm, run_facts(opts, size_, how_)),
+      overlapped_(overlapped_of(opts, comm, net_, how_)),
+      train_sampler_(size_t(train_.count), size_, rank_, true, kSamplerSeed),
+      test_sampler_(size_t(test_.count), size_, rank_, true, kSamplerSeed),
+      x_(size_t(net_.max_batch()) * 784),
+      y_(size_t(net_.max_batch())),
+      step_(start_.step) {
+  bucket_starter_.averaging = overlapped_.get();
+  if (rank_ == 0 && !opts.sample_record.empty()) record_ = std::make_unique<SampleRecord>(opts.sample_record, step_);
+  timeline_start(comm, net_.threads(), how_);  // --timeline: clocks synced to rank 0's, tracks named
+  timing_.enabled = timing_enabled();
+}
+
+void Trainer::run() {
+  for (int epoch = start_.epoch; epoch <= opts_.epochs; ++epoch) {
+    if (!train_epoch(epoch)) break;
+    test_pass(epoch);
+  }
+  finish();
+}
+
+// The epoch's train steps from where the run starts it; false when --max-steps stopped it.
+bool Trainer::train_epoch(int epoch) {
+  const auto t_epoch = Clock::now();
+  if (timing_.startup_s < 0) timing_.startup_s = process_seconds();
+  // A resumed epoch may have been begun by another world size: this one deals out its rest.
+  const int64_t first_sample = epoch == start_.epoch ? start_.first_sample : 0;
+  train_sampler_.set_epoch(uint64_t(epoch), size_t(first_sample));
+  const size_t batches = num_batches(train_sampler_.size(), size_t(opts_.batch_size));
+  if (record_) record_->begin_epoch(size_t(train_.count), size_, uint64_t(epoch), size_t(first_sample));
+  const size_t first_batch = epoch == start_.epoch ? start_.batch : 0;
+  if (first_batch == 0 && first_sample == 0) torch_rng_.start_train_loader();  // a resumed epoch drew it already
+  bool stopped = false;
+  for (size_t b = first_batch; b < batches; ++b) {
+    if (opts_.max_steps >= 0 && step_ >= uint64_t(opts_.max_steps)) {
+      stopped = true;
+      break;
+    }
+    train_step(epoch, b, batches, first_sample);
+  }
+  timing_.train_s += Timing::since(t_epoch);
+  return !stopped;
+}
+
+// Batch b of the epoch: read, forward, backward, average, optimizer step, log line, checkpoint.
+void Trainer::train_step(int epoch, size_t b, size_t batches, int64_t first_sample) {
+  const auto& idx = train_sampler_.indices();
+  hooks_.begin_step(epoch, b, step_, b % size_t(opts_.log_interval) == 0);
+  const size_t start = b * size_t(opts_.batch_size);
+  const int n = int(std::min(size_t(opts_.batch_size), idx.size() - start));
+  timeline_step((long long)step_);
+  int64_t tl = timeline_begin();
+  gather_batch(x_.data(), y_.data(), train_, idx.data() + start, n);
+  timeline_end(TimelineKind::kBatchRead, tl);
+  if (record_) record_->record_step(step_, epoch, b, size_t(opts_.batch_size));
+  hooks_.data_done();
+  const bool dropout = !opts_.no_dropout;
+  if (dropout) torch_rng_.dropout_masks(&net_, n);
+  net_.forward(x_.data(), n, dropout);
+  const float loss = net_.backward(y_.data(), n, overlapped_ ? &bucket_starter_ : nullptr);
+  hooks_.before_averaging(net_.grads.data(), net_.params.data());
+  if (size_ > 1 && !opts_.use_adasum) average_gradients_now();
+  if (opts_.use_adasum) {
+    adasum_update(lr_);
+  } else {
+    tl = timeline_begin();
+    sgd_momentum_step(net_.params.data(), momentum_.data(), net_.grads.data(), net_.params.size(), lr_,
+                      float(opts_.momentum), !momentum_started_);
+    timeline_end(TimelineKind::kOptimizerStep, tl);
+  }
+  hooks_.after_step(net_.grads.data(), net_.params.data(), loss, n);
+  momentum_started_ = true;
+  ++step_;
+  if (b % size_t(opts_.log_interval) == 0) {
+    std::fprintf(out_, "Train Epoch: %d [%zu/%zu (%.0f%%)]\tLoss: %.6f\n", epoch, b * size_t(n), train_sampler_.size(),
+                 100.0 * double(b) / double(batches), double(loss));
+    std::fflush(out_);
+  }
+  if (opts_.checkpoint_every > 0 && step_ % uint64_t(opts_.checkpoint_every) == 0)
+    save(epoch, first_sample, b + 1, step_);
+}
+
+// Horovod's DistributedOptimizer: the gradient averaged over ranks (the overlapped buckets'
+// finish, or one whole-buffer call).
+void Trainer::average_gradients_now() {
+  const auto t_comm = Clock::now();
+  how_.observer = hooks_.allreduce_observer(timeline_allreduce_observer());  // bytes at --inspect steps, slices
+  hooks_.comm_begin();
+  const int64_t tl = timeline_begin();
+  if (overlapped_)
+    overlapped_->finish();
+  else
+    average_gradients(comm_, net_.grads.data(), net_.grads.size(), segments_, how_);
+  timeline_gradient_allreduce(tl, net_.grads.size());
+  hooks_.comm_end();
+  if (timing_.enabled) timing_.comm_s += Timing::since(t_comm);
+}
+
+// Horovod's Adasum optimizer: local step, Adasum of the parameter deltas (timed as comm).
+void Trainer::adasum_update(float lr) {
+  const auto t_comm = Clock::now();
+  std::vector<AdasumCoefficients> trace;
+  hooks_.comm_begin();
+  const int64_t tl = timeline_begin();
+  adasum_step(
+      comm_, net_.params.data(), momentum_.data(), net_.grads.data(), net_.params.size(), segments_,
+      AdasumStepArgs{lr, float(opts_.momentum), !momentum_started_, how_.fp16, hooks_.inspecting() ? &trace : nullptr});
+  timeline_gradient_allreduce(tl, net_.params.size());  // the local step and the deltas' Adasum
+  hooks_.comm_end();
+  hooks_.add_adasum_coefficients(trace);
+  if (timing_.enabled) timing_.comm_s += Timing::since(t_comm);
+}
+
+// The test pass after an epoch (rank 0 prints the example's line), then the epoch-end checkpoint.
+void Trainer::test_pass(int epoch) {
+  const auto t_test = Clock::now();
+  torch_rng_.start_test_loader();
+  timeline_step((long long)step_);  // the test pass and epoch-end checkpoint count as the next step
+  const int64_t tl = timeline_begin();
+  TestResult r = evaluate(net_, test_, test_sampler_, opts_.test_batch_size, comm_, x_, y_);
+  timeline_end(TimelineKind::kTestPass, tl);
+  if (rank_ == 0) {
+    std::fprintf(out_, "\nTest set: Average loss: %.4f, Accuracy: %.2f%%\n\n", r.loss, 100.0 * r.accuracy);
+    std::fflush(out_);
+  }
+  hooks_.test_done(epoch, step_, r.loss, r.accuracy);
+  timing_.test_s += Timing::since(t_test);
+  save(epoch + 1, 0, 0, step_);
+}
+
+// --checkpoint-dir: rank 0 writes the state the next step starts from (with --use-adasum on W > 1
+// ranks every rank's momentum buffer, gathered first: a collective, so every rank saves at the
+// same steps).
+void Trainer::save(int epoch, int64_t first_sample, size_t next_batch, uint64_t steps) {
+  if (opts_.checkpoint_dir.empty()) return;
+  const int64_t tl = rank_ == 0 ? timeline_begin() : 0;
+  std::vector<float> all_momentum;
+  if (rank_momentum_) {
+    all_momentum.resize(size_t(size_) * momentum_.size());
+    comm_.allgather(all_momentum.data(), momentum_.data(), momentum_.size() * sizeof(float));
+  }
+  if (rank_ != 0) return;
+  TrainState st;
+  st.world_size = size_;
+  st.batch_size = opts_.batch_size;
+  st.seed = opts_.seed;
+  st.epoch = epoch;
+  st.batch = int64_t(next_batch);
+  st.epoch_first_sample = first_sample;
+  st.step = int64_t(steps);
+  st.momentum_started = momentum_started_;
+  st.params = net_.params;
+  st.momentum_buffers = rank_momentum_ ? size_ : 1;
+  st.momentum = rank_momentum_ ? std::move(all_momentum) : momentum_;
+  st.generator = torch_rng_.gen;
+  st.run_id = start_.run_id;
+  st.has_settings = true;
+  st.settings = config_.settings;
+  save_checkpoint(opts_.checkpoint_dir, st);
+  timeline_end(TimelineKind::kCheckpoint, tl);
+}
+
+// The end: the merged --timeline, the summary, BARESGD_TIMING's line, --dump-params.
+void Trainer::finish() {
+  timeline_finish(comm_);  // --timeline: every rank's events merged into the one file
+  hooks_.finish(timing_.train_s);
+  if (timing_.enabled)
+    std::fprintf(stderr, "timing: rank=%d startup_s=%.4f train_s=%.4f test_s=%.4f comm_s=%.4f overlap_buckets=%zu\n",
+                 rank_, timing_.startup_s, timing_.train_s, timing_.test_s, timing_.comm_s,
+                 overlapped_ ? overlapped_->buckets().size() : size_t(0));
+  dump_params(plan_.dump, net_.params);
+}
+
 }  // namespace
 
 TrainData load_train_data(const Options& opts) {
@@ -343,229 +759,7 @@ TrainData load_train_data(const Options& opts) {
   return d;
 }
 
-void run_training(const Options& opts, TrainData& data, Communicator& comm, std::FILE* out) {
-  // BARESGD_TIMING=1: one machine-readable line per rank on stderr at the end (bench/; tests read
-  // overlap_buckets, the number of buckets the overlapped averaging ran, 0 for the whole buffer).
-  using Clock = std::chrono::steady_clock;
-  const char* timing_env = std::getenv("BARESGD_TIMING");
-  const bool timing = timing_env && std::string(timing_env) == "1";
-  double train_s = 0, test_s = 0, startup_s = -1, comm_s = 0;
-  auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
-
-  const MnistSplit& train = data.train;
-  const MnistSplit& test = data.test;
-
-  const int rank = comm.rank(), size = comm.size();
-  // Horovod's refusals (Adasum on a non-power-of-two world, Adasum with predivide), on every rank
-  // before any collective, at any world size.
-  check_training_configuration(opts, size);
-  const std::string dump = dump_path_of(opts.dump_params, rank);
-  check_dump_path(dump);
-  const AllreduceAlgorithm algorithm = parse_allreduce_algorithm(opts.allreduce);
-  if (std::string why = allreduce_unsupported_reason(algorithm, comm.backend_name(), size); !why.empty())
-    throw std::runtime_error(why);
-  const int eval_chunk = std::min(opts.test_batch_size, std::max(opts.batch_size, 64));
-  // Compute threads per rank: the count train_main gave OpenBLAS (--threads, OPENBLAS_NUM_THREADS,
-  // else cores / ranks on this host). The net splits each batch across them itself; OpenBLAS only
-  // sees the small fc matrices inside each slice, so it runs single-threaded (its idle workers
-  // would otherwise spin in sched_yield against ours).
-  const int threads = std::max(1, openblas_get_num_threads());
-  openblas_set_num_threads(1);
-  // Batch buffers hold no more samples than this rank's shard of the data set can fill.
-  const int train_shard = int((int64_t(train.count) + size - 1) / size),
-            test_shard = int((int64_t(test.count) + size - 1) / size);
-  const int max_batch = std::max(std::min(opts.batch_size, train_shard), std::min(eval_chunk, test_shard));
-  check_batch_memory(opts, max_batch, threads);
-  Net net(max_batch, threads);
-  TorchStreams torch_rng;  // torch.manual_seed(args.seed) on every rank, then model = Net()
-  torch_rng.seed(uint64_t(opts.seed));
-  torch_rng.init_net(&net);
-  std::vector<float> momentum(Net::kNumParams, 0.0f);
-
-  // --checkpoint-dir / --resume: rank 0 prepares the directory and reads the newest valid
-  // checkpoint; its position and state reach every rank with the start-up broadcast.
-  const RunConfig config = run_config_now(opts, size, net.threads());
-  Resume start = prepare_checkpoints(opts, comm, config, &net.params, &momentum, &torch_rng.gen);
-
-  // Horovod: broadcast parameters and optimizer state from rank 0.
-  // --use-adasum: after this broadcast every rank's momentum buffer evolves on its own (Horovod's
-  // Adasum optimizer never re-synchronises it). So on W > 1 ranks a checkpoint holds every rank's
-  // buffer (gathered to rank 0 when it is saved) and a resumed run gives each rank its own back,
-  // which makes a resumed Adasum run equal an uninterrupted one; a checkpoint with one buffer
-  // (version 2, or written without --use-adasum) starts every rank from rank 0's.
-  comm.broadcast(net.params.data(), net.params.size() * sizeof(float), 0);
-  comm.broadcast(momentum.data(), momentum.size() * sizeof(float), 0);
-  if (!start.rank_momentum.empty()) {
-    const auto mine = start.rank_momentum.begin() + std::ptrdiff_t(size_t(rank) * momentum.size());
-    std::copy(mine, mine + std::ptrdiff_t(momentum.size()), momentum.begin());
-    start.rank_momentum = {};
-  }
-  bool momentum_started = start.momentum_started;
-  const bool rank_momentum = opts.use_adasum && size > 1;  // every rank's own buffer is saved
-  auto save = [&](int epoch, int64_t first_sample, size_t next_batch, uint64_t steps) {
-    if (opts.checkpoint_dir.empty()) return;
-    const int64_t tl = rank == 0 ? timeline_begin() : 0;
-    std::vector<float> all_momentum;
-    if (rank_momentum) {  // a collective: every rank saves at the same steps
-      all_momentum.resize(size_t(size) * momentum.size());
-      comm.allgather(all_momentum.data(), momentum.data(), momentum.size() * sizeof(float));
-    }
-    if (rank != 0) return;
-    TrainState st;
-    st.world_size = size;
-    st.batch_size = opts.batch_size;
-    st.seed = opts.seed;
-    st.epoch = epoch;
-    st.batch = int64_t(next_batch);
-    st.epoch_first_sample = first_sample;
-    st.step = int64_t(steps);
-    st.momentum_started = momentum_started;
-    st.params = net.params;
-    st.momentum_buffers = rank_momentum ? size : 1;
-    st.momentum = rank_momentum ? std::move(all_momentum) : momentum;
-    st.generator = torch_rng.gen;
-    st.run_id = start.run_id;
-    st.has_settings = true;
-    st.settings = config.settings;
-    save_checkpoint(opts.checkpoint_dir, st);
-    timeline_end(TimelineKind::kCheckpoint, tl);
-  };
-
-  // Horovod: scale the learning rate by the number of ranks (not with Adasum on CPU).
-  const float lr = float(opts.use_adasum ? opts.lr : opts.lr * size);
-  GradientAveraging how;
-  how.predivide_factor = opts.gradient_predivide_factor;
-  how.fp16 = opts.fp16_allreduce;
-  how.adasum = opts.use_adasum;
-  how.algorithm = algorithm;
-  std::vector<Segment> segments;
-  for (const ParamView& p : Net::kParams) segments.push_back({p.offset, p.count});
-  RunFacts facts;
-  facts.lr = opts.use_adasum ? opts.lr : opts.lr * size;
-  facts.elem_bytes = how.fp16 ? 2 : 4;
-  facts.algorithm = allreduce_algorithm_name(how.algorithm);
-  TrainHooks hooks(opts, comm, facts);  // --metrics, --inspect, --check-sync, the summary
-  // --overlap on: each bucket's exchange starts inside backward, finish() ends it before the step;
-  // where it could not give the whole-buffer call's bits (overlap_refusal), the whole buffer.
-  std::unique_ptr<OverlappedAveraging> overlapped;
-  BucketStarter bucket_starter;
-  if (opts.overlap && overlap_refusal(comm, how, Net::kNumParams).empty()) {
-    overlapped = std::make_unique<OverlappedAveraging>(comm, net.grads.data(), backward_layers(), how);
-    bucket_starter.averaging = overlapped.get();
-  }
-
-  DistributedSampler train_sampler(size_t(train.count), size, rank, true, kSamplerSeed);
-  DistributedSampler test_sampler(size_t(test.count), size, rank, true, kSamplerSeed);
-
-  std::vector<float> x(size_t(net.max_batch()) * 784);
-  std::vector<int32_t> y(size_t(net.max_batch()));
-  uint64_t step = start.step;
-  std::unique_ptr<SampleRecord> record;  // --sample-record: rank 0 writes every rank's samples
-  if (rank == 0 && !opts.sample_record.empty()) record = std::make_unique<SampleRecord>(opts.sample_record, step);
-  timeline_start(comm, net.threads(), how);  // --timeline: clocks synced to rank 0's, tracks named
-  bool stop = false;
-
-  for (int epoch = start.epoch; epoch <= opts.epochs && !stop; ++epoch) {
-    const auto t_epoch = Clock::now();
-    if (startup_s < 0) startup_s = process_seconds();
-    // A resumed epoch may have been begun by another world size: this one deals out its rest.
-    const int64_t first_sample = epoch == start.epoch ? start.first_sample : 0;
-    train_sampler.set_epoch(uint64_t(epoch), size_t(first_sample));
-    const auto& idx = train_sampler.indices();
-    const size_t batches = num_batches(train_sampler.size(), size_t(opts.batch_size));
-    if (record) record->begin_epoch(size_t(train.count), size, uint64_t(epoch), size_t(first_sample));
-    const size_t first_batch = epoch == start.epoch ? start.batch : 0;
-    if (first_batch == 0 && first_sample == 0) torch_rng.start_train_loader();  // a resumed epoch drew it already
-    for (size_t b = first_batch; b < batches; ++b) {
-      if (opts.max_steps >= 0 && step >= uint64_t(opts.max_steps)) {
-        stop = true;
-        break;
-      }
-      hooks.begin_step(epoch, b, step, b % size_t(opts.log_interval) == 0);
-      const size_t start = b * size_t(opts.batch_size);
-      const int n = int(std::min(size_t(opts.batch_size), idx.size() - start));
-      timeline_step((long long)step);
-      int64_t tl = timeline_begin();
-      gather_batch(x.data(), y.data(), train, idx.data() + start, n);
-      timeline_end(TimelineKind::kBatchRead, tl);
-      if (record) record->record_step(step, epoch, b, size_t(opts.batch_size));
-      hooks.data_done();
-      const bool dropout = !opts.no_dropout;
-      if (dropout) torch_rng.dropout_masks(&net, n);
-      net.forward(x.data(), n, dropout);
-      const float loss = net.backward(y.data(), n, overlapped ? &bucket_starter : nullptr);
-      hooks.before_averaging(net.grads.data(), net.params.data());
-      if (size > 1 && !opts.use_adasum) {
-        const auto t_comm = Clock::now();
-        how.observer = hooks.allreduce_observer(timeline_allreduce_observer());  // bytes at --inspect steps, slices
-        hooks.comm_begin();
-        tl = timeline_begin();
-        if (overlapped)
-          overlapped->finish();
-        else
-          average_gradients(comm, net.grads.data(), net.grads.size(), segments, how);
-        timeline_gradient_allreduce(tl, net.grads.size());
-        hooks.comm_end();
-        if (timing) comm_s += since(t_comm);
-      }
-      if (opts.use_adasum) {
-        // Horovod's Adasum optimizer: local step, Adasum of the parameter deltas (timed as comm).
-        const auto t_comm = Clock::now();
-        std::vector<AdasumCoefficients> trace;
-        hooks.comm_begin();
-        tl = timeline_begin();
-        adasum_step(comm, net.params.data(), momentum.data(), net.grads.data(), net.params.size(), segments,
-                    AdasumStepArgs{lr, float(opts.momentum), !momentum_started, how.fp16,
-                                   hooks.inspecting() ? &trace : nullptr});
-        timeline_gradient_allreduce(tl, net.params.size());  // the local step and the deltas' Adasum
-        hooks.comm_end();
-        hooks.add_adasum_coefficients(trace);
-        if (timing) comm_s += since(t_comm);
-      } else {
-        tl = timeline_begin();
-        sgd_momentum_step(net.params.data(), momentum.data(), net.grads.data(), net.params.size(), lr,
-                          float(opts.momentum), !momentum_started);
-        timeline_end(TimelineKind::kOptimizerStep, tl);
-      }
-      hooks.after_step(net.grads.data(), net.params.data(), loss, n);
-      momentum_started = true;
-      ++step;
-      if (b % size_t(opts.log_interval) == 0) {
-        std::fprintf(out, "Train Epoch: %d [%zu/%zu (%.0f%%)]\tLoss: %.6f\n", epoch, b * size_t(n),
-                     train_sampler.size(), 100.0 * double(b) / double(batches), double(loss));
-        std::fflush(out);
-      }
-      if (opts.checkpoint_every > 0 && step % uint64_t(opts.checkpoint_every) == 0)
-        save(epoch, first_sample, b + 1, step);
-    }
-    train_s += since(t_epoch);
-    if (stop) break;
-    const auto t_test = Clock::now();
-    torch_rng.start_test_loader();
-    timeline_step((long long)step);  // the test pass and epoch-end checkpoint count as the next step
-    const int64_t tl = timeline_begin();
-    TestResult r = evaluate(net, test, test_sampler, opts.test_batch_size, comm, x, y);
-    timeline_end(TimelineKind::kTestPass, tl);
-    if (rank == 0) {
-      std::fprintf(out, "\nTest set: Average loss: %.4f, Accuracy: %.2f%%\n\n", r.loss, 100.0 * r.accuracy);
-      std::fflush(out);
-    }
-    hooks.test_done(epoch, step, r.loss, r.accuracy);
-    test_s += since(t_test);
-    save(epoch + 1, 0, 0, step);
-  }
-  timeline_finish(comm);  // --timeline: every rank's events merged into the one file
-  hooks.finish(train_s);
-  if (timing)
-    std::fprintf(stderr, "timing: rank=%d startup_s=%.4f train_s=%.4f test_s=%.4f comm_s=%.4f overlap_buckets=%zu\n",
-                 rank, startup_s, train_s, test_s, comm_s, overlapped ? overlapped->buckets().size() : size_t(0));
-
-  // --dump-params FILE (dump_path_of: this rank's file, checked at the start).
-  if (!dump.empty()) {
-    std::FILE* f = std::fopen(dump.c_str(), "wb");
-    if (!f) throw std::runtime_error(dump + ": cannot write: " + std::strerror(errno));
-    size_t w = std::fwrite(net.params.data(), sizeof(float), net.params.size(), f);
-    if (std::fclose(f) != 0 || w != net.params.size())
-      throw std::runtime_error(dump + ": write failed: " + std::strerror(errno));
-  }
+void run_training(const Options& opts, const ThreadPolicy& threads, TrainData& data, Communicator& comm,
+                  std::FILE* out) {
+  Trainer(opts, threads, data, comm, out).run();
 }

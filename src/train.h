@@ -6,6 +6,7 @@
 #include "comm/communicator.h"
 #include "src/mnist.h"
 #include "src/options.h"
+#include "src/thread_policy.h"
 
 struct TrainData {
   MnistSplit train, test;
@@ -14,6 +15,8 @@ struct TrainData {
 // on every rank before any rendezvous or collective. Throws DataError naming the file.
 TrainData load_train_data(const Options& opts);
 
-// Runs the whole job on this rank. Throws std::runtime_error (comm, I/O) with one line.
-// out: where the log lines go (stdout in ./train).
-void run_training(const Options& opts, TrainData& data, Communicator& comm, std::FILE* out);
+// Runs the whole job on this rank with threads.compute_threads compute threads (train_main decided
+// them). Throws std::runtime_error (comm, I/O) with one line. out: where the log lines go (stdout in
+// ./train).
+void run_training(const Options& opts, const ThreadPolicy& threads, TrainData& data, Communicator& comm,
+                  std::FILE* out);

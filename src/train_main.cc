@@ -9,7 +9,6 @@
 #include <cstring>
 #include <exception>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <cblas.h>
@@ -22,6 +21,7 @@
 #include "src/options.h"
 #include "src/shared_failure.h"
 #include "src/timeline.h"
+#include "src/thread_policy.h"
 #include "src/train.h"
 #include "src/shown_text.h"
 #include "src/version_text.h"
@@ -100,85 +100,114 @@ void resolve_data_dir(Options& o) {
   std::exit(1);
 }
 
-}  // namespace
+// horovodrun's --gloo-timeout-seconds (./launch's too) reaches the ranks as
+// HOROVOD_GLOO_TIMEOUT_SECONDS: the collective timeout unless --comm-timeout is given. False (said
+// on stderr) when it is not a whole number of seconds.
+bool take_gloo_timeout(const std::vector<std::string>& args, Options* opts) {
+  const char* g = std::getenv("HOROVOD_GLOO_TIMEOUT_SECONDS");
+  if (!g) return true;
+  bool flag = false;
+  for (const auto& a : args) flag = flag || a.rfind("--comm-timeout", 0) == 0;
+  char* end = nullptr;
+  long s = std::strtol(g, &end, 10);
+  if (*g && (*end || s < 1 || s > 100000000)) {
+    std::fprintf(stderr, "train: error: HOROVOD_GLOO_TIMEOUT_SECONDS='%s' is not a whole number of seconds >= 1\n",
+                 shown_text(g).c_str());
+    return false;
+  }
+  if (*g && !flag) opts->comm_timeout = static_cast<double>(s);
+  return true;
+}
 
-int main(int argc, char** argv) {
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  std::vector<std::string> args(argv + 1, argv + argc);
+// The flags, or the exit code when the program ends here (--version, --help, a usage error,
+// a flag this build refuses); -1 to go on.
+int parse_command_line(const std::vector<std::string>& args, Options* opts) {
   for (const auto& a : args)
     if (a == "--version") {
       std::fputs(version_text("train").c_str(), stdout);
       return 0;
     }
-  Options opts;
   try {
-    opts = parse_options(args);
+    *opts = parse_options(args);
   } catch (const TrainUsageError& e) {
     std::fprintf(stderr, "%strain: error: %s\n", usage_text().substr(0, usage_text().find("\n\n") + 1).c_str(),
                  e.message.c_str());
     return 2;
   }
-  if (opts.help) {
+  if (opts->help) {
     std::fputs(usage_text().c_str(), stdout);
     return 0;
   }
-  // horovodrun's --gloo-timeout-seconds (./launch's too) reaches the ranks as
-  // HOROVOD_GLOO_TIMEOUT_SECONDS: the collective timeout unless --comm-timeout is given.
-  if (const char* g = std::getenv("HOROVOD_GLOO_TIMEOUT_SECONDS")) {
-    bool flag = false;
-    for (const auto& a : args) flag = flag || a.rfind("--comm-timeout", 0) == 0;
-    char* end = nullptr;
-    long s = std::strtol(g, &end, 10);
-    if (*g && (*end || s < 1 || s > 100000000)) {
-      std::fprintf(stderr, "train: error: HOROVOD_GLOO_TIMEOUT_SECONDS='%s' is not a whole number of seconds >= 1\n",
-                   shown_text(g).c_str());
-      return 2;
-    }
-    if (*g && !flag) opts.comm_timeout = static_cast<double>(s);
-  }
-  if (opts.use_mixed_precision) {
+  if (!take_gloo_timeout(args, opts)) return 2;
+  if (opts->use_mixed_precision) {
     std::fprintf(stderr,
                  "train: error: --use-mixed-precision needs a GPU (as in the original example); "
                  "baresgd trains on the CPU in float32\n");
     return 2;
   }
-  if (opts.num_proc > 0 && std::getenv("BARESGD_RANK") == nullptr && std::getenv("OMPI_COMM_WORLD_RANK") == nullptr)
-    relaunch(opts, args);
+  return -1;
+}
 
-  // Declared outside the try: the communicator (and its connections) must outlive the error
-  // message, or peers see the dropped connection and the launcher stops us before we print it.
+CommOptions comm_options_of(const Options& opts) {
+  CommOptions co;
+  co.backend = opts.backend;
+  co.rendezvous_dir = opts.rendezvous_dir;
+  co.network_interface = opts.network_interface;
+  co.start_timeout = std::chrono::milliseconds(std::llround(opts.start_timeout * 1000));
+  co.comm_timeout = std::chrono::milliseconds(std::llround(opts.comm_timeout * 1000));
+  return co;
+}
+
+// Compute threads per rank (src/thread_policy.h), decided here once; OpenBLAS is told its own count.
+ThreadPolicy thread_policy_of(const Options& opts, const RankInfo& info) {
+  ThreadInputs in;
+  in.cpus = affinity_cpu_count();
+  in.local_size = info.local_size;
+  in.threads_flag = opts.threads;
+  in.openblas_num_threads = std::getenv("OPENBLAS_NUM_THREADS");
+  in.goto_num_threads = std::getenv("GOTO_NUM_THREADS");
+  in.omp_num_threads = std::getenv("OMP_NUM_THREADS");
+  const ThreadPolicy policy = decide_thread_policy(in);
+  openblas_set_num_threads(policy.blas_threads);
+  return policy;
+}
+
+// This rank's job: data, timeline file, communicator, training. Exits 1 on any failure with its one
+// line on stderr. The communicator (and its connections) must outlive the error message, or peers
+// see the dropped connection and the launcher stops us before we print it; so no teardown on a
+// failure either: MPI_Finalize after one would wait for peers that are themselves waiting for us
+// (the launcher, or mpirun, stops the rest).
+void run_rank(Options& opts) {
   std::unique_ptr<Communicator> comm;
   try {
-    CommOptions co;
-    co.backend = opts.backend;
-    co.rendezvous_dir = opts.rendezvous_dir;
-    co.network_interface = opts.network_interface;
-    co.start_timeout = std::chrono::milliseconds(std::llround(opts.start_timeout * 1000));
-    co.comm_timeout = std::chrono::milliseconds(std::llround(opts.comm_timeout * 1000));
-    // Threads per rank: --threads, else OPENBLAS_NUM_THREADS (OpenBLAS reads it), else
-    // cores / ranks on this host.
+    const CommOptions co = comm_options_of(opts);
     RankInfo info = discover_rank_info();
     if (!info.notice.empty()) std::fprintf(stderr, "train: %s\n", info.notice.c_str());
-    if (opts.threads > 0) {
-      openblas_set_num_threads(opts.threads);
-    } else if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
-      int cores = int(std::thread::hardware_concurrency());
-      openblas_set_num_threads(std::max(1, cores / std::max(1, info.local_size)));
-    }
+    const ThreadPolicy threads = thread_policy_of(opts, info);
     resolve_data_dir(opts);
     TrainData data = load_train_data(opts);  // a bad file fails here, before any rendezvous
     timeline_open(opts, info);               // so does a timeline file this rank cannot write
     comm = make_communicator(co);
-    run_training(opts, data, *comm, stdout);
+    run_training(opts, threads, data, *comm, stdout);
   } catch (const PrintedError&) {
-    std::_Exit(1);  // its line is on stderr already; as below, no communicator teardown
+    std::_Exit(1);  // its line is on stderr already
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "train: error: %s\n", e.what());
     std::fflush(stderr);
-    // Leave without tearing the communicator down: MPI_Finalize after a failure would wait for
-    // peers that are themselves waiting for us. The launcher (or mpirun) stops the rest.
     std::_Exit(1);
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  Options opts;
+  if (const int code = parse_command_line(args, &opts); code >= 0) return code;
+  if (opts.num_proc > 0 && std::getenv("BARESGD_RANK") == nullptr && std::getenv("OMPI_COMM_WORLD_RANK") == nullptr)
+    relaunch(opts, args);
+  run_rank(opts);
   return 0;
 }

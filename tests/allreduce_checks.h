@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "comm/allreduce.h"
+#include "comm/half_float.h"
 #include "tests/comm_checks.h"
 
 namespace allreducecheck {

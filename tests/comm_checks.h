@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "comm/distributed_optimizer.h"
+#include "comm/gradient_averaging.h"
+#include "comm/half_float.h"
 
 namespace commcheck {
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "comm/comm_internal.h"
+#include "launcher/mpirun.h"
 #include "tests/test_util.h"
 
 extern char** environ;
@@ -118,10 +119,8 @@ inline std::vector<std::string> clean_environment() {
       continue;
     env.push_back(kv);
   }
-  // Open MPI: loopback only, no shared-memory BTL (docs/testing.md).
-  env.push_back("OMPI_MCA_btl=self,tcp");
-  env.push_back("OMPI_MCA_btl_tcp_if_include=lo");
-  env.push_back("OMPI_MCA_oob_tcp_if_include=lo");
+  // Open MPI: loopback only, no shared-memory BTL (docs/testing.md), as the launcher pins it.
+  for (const auto& [name, value] : loopback_openmpi_env()) env.push_back(name + "=" + value);
   return env;
 }
 

@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include "launcher/mpirun.h"
 #include "tests/test_util.h"
 
 extern char** environ;
@@ -130,30 +131,13 @@ class Proc {
     dir_ = testutil::make_temp_dir("faultproc");
     std::vector<std::string> env;
     for (char** e = environ; *e; ++e) env.push_back(*e);
-    // Loopback only for anything Open MPI (docs/testing.md); harmless for Gloo.
-    for (const char* kv : {"OMPI_MCA_btl=self,tcp", "OMPI_MCA_btl_tcp_if_include=lo", "OMPI_MCA_oob_tcp_if_include=lo",
-                           "OMPI_MCA_if_base_do_not_resolve=1"})
-      env.push_back(kv);
-    std::vector<char*> cargv, cenv;
-    for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-    cargv.push_back(nullptr);
-    for (const auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
-    cenv.push_back(nullptr);
-    const std::string o = dir_ + "/out", e = dir_ + "/err";
+    // Loopback only for anything Open MPI (docs/testing.md), as the launcher pins it; harmless for Gloo.
+    for (const auto& [name, value] : loopback_openmpi_env()) env.push_back(name + "=" + value);
+    const int fo = testutil::open_output(dir_ + "/out"), fe = testutil::open_output(dir_ + "/err");
     start_ = Clock::now();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::setpgid(0, 0);
-      int in = ::open("/dev/null", O_RDONLY);
-      int fo = ::open(o.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      int fe = ::open(e.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(in, 0);
-      ::dup2(fo, 1);
-      ::dup2(fe, 2);
-      ::execve(cargv[0], cargv.data(), cenv.data());
-      ::_exit(127);
-    }
-    ::setpgid(pid_, pid_);
+    pid_ = testutil::spawn(argv, env, -1, fo, fe);
+    ::close(fo);
+    ::close(fe);
   }
   ~Proc() {
     if (!reaped_) {

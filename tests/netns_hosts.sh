@@ -49,6 +49,8 @@ DIR=${DIR%/}
 
 # shellcheck source=tests/proc_state.sh
 source "$(dirname "${BASH_SOURCE[0]}")/proc_state.sh"
+# shellcheck source=tests/sshd_host.sh
+source "$(dirname "${BASH_SOURCE[0]}")/sshd_host.sh"
 
 PREFIX="bsgd$(printf '%s' "$DIR" | sha256sum | cut -c1-8)"
 netns_of() { case $1 in nsA) echo "$PREFIX-a" ;; nsB) echo "$PREFIX-b" ;; *) return 1 ;; esac; }
@@ -130,14 +132,7 @@ check_prerequisites() {
   [ -c /dev/net/tun ] || die "/dev/net/tun is missing: no tap devices on this machine"
 }
 
-make_keys() {
-  local h
-  [ -f "$DIR/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C baresgd-netns-client -f "$DIR/id_ed25519"
-  for h in "${HOSTS[@]}"; do
-    [ -f "$DIR/${h}_host_key" ] || ssh-keygen -q -t ed25519 -N '' -C "baresgd-netns-$h" -f "$DIR/${h}_host_key"
-  done
-  echo "from=\"$NET.0/24\" $(cat "$DIR/id_ed25519.pub")" > "$DIR/authorized_keys"
-}
+make_keys() { make_ssh_keys "$DIR" netns "$NET.0/24" "${HOSTS[@]}"; }
 
 make_namespace() {  # host: namespace with lo up, nothing else yet
   local ns
@@ -177,32 +172,13 @@ start_wirefilter() {  # delay bandwidth
 
 write_sshd_config() {  # host
   local h=$1
-  cat > "$DIR/sshd-$h.config" <<EOF
-# sshd for test host $h inside network namespace $(netns_of "$h") (tests/netns_hosts.sh)
-Port 22
-ListenAddress $(addr_of "$h")
-AddressFamily inet
-HostKey $DIR/${h}_host_key
-PidFile $DIR/sshd-$h.pid
-AuthorizedKeysFile $DIR/authorized_keys
-UsePAM no
-StrictModes no
-PermitRootLogin prohibit-password
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UseDNS no
-PrintMotd no
-PrintLastLog no
-X11Forwarding no
-AllowTcpForwarding no
-MaxStartups 64:30:128
-MaxSessions 64
-# A session whose client went silent (its link cut) ends within 6 s instead of TCP's 15 minutes.
-ClientAliveInterval 2
-ClientAliveCountMax 3
-LogLevel ERROR
-EOF
+  {
+    echo "# sshd for test host $h inside network namespace $(netns_of "$h") (tests/netns_hosts.sh)"
+    sshd_config_lines "$DIR" "$h" 22 "$(addr_of "$h")" "$DIR/sshd-$h.pid"
+    echo "# A session whose client went silent (its link cut) ends within 6 s instead of TCP's 15 minutes."
+    echo "ClientAliveInterval 2"
+    echo "ClientAliveCountMax 3"
+  } > "$DIR/sshd-$h.config"
 }
 
 start_sshd() {  # host: sshd in the host's namespace and its own UTS namespace (hostname = host)
@@ -226,17 +202,7 @@ write_client_files() {
       echo "  HostName $(addr_of "$h")"
     done
     echo "Host nsA nsB nsa nsb"
-    echo "  Port 22"
-    echo "  User $(id -un)"
-    echo "  IdentityFile $DIR/id_ed25519"
-    echo "  IdentitiesOnly yes"
-    echo "  UserKnownHostsFile $DIR/known_hosts"
-    echo "  GlobalKnownHostsFile /dev/null"
-    echo "  StrictHostKeyChecking yes"
-    echo "  CheckHostIP no"
-    echo "  BatchMode yes"
-    echo "  ConnectTimeout 5"
-    echo "  LogLevel ERROR"
+    ssh_client_lines "$DIR" 22
   } > "$DIR/ssh_config"
   : > "$DIR/known_hosts"
   for h in "${HOSTS[@]}"; do

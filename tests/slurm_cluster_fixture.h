@@ -31,6 +31,12 @@ class SlurmClusterFixture : public ::testing::Test {  // helpers public: free fu
   static testutil::RunResult slurm(const std::string& cmd, double timeout_s = 120) {
     return testutil::run("set -a; . " + dir() + "/env; set +a; " + cmd, timeout_s);
   }
+  // True when /proc/pid names a live (not zombie) process.
+  static bool pid_alive(int pid) {
+    std::string stat = testutil::read_file("/proc/" + std::to_string(pid) + "/stat");
+    size_t close = stat.rfind(')');
+    return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+  }
   static std::string& dir() {
     static std::string d;
     return d;

@@ -44,6 +44,14 @@ TrainState sample_state(int64_t step) {
   return s;
 }
 
+// Another run (its own run id and --seed) in the same directory, at step.
+TrainState other_run_state(int64_t step) {
+  TrainState s = sample_state(step);
+  s.run_id = "bbbbbbbbbbbbbbbb";
+  s.seed = 1;
+  return s;
+}
+
 // sample_state with every one of `world` ranks' own momentum buffer (rank r's: -i - 1000 r).
 TrainState per_rank_state(int64_t step, int world) {
   TrainState s = sample_state(step);
@@ -303,9 +311,7 @@ TEST(Checkpoint, ALiveWritersTempFileIsLeftAlone) {
 // the same directory nor an older baresgd's ckpt-<step>.bin.
 TEST(Checkpoint, PruningKeepsOnlyTheRunsOwnNewestThree) {
   std::string dir = testutil::make_temp_dir("ckpt");
-  TrainState a = sample_state(0), b = sample_state(0);
-  b.run_id = "bbbbbbbbbbbbbbbb";
-  b.seed = 1;
+  TrainState a = sample_state(0), b = other_run_state(0);
   testutil::write_file(dir + "/ckpt-000000000099.bin", testutil::encode_checkpoint_v2(sample_state(99)));
   for (int64_t step : {20, 40, 60}) {
     a.step = step;
@@ -398,9 +404,7 @@ TEST(Checkpoint, CorruptConfigBlockIsNamed) {
 // another configuration exists (which is reported); without a match, the newest of any.
 TEST(Checkpoint, ResumeCandidatesPreferThisConfiguration) {
   std::string dir = testutil::make_temp_dir("ckpt");
-  TrainState a = sample_state(60), b = sample_state(30);
-  b.run_id = "bbbbbbbbbbbbbbbb";
-  b.seed = 1;
+  TrainState a = sample_state(60), b = other_run_state(30);
   save_checkpoint(dir, a);
   save_checkpoint(dir, b);
   std::vector<std::string> warnings;

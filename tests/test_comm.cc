@@ -23,10 +23,11 @@
 
 #include "comm/comm_internal.h"
 #include "comm/communicator.h"
-#include "comm/distributed_optimizer.h"
+#include "comm/gradient_averaging.h"
+#include "comm/half_float.h"
 #include "comm/rendezvous_files.h"
 #include "comm/store_protocol.h"
-#include "launcher/store_server.h"
+#include "comm/store_server.h"
 #include "tests/comm_checks.h"
 #include "tests/comm_test_util.h"
 #include "tests/rank_env_checks.h"

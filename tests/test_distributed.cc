@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "tests/error_metrics.h"
+#include "tests/test_hosts_fixture.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -104,29 +105,14 @@ TEST_F(Distributed, NumProcRelaunchesThroughLaunch) {
 }
 
 // Two sshd "hosts" on loopback (tests/test_hosts.sh), shared by the tests below.
-class TwoHosts : public ::testing::Test {
+class TwoHosts : public TestHostsFixture<> {
  protected:
-  static void SetUpTestSuite() {
-    hosts_dir = new std::string(testutil::make_temp_dir("hosts"));
-    auto r = run("bash tests/test_hosts.sh start " + *hosts_dir, 120);
-    started = r.status == 0;
-    if (!started) std::fprintf(stderr, "test hosts failed to start: %s%s\n", r.out.c_str(), r.err.c_str());
-  }
-  static void TearDownTestSuite() {
-    run("bash tests/test_hosts.sh stop " + *hosts_dir, 60);
-    std::system(("rm -rf '" + *hosts_dir + "'").c_str());
-    delete hosts_dir;
-  }
   void SetUp() override {
-    ASSERT_TRUE(started) << "test hosts did not start";
+    TestHostsFixture::SetUp();
+    if (HasFatalFailure()) return;
     ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
   }
-  std::string cfg() const { return *hosts_dir + "/ssh_config"; }
-  static std::string* hosts_dir;
-  static bool started;
 };
-std::string* TwoHosts::hosts_dir = nullptr;
-bool TwoHosts::started = false;
 
 // Every line tagged; ranks 0,1 on hpc01 and 2,3 on hpc03; >= 93% after one epoch.
 void check_four_rank_epoch(const testutil::RunResult& r, const std::string& what) {

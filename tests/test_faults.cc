@@ -1,5 +1,5 @@
 // test_faults: fault injection end to end through the real ./launch and ./train, for the cases
-// tests/test_launch.cc does not cover:
+// tests/test_launch_*.cc does not cover:
 //   - a rank frozen with SIGSTOP mid-training: the others time out within --comm-timeout naming
 //     it, the launcher fails and its teardown SIGKILLs the stopped process;
 //   - a rank that never starts (cannot exec, sleeps instead, exits 0 at once): the launcher fails

@@ -28,6 +28,8 @@ case "$DIR" in /*) ;; *) DIR="$(pwd)/$DIR" ;; esac
 
 # shellcheck source=tests/proc_state.sh
 source "$(dirname "${BASH_SOURCE[0]}")/proc_state.sh"
+# shellcheck source=tests/sshd_host.sh
+source "$(dirname "${BASH_SOURCE[0]}")/sshd_host.sh"
 
 pid_alive() {  # pidfile -> 0 when the sshd it names runs
   local f=$1 pid
@@ -51,8 +53,7 @@ stop_hosts() {
 }
 
 write_ssh_config() {
-  local port=$1 entry name addr user
-  user=$(id -un)
+  local port=$1 entry name addr
   {
     echo "# written by tests/test_hosts.sh: throwaway test hosts on loopback"
     for entry in "${HOSTS[@]}" "$UNREACHABLE"; do
@@ -61,17 +62,7 @@ write_ssh_config() {
       echo "  HostName $addr"
     done
     echo "Host hpc01 hpc02 hpc03"
-    echo "  Port $port"
-    echo "  User $user"
-    echo "  IdentityFile $DIR/id_ed25519"
-    echo "  IdentitiesOnly yes"
-    echo "  UserKnownHostsFile $DIR/known_hosts"
-    echo "  GlobalKnownHostsFile /dev/null"
-    echo "  StrictHostKeyChecking yes"
-    echo "  CheckHostIP no"
-    echo "  BatchMode yes"
-    echo "  ConnectTimeout 5"
-    echo "  LogLevel ERROR"
+    ssh_client_lines "$DIR" "$port"
   } > "$DIR/ssh_config.tmp"
   mv "$DIR/ssh_config.tmp" "$DIR/ssh_config"
   : > "$DIR/known_hosts.tmp"
@@ -84,29 +75,10 @@ write_ssh_config() {
 
 write_sshd_config() {  # name addr port
   local name=$1 addr=$2 port=$3
-  cat > "$DIR/$name.sshd_config" <<EOF
-# sshd for test host $name (tests/test_hosts.sh)
-Port $port
-ListenAddress $addr
-AddressFamily inet
-HostKey $DIR/${name}_host_key
-PidFile $DIR/$name.pid
-AuthorizedKeysFile $DIR/authorized_keys
-UsePAM no
-StrictModes no
-PermitRootLogin prohibit-password
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UseDNS no
-PrintMotd no
-PrintLastLog no
-X11Forwarding no
-AllowTcpForwarding no
-MaxStartups 64:30:128
-MaxSessions 64
-LogLevel ERROR
-EOF
+  {
+    echo "# sshd for test host $name (tests/test_hosts.sh)"
+    sshd_config_lines "$DIR" "$name" "$port" "$addr" "$DIR/$name.pid"
+  } > "$DIR/$name.sshd_config"
 }
 
 check_hosts() {  # -> 0 when every host answers
@@ -122,12 +94,7 @@ start_hosts() {
   chmod 700 "$DIR"
   [ -x "$SSHD" ] || die "$SSHD not found (apt-get install openssh-server)"
   local entry name addr
-  [ -f "$DIR/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C baresgd-test-client -f "$DIR/id_ed25519"
-  for entry in "${HOSTS[@]}"; do
-    name=${entry%%:*}
-    [ -f "$DIR/${name}_host_key" ] || ssh-keygen -q -t ed25519 -N '' -C "baresgd-test-$name" -f "$DIR/${name}_host_key"
-  done
-  echo "from=\"127.0.0.0/8\" $(cat "$DIR/id_ed25519.pub")" > "$DIR/authorized_keys"
+  make_ssh_keys "$DIR" test 127.0.0.0/8 "${HOSTS[@]%%:*}"
 
   # Already running (idempotent start)?
   local all_up=1

@@ -10,7 +10,6 @@
 //
 // Env: BARESGD_LAUNCH (as the rest of the suite).
 #include <gtest/gtest.h>
-#include <dirent.h>
 #include <sys/stat.h>
 
 #include <csignal>
@@ -24,7 +23,9 @@
 #include <vector>
 
 #include "launcher/options.h"
+#include "launcher/proctree.h"
 #include "tests/fault_harness.h"
+#include "tests/test_hosts_fixture.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -158,34 +159,12 @@ TEST_F(LaunchElastic, MaxRestartsBoundsAnElasticJob) {
 
 // ---- over ssh: the test hosts of tests/test_hosts.sh (hpc01, hpc03; hpc02 never answers) ------
 
-class LaunchElasticRemote : public LaunchElastic {
+class LaunchElasticRemote : public TestHostsFixture<LaunchElastic> {
  protected:
-  static std::string hosts_dir_;
-  static bool up_;
-  static void SetUpTestSuite() {
-    char tmpl[] = "/tmp/baresgd-test-hosts-XXXXXX";
-    if (!mkdtemp(tmpl)) return;
-    hosts_dir_ = tmpl;
-    std::string cmd = "timeout 60 bash tests/test_hosts.sh start " + hosts_dir_ + " >" + hosts_dir_ + "/start.log 2>&1";
-    up_ = std::system(cmd.c_str()) == 0;
-    if (!up_) std::cerr << read_file(hosts_dir_ + "/start.log");
-  }
-  static void TearDownTestSuite() {
-    if (hosts_dir_.empty()) return;
-    std::string cmd =
-        "timeout 60 bash tests/test_hosts.sh stop " + hosts_dir_ + " >/dev/null 2>&1; rm -rf " + hosts_dir_;
-    if (std::system(cmd.c_str()) != 0) std::cerr << "test_hosts.sh stop failed\n";
-  }
-  void SetUp() override {
-    ASSERT_TRUE(up_) << "test hosts did not start (tests/test_hosts.sh start)";
-    LaunchElastic::SetUp();
-  }
   std::vector<std::string> on(const std::string& hosts, std::vector<std::string> flags) {
-    return cat({"-H", hosts, "-F", hosts_dir_ + "/ssh_config"}, flags);
+    return cat({"-H", hosts, "-F", cfg()}, flags);
   }
 };
-std::string LaunchElasticRemote::hosts_dir_;
-bool LaunchElasticRemote::up_ = false;
 
 // hpc03's ranks always fail; hpc01's wait (the stop kills them) unless the world is 2.
 TEST_F(LaunchElasticRemote, AHostWhoseRanksFailTwiceIsBlacklistedAndTheJobFinishesOnTheOther) {
@@ -228,23 +207,10 @@ TEST_F(LaunchElasticRemote, BelowMinNpAfterABlacklistTheJobFailsNamingTheSlots) 
   EXPECT_FALSE(contains(job.out(), "started"));
 }
 
-// Every pid below root (from /proc's parent links), root first.
+// root and every live pid below it (launcher/proctree's /proc parent walk), root first.
 std::vector<pid_t> process_tree(pid_t root) {
   std::vector<pid_t> tree = {root};
-  for (size_t k = 0; k < tree.size(); ++k) {
-    DIR* d = ::opendir("/proc");
-    if (!d) break;
-    while (dirent* e = ::readdir(d)) {
-      const pid_t p = pid_t(std::atoi(e->d_name));
-      if (p <= 0) continue;
-      const std::string stat = read_file("/proc/" + std::to_string(p) + "/stat");
-      const size_t rp = stat.rfind(')');
-      if (rp == std::string::npos) continue;
-      int ppid = 0;
-      if (std::sscanf(stat.c_str() + rp + 2, "%*c %d", &ppid) == 1 && ppid == tree[k]) tree.push_back(p);
-    }
-    ::closedir(d);
-  }
+  for (pid_t p : descendants_of(root)) tree.push_back(p);
   return tree;
 }
 
@@ -286,12 +252,12 @@ TEST_F(LaunchElasticRemote, AHostLostForGoodFinishesOnTheOtherSeeingEverySampleO
                                           record};
   Proc job(cat(cat({launch_, "--gloo"}, on("hpc01:2,hpc03:2", {"--min-np", "2", "--heartbeat-timeout", "10"})), train));
   ASSERT_GT(wait_for_checkpoint(job, ckpt, 4, 1, 180), 0) << job.err();
-  const std::string pid_text = read_file(hosts_dir_ + "/hpc03.pid");
+  const std::string pid_text = read_file(hosts_dir() + "/hpc03.pid");
   ASSERT_FALSE(pid_text.empty()) << "no pid file for hpc03's sshd";
   for (pid_t p : process_tree(pid_t(std::atoi(pid_text.c_str())))) ::kill(p, SIGKILL);
   const int code = job.code(300);
   const std::string err = job.err();
-  std::system(("timeout 60 bash tests/test_hosts.sh start " + hosts_dir_ + " >/dev/null 2>&1").c_str());
+  testhosts::start_in_place();
   ASSERT_EQ(code, 0) << err;
   EXPECT_TRUE(contains(err, "launch: elastic start 1: 4 ranks on hpc01:2, hpc03:2\n")) << err;
   EXPECT_TRUE(std::regex_search(err, std::regex("launch: host hpc03 blacklisted \\([^\n]+\\); it gets no ranks")))

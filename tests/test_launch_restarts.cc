@@ -26,6 +26,7 @@
 #include "launcher/options.h"
 #include "launcher/restart.h"
 #include "tests/fault_harness.h"
+#include "tests/test_hosts_fixture.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -225,32 +226,7 @@ TEST_F(LaunchRestarts, DryRunShowsThePolicy) {
 
 // ---- over ssh: the test hosts of tests/test_hosts.sh ------------------------------------------
 
-class LaunchRestartsRemote : public LaunchRestarts {
- protected:
-  static std::string hosts_dir_;
-  static bool up_;
-  static void SetUpTestSuite() {
-    char tmpl[] = "/tmp/baresgd-test-hosts-XXXXXX";
-    if (!mkdtemp(tmpl)) return;
-    hosts_dir_ = tmpl;
-    std::string cmd = "timeout 60 bash tests/test_hosts.sh start " + hosts_dir_ + " >" + hosts_dir_ + "/start.log 2>&1";
-    up_ = std::system(cmd.c_str()) == 0;
-    if (!up_) std::cerr << read_file(hosts_dir_ + "/start.log");
-  }
-  static void TearDownTestSuite() {
-    if (hosts_dir_.empty()) return;
-    std::string cmd =
-        "timeout 60 bash tests/test_hosts.sh stop " + hosts_dir_ + " >/dev/null 2>&1; rm -rf " + hosts_dir_;
-    if (std::system(cmd.c_str()) != 0) std::cerr << "test_hosts.sh stop failed\n";
-  }
-  void SetUp() override {
-    ASSERT_TRUE(up_) << "test hosts did not start (tests/test_hosts.sh start)";
-    LaunchRestarts::SetUp();
-  }
-  std::string cfg() const { return hosts_dir_ + "/ssh_config"; }
-};
-std::string LaunchRestartsRemote::hosts_dir_;
-bool LaunchRestartsRemote::up_ = false;
+class LaunchRestartsRemote : public TestHostsFixture<LaunchRestarts> {};
 
 // 2 ranks on hpc01, 2 on hpc03 (ssh + agent): rank 3 on hpc03 is SIGKILLed once a checkpoint
 // exists; the job restarts once (rank 0 is remote: the line names the dir, not a step), resumes,

@@ -112,6 +112,13 @@ std::string idx_header(uint32_t n, uint32_t rows, uint32_t cols) {
 
 constexpr uint64_t kGiB = uint64_t(1) << 30;
 
+// ./train --batch-size 64 under a 3 GiB address-space limit on a gzip bomb (bomb_dir) whose images
+// file starts with header; *d gets the data directory.
+Bounded run_on_bomb(const std::string& top, const std::string& header, std::string* d) {
+  *d = bomb_dir(top, header);
+  return run_bounded(train_args(*d, "64"), 3 * kGiB, top);
+}
+
 TEST(MemoryBounds, HugeBatchSizeAllocatesOnlyWhatTheDataSetFills) {
   ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
   const std::string top = testutil::make_temp_dir("membatch");
@@ -144,8 +151,8 @@ TEST(MemoryBounds, BatchThatCannotFitIsRefusedWithWhatItNeeds) {
 // A header announcing 4096x4096 images, then 1 GiB of zeros: refused from the header alone.
 TEST(MemoryBounds, GzipBombIsRefusedFromItsHeaderBeforeItInflates) {
   const std::string top = testutil::make_temp_dir("membomb");
-  const std::string d = bomb_dir(top, idx_header(1, 4096, 4096));
-  const Bounded r = run_bounded(train_args(d, "64"), 3 * kGiB, top);
+  std::string d;
+  const Bounded r = run_on_bomb(top, idx_header(1, 4096, 4096), &d);
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_EQ(r.err, "train: error: " + d +
                        "/train-images-idx3-ubyte.gz: wrong image size 4096x4096 (MNIST images are 28x28)\n");
@@ -156,8 +163,8 @@ TEST(MemoryBounds, GzipBombIsRefusedFromItsHeaderBeforeItInflates) {
 // A good header for one image, then 1 GiB of zeros: inflation stops past the announced 800 bytes.
 TEST(MemoryBounds, GzipPastItsAnnouncedSizeStopsThere) {
   const std::string top = testutil::make_temp_dir("membomb");
-  const std::string d = bomb_dir(top, idx_header(1, 28, 28));
-  const Bounded r = run_bounded(train_args(d, "64"), 3 * kGiB, top);
+  std::string d;
+  const Bounded r = run_on_bomb(top, idx_header(1, 28, 28), &d);
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_EQ(r.err,
             "train: error: " + d + "/train-images-idx3-ubyte.gz: inflates past the 800 bytes its header announces\n");

@@ -70,26 +70,27 @@ TEST(RunConfig, EveryDefectIsOneLineNamingIt) {
   EXPECT_EQ(parse_error(""), "config block: does not end with a newline");
   EXPECT_EQ(parse_error(good + "colour blue\n"), "config block: line 15: unknown key 'colour'");
   EXPECT_EQ(parse_error(good + "lr 0.1\n"), "config block: line 15: lr given twice");
-  EXPECT_EQ(parse_error(edited("threads 1\n", "")), "config block: no threads line");
-  EXPECT_EQ(parse_error(edited("epoch-first-sample 0", "epoch-first-sample -1")),
-            "config block: epoch-first-sample '-1' is not an integer in [0, 1099511627776]");
-  EXPECT_EQ(parse_error(edited("seed 42", "seed42")), "config block: line 4 'seed42' is not 'key value'");
-  EXPECT_EQ(parse_error(edited("run 0123456789abcdef", "run 0123456789ABCDEF")),
-            "config block: run '0123456789ABCDEF' is not 16 lowercase hex digits");
-  EXPECT_EQ(parse_error(edited("world-size 4", "world-size 0")),
-            "config block: world-size '0' is not an integer in [1, 16777216]");
-  EXPECT_EQ(parse_error(edited("batch-size 64", "batch-size 6 4")),
-            "config block: batch-size '6 4' is not an integer in [1, 1048576]");
-  EXPECT_EQ(parse_error(edited("lr 0.01", "lr nan")), "config block: lr 'nan' is not a finite number >= 0");
-  EXPECT_EQ(parse_error(edited("momentum 0.5", "momentum -1")),
-            "config block: momentum '-1' is not a finite number >= 0");
-  EXPECT_EQ(parse_error(edited("gradient-predivide-factor 1", "gradient-predivide-factor 0")),
-            "config block: gradient-predivide-factor '0' is not a finite number > 0");
-  EXPECT_EQ(parse_error(edited("dropout on", "dropout yes")), "config block: dropout 'yes' is neither on nor off");
-  EXPECT_EQ(parse_error(edited("allreduce auto", "allreduce fast\x01")),
-            "config block: allreduce 'fast\\x01' is not an --allreduce name");
-  EXPECT_EQ(parse_error(edited("epochs 10", "epochs 1e3")),
-            "config block: epochs '1e3' is not an integer in [0, 1048576]");
+  struct Edit {
+    const char *from, *to, *error;
+  };
+  const Edit edits[] = {
+      {"threads 1\n", "", "config block: no threads line"},
+      {"epoch-first-sample 0", "epoch-first-sample -1",
+       "config block: epoch-first-sample '-1' is not an integer in [0, 1099511627776]"},
+      {"seed 42", "seed42", "config block: line 4 'seed42' is not 'key value'"},
+      {"run 0123456789abcdef", "run 0123456789ABCDEF",
+       "config block: run '0123456789ABCDEF' is not 16 lowercase hex digits"},
+      {"world-size 4", "world-size 0", "config block: world-size '0' is not an integer in [1, 16777216]"},
+      {"batch-size 64", "batch-size 6 4", "config block: batch-size '6 4' is not an integer in [1, 1048576]"},
+      {"lr 0.01", "lr nan", "config block: lr 'nan' is not a finite number >= 0"},
+      {"momentum 0.5", "momentum -1", "config block: momentum '-1' is not a finite number >= 0"},
+      {"gradient-predivide-factor 1", "gradient-predivide-factor 0",
+       "config block: gradient-predivide-factor '0' is not a finite number > 0"},
+      {"dropout on", "dropout yes", "config block: dropout 'yes' is neither on nor off"},
+      {"allreduce auto", "allreduce fast\x01", "config block: allreduce 'fast\\x01' is not an --allreduce name"},
+      {"epochs 10", "epochs 1e3", "config block: epochs '1e3' is not an integer in [0, 1048576]"},
+  };
+  for (const Edit& e : edits) EXPECT_EQ(parse_error(edited(e.from, e.to)), e.error) << e.from << " -> " << e.to;
   EXPECT_NE(parse_error(std::string(5000, 'x') + "\n").find("at most 4096"), std::string::npos);
 }
 

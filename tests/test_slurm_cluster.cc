@@ -1,5 +1,5 @@
 // test_slurm_cluster: ./train against a real Slurm — a one-machine cluster (munged, slurmctld,
-// slurmd from Debian's slurm-wlm) that tests/slurm_cluster.sh starts for this suite under a
+// slurmd from Debian's slurm-wlm) that tests/slurm_cluster.sh starts for this suite (tests/slurm_cluster_fixture.h) under a
 // temporary directory and stops through its pid files. Skipped, with the script's reason, only
 // when the daemons cannot start (slurm-wlm or munge not installed).
 #include <gtest/gtest.h>
@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "tests/slurm_cluster_fixture.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -18,46 +19,7 @@ using testutil::RunResult;
 using testutil::train_bin;
 using testutil::write_file;
 
-std::string src_dir() { return testutil::env_or("BARESGD_SRC", "."); }
-std::string data_dir() { return src_dir() + "/data"; }
-
-class SlurmCluster : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new std::string(make_temp_dir("slurm_cluster"));
-    RunResult r = run("bash " + src_dir() + "/tests/slurm_cluster.sh start " + *dir_ + " 2>&1", 90);
-    started_ = r.status == 0;
-    if (!started_) *why_ = r.out;
-  }
-  static void TearDownTestSuite() {
-    run("bash " + src_dir() + "/tests/slurm_cluster.sh stop " + *dir_, 60);
-    delete dir_;
-  }
-  void SetUp() override {
-    if (!started_) GTEST_SKIP() << "Slurm test cluster did not start: " << *why_;
-    if (!testutil::have_mnist(data_dir())) GTEST_SKIP() << "no MNIST in " << data_dir() << " (make data)";
-  }
-  // cmd with the cluster's SLURM_CONF, run in a fresh directory of its own.
-  static RunResult slurm(const std::string& cmd, double timeout_s = 120) {
-    return run("export SLURM_CONF=" + *dir_ + "/slurm.conf; " + cmd, timeout_s);
-  }
-  static std::string* dir_;
-  static bool started_;
-  static std::string* why_;
-};
-std::string* SlurmCluster::dir_ = nullptr;
-bool SlurmCluster::started_ = false;
-std::string* SlurmCluster::why_ = new std::string;
-
-std::string train_cmd() { return train_bin() + " --data-dir " + data_dir(); }
-
-// True when /proc/pid names a live (not zombie) process.
-bool alive(int pid) {
-  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-  if (stat.empty()) return false;
-  size_t close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
-}
+class SlurmCluster : public SlurmClusterFixture {};
 
 TEST_F(SlurmCluster, SrunPmixTrainsAsOneFourRankJob) {
   const std::string out = make_temp_dir("slurm_srun");
@@ -108,7 +70,7 @@ TEST_F(SlurmCluster, ScancelStopsEveryTask) {
   ASSERT_EQ(wait.status, 0) << "tasks did not start: " << read_file(d + "/out.txt")
                             << slurm("squeue -a -o '%i %T %r'; sinfo -N -o '%N %T %E'").out;
   const int pid0 = std::stoi(read_file(d + "/pid.0")), pid1 = std::stoi(read_file(d + "/pid.1"));
-  EXPECT_TRUE(alive(pid0) && alive(pid1));
+  EXPECT_TRUE(pid_alive(pid0) && pid_alive(pid1));
   RunResult cancel = slurm("scancel " + job);
   ASSERT_EQ(cancel.status, 0) << cancel.err;
   RunResult gone = slurm("for i in $(seq 600); do squeue -h -j " + job + " 2>/dev/null | grep -q . || " + "{ kill -0 " +
@@ -116,8 +78,8 @@ TEST_F(SlurmCluster, ScancelStopsEveryTask) {
                              " 2>/dev/null || exit 0; }; sleep 0.1; done; exit 1",
                          90);
   EXPECT_EQ(gone.status, 0) << "job " << job << " or its tasks still there";
-  EXPECT_FALSE(alive(pid0));
-  EXPECT_FALSE(alive(pid1));
+  EXPECT_FALSE(pid_alive(pid0));
+  EXPECT_FALSE(pid_alive(pid1));
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/slurm_cluster_fixture.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -28,41 +29,18 @@ using testutil::RunResult;
 using testutil::train_bin;
 using testutil::write_file;
 
-std::string src_dir() { return testutil::env_or("BARESGD_SRC", "."); }
-std::string data_dir() { return src_dir() + "/data"; }
+std::string src_dir() { return SlurmClusterFixture::src_dir(); }
+std::string data_dir() { return SlurmClusterFixture::data_dir(); }
 
-std::string* g_cluster_dir = nullptr;  // the suite's cluster
-
-// cmd with the cluster's SLURM_CONF.
+// cmd with the cluster's environment.
 RunResult slurm_run(const std::string& cmd, double timeout_s = 180) {
-  return run("export SLURM_CONF=" + *g_cluster_dir + "/slurm.conf; " + cmd, timeout_s);
+  return SlurmClusterFixture::slurm(cmd, timeout_s);
 }
 
-class SlurmLaunchSteps : public ::testing::Test {
+class SlurmLaunchSteps : public SlurmClusterFixture {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = g_cluster_dir = new std::string(make_temp_dir("slurm_steps_cluster"));
-    RunResult r = run("bash " + src_dir() + "/tests/slurm_cluster.sh start " + *dir_ + " 2>&1", 90);
-    started_ = r.status == 0;
-    if (!started_) *why_ = r.out;
-  }
-  static void TearDownTestSuite() {
-    run("bash " + src_dir() + "/tests/slurm_cluster.sh stop " + *dir_, 60);
-    delete dir_;
-    dir_ = g_cluster_dir = nullptr;
-  }
-  void SetUp() override {
-    if (!started_) GTEST_SKIP() << "Slurm test cluster did not start: " << *why_;
-    if (!testutil::have_mnist(data_dir())) GTEST_SKIP() << "no MNIST in " << data_dir() << " (make data)";
-  }
   static RunResult slurm(const std::string& cmd, double timeout_s = 180) { return slurm_run(cmd, timeout_s); }
-  static std::string* dir_;
-  static bool started_;
-  static std::string* why_;
 };
-std::string* SlurmLaunchSteps::dir_ = nullptr;
-bool SlurmLaunchSteps::started_ = false;
-std::string* SlurmLaunchSteps::why_ = new std::string;
 
 // A rank wrapper in d/name: records pid.R, parent.R (the agent's command line), stepd.R (its
 // parent's) and job (SLURM_JOB_ID); waits for d/go when wait_for_go; then execs ./train with
@@ -88,13 +66,7 @@ std::string trimmed(std::string s) {
   return s;
 }
 
-// True when /proc/pid names a live (not zombie) process.
-bool alive(int pid) {
-  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-  if (stat.empty()) return false;
-  size_t close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
-}
+bool alive(int pid) { return SlurmClusterFixture::pid_alive(pid); }
 
 std::string cmdline(int pid) {
   std::string c = read_file("/proc/" + std::to_string(pid) + "/cmdline");

@@ -22,10 +22,11 @@
 
 #include <gtest/gtest.h>
 
+#include "comm/socket_io.h"
 #include "comm/store_client.h"
 #include "comm/store_protocol.h"
-#include "launcher/store_server.h"
-#include "launcher/store_session.h"
+#include "comm/store_server.h"
+#include "comm/store_session.h"
 
 namespace {
 
@@ -846,3 +847,16 @@ TEST(StoreSession, BackpressureBoundsQueuedReplies) {
 }
 
 }  // namespace
+
+// The one poll pause every store client and Gloo's key wait use: it never sleeps past its
+// deadline, so a poll ends on time, and it stops once the deadline has passed.
+TEST(SocketIoBackoff, SleepsUntilTheDeadlineThenStops) {
+  socket_io::Backoff past(10ms, 250ms);
+  EXPECT_FALSE(past.wait(Clock::now() - 1ms));
+  socket_io::Backoff b(1ms, 4ms);
+  const Clock::time_point deadline = Clock::now() + 40ms;
+  int pauses = 0;
+  while (b.wait(deadline)) ASSERT_LT(++pauses, 1000) << "Backoff::wait never reached its deadline";
+  EXPECT_GE(pauses, 1);  // the first pause (1 ms) fits in 40 ms
+  EXPECT_GE(Clock::now(), deadline);
+}

@@ -29,6 +29,7 @@
 #include "src/timeline.h"
 #include "src/trace_json.h"
 #include "tests/mini_json.h"
+#include "tests/test_hosts_fixture.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -513,37 +514,22 @@ TEST_F(TimelineRun, RingAllreduceStepsShowAsFlowArrowsBetweenRanks) {
 }
 
 // Two sshd "hosts" on loopback (tests/test_hosts.sh), as in test_distributed's TwoHosts.
-class TimelineTwoHosts : public ::testing::Test {
+class TimelineTwoHosts : public TestHostsFixture<> {
  protected:
-  static void SetUpTestSuite() {
-    hosts_dir = new std::string(testutil::make_temp_dir("tlhosts"));
-    auto r = run("bash tests/test_hosts.sh start " + *hosts_dir, 120);
-    started = r.status == 0;
-    if (!started) std::fprintf(stderr, "test hosts failed to start: %s%s\n", r.out.c_str(), r.err.c_str());
-  }
-  static void TearDownTestSuite() {
-    run("bash tests/test_hosts.sh stop " + *hosts_dir, 60);
-    std::system(("rm -rf '" + *hosts_dir + "'").c_str());
-    delete hosts_dir;
-  }
   void SetUp() override {
-    ASSERT_TRUE(started) << "test hosts did not start";
+    TestHostsFixture::SetUp();
+    if (HasFatalFailure()) return;
     ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
     dir = testutil::make_temp_dir("timeline4");
   }
   void TearDown() override { std::system(("rm -rf '" + dir + "'").c_str()); }
-  static std::string* hosts_dir;
-  static bool started;
   std::string dir;
 };
-std::string* TimelineTwoHosts::hosts_dir = nullptr;
-bool TimelineTwoHosts::started = false;
 
 TEST_F(TimelineTwoHosts, FourRanksOnTwoHostsMergeIntoOneFileOnOneClock) {
   const std::string file = dir + "/four.json";
-  auto r = run("BARESGD_SSH_CONFIG=" + *hosts_dir + "/ssh_config " + testutil::launch_bin() +
-                   " -np 4 --gloo -H hpc01:2,hpc03:2 " + testutil::train_bin() + " --max-steps 5 --timeline " + file +
-                   " --timeline-steps 1-3",
+  auto r = run("BARESGD_SSH_CONFIG=" + cfg() + " " + testutil::launch_bin() + " -np 4 --gloo -H hpc01:2,hpc03:2 " +
+                   testutil::train_bin() + " --max-steps 5 --timeline " + file + " --timeline-steps 1-3",
                600);
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   check_training_trace(events_of(read_file(file), file), {"hpc01", "hpc01", "hpc03", "hpc03"}, 1, 1, 3, "gloo");

@@ -1,6 +1,7 @@
 // test_util: shared helpers for the suite: temp dirs, running a command with a deadline and
 // capturing its output, and locating the built binaries (BARESGD_TRAIN / BARESGD_LAUNCH).
 #pragma once
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,6 +51,41 @@ inline std::string read_file(const std::string& path) {
 
 // ---- processes with a deadline: output captured through temp files (no pipe deadlocks) ----
 
+// The suite's one way to start a child: forks a process that leads its own process group (so a
+// deadline can kill its whole group) with stdin, stdout and stderr on the given descriptors (in
+// -1: /dev/null), and execs argv[0] (a path, no PATH lookup) with exactly env. A failed exec is
+// one line on the child's stderr and exit 127; a descriptor that cannot be set up, exit 126.
+// The caller closes its copies of the descriptors and reaps the child.
+inline pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, int in, int out,
+                   int err) {
+  std::vector<char*> cargv, cenv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  for (const auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
+  cenv.push_back(nullptr);
+  const std::string exec_failed = "exec " + (argv.empty() ? std::string() : argv[0]) + ": ";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    const int stdin_fd = in >= 0 ? in : ::open("/dev/null", O_RDONLY);
+    if (stdin_fd < 0 || out < 0 || err < 0 || ::dup2(stdin_fd, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0)
+      ::_exit(126);
+    ::execve(cargv[0], cargv.data(), cenv.data());
+    const char* why = std::strerror(errno);
+    if (::write(2, exec_failed.data(), exec_failed.size()) < 0 || ::write(2, why, std::strlen(why)) < 0 ||
+        ::write(2, "\n", 1) < 0)
+      ::_exit(127);
+    ::_exit(127);
+  }
+  if (pid > 0) ::setpgid(pid, pid);
+  return pid;
+}
+
+// A child's output file: created or truncated, close-on-exec in the parent (-1 when it cannot be).
+inline int open_output(const std::string& path) {
+  return ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+}
+
 struct ProcSpec {
   std::vector<std::string> argv;  // argv[0] is a path (execve, no PATH lookup)
   std::vector<std::string> env;   // the whole environment, KEY=VALUE
@@ -82,24 +118,10 @@ inline RunAll run_processes(const std::vector<ProcSpec>& specs, double timeout_s
   std::vector<pid_t> pids(specs.size(), -1);
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t i = 0; i < specs.size(); ++i) {
-    std::vector<char*> argv, envp;
-    for (const auto& a : specs[i].argv) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    for (const auto& e : specs[i].env) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    const std::string out = dir + "/out" + std::to_string(i), err = dir + "/err" + std::to_string(i);
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::setpgid(0, 0);
-      if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(err.c_str(), "w", stderr) ||
-          !std::freopen("/dev/null", "r", stdin))
-        ::_exit(126);
-      ::execve(argv[0], argv.data(), envp.data());
-      std::fprintf(stderr, "exec %s: %s\n", argv[0], std::strerror(errno));
-      ::_exit(127);
-    }
-    ::setpgid(pid, pid);
-    pids[i] = pid;
+    const int out = open_output(dir + "/out" + std::to_string(i)), err = open_output(dir + "/err" + std::to_string(i));
+    pids[i] = spawn(specs[i].argv, specs[i].env, -1, out, err);
+    ::close(out);
+    ::close(err);
   }
   size_t left = specs.size();
   while (left > 0) {

@@ -1,4 +1,4 @@
-// tool_launch_allreduce: a rank program for tests/test_launch.cc — end to end through ./launch and
+// tool_launch_allreduce: a rank program for tests/test_launch_*.cc — end to end through ./launch and
 // comm/: builds the communicator from the environment the launcher set (Gloo via the store and
 // BARESGD_HOST_ADDR, or MPI under mpirun) and checks one allreduce and one broadcast.
 //

@@ -1,4 +1,4 @@
-// tool_launch_rank: a rank program for tests/test_launch.cc — floods, long lines, binary bytes,
+// tool_launch_rank: a rank program for tests/test_launch_*.cc — floods, long lines, binary bytes,
 // process families and signal behaviour on demand. Extra trailing arguments (markers for pgrep)
 // are ignored.
 //

@@ -1,4 +1,4 @@
-// tool_launch_store: a rank program for tests/test_launch.cc that does a rendezvous through
+// tool_launch_store: a rank program for tests/test_launch_*.cc that does a rendezvous through
 // ./launch's store the way a Gloo rank would: BARESGD_STORE_ADDR + BARESGD_SECRET from the
 // environment, every rank publishes its host address, counts itself in, then reads everyone's.
 //

@@ -1,5 +1,5 @@
 // fuzz_store_server: libFuzzer target feeding arbitrary bytes, as one client's TCP stream, into
-// StoreSession — the per-connection logic of StoreServer (launcher/store_session.h) — with small
+// StoreSession — the per-connection logic of StoreServer (comm/store_session.h) — with small
 // limits so every limit path (frame size, stored bytes, output backpressure) is reachable.
 //
 // Input: byte 0 = flags, the rest = the client's stream.
@@ -17,7 +17,7 @@
 //
 // Build and run (clang from Debian):
 //   clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -I. \
-//     comm/store_protocol.cc launcher/store_session.cc tests/fuzz/fuzz_store_server.cc \
+//     comm/store_protocol.cc comm/store_session.cc tests/fuzz/fuzz_store_server.cc \
 //     -o /tmp/store/fuzz && /tmp/store/fuzz -max_total_time=30
 #include <algorithm>
 #include <cstddef>
@@ -27,7 +27,7 @@
 #include <string>
 
 #include "comm/store_protocol.h"
-#include "launcher/store_session.h"
+#include "comm/store_session.h"
 #include "tests/fuzz/fuzz_common.h"
 
 namespace {

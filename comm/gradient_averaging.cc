@@ -1,4 +1,4 @@
-// distributed_optimizer: Horovod's gradient reduction semantics over one flat buffer.
+// gradient_averaging: Horovod's gradient reduction semantics over one flat buffer.
 //
 // Average (Horovod op=Average: prescale 1/f, postscale f/size, both Python floats cast to float):
 //   g = float(1/f) * g in float32, ONE allreduce_sum over the whole buffer, g = float(f/size) * g
@@ -26,7 +26,7 @@
 //   to half at every level; then widened back to float.
 //   Our sendrecv moves equal byte counts both ways, so when a region has an odd count the side
 //   with the shorter half sends one extra (ignored) element.
-#include "comm/distributed_optimizer.h"
+#include "comm/gradient_averaging.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -36,6 +36,8 @@
 #include <string>
 #include <vector>
 
+#include "comm/half_float.h"
+
 #if defined(__F16C__) && defined(__AVX__)
 #include <immintrin.h>
 #endif
@@ -43,37 +45,6 @@
 namespace {
 
 const double kAdasumMinNormSq = std::sqrt(DBL_MIN);  // adasum.h: static sqrt_double_min
-
-uint32_t float_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-float bits_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-// Bulk conversions; the F16C path gives the same bits as the scalar functions (RNE, quiet NaNs).
-void to_half(half_bits* out, const float* in, size_t n) {
-  size_t i = 0;
-#if defined(__F16C__) && defined(__AVX__)
-  for (; i + 8 <= n; i += 8) {
-    __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
-  }
-#endif
-  for (; i < n; ++i) out[i] = float_to_half(in[i]);
-}
-void from_half(float* out, const half_bits* in, size_t n) {
-  size_t i = 0;
-#if defined(__F16C__) && defined(__AVX__)
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
-#endif
-  for (; i < n; ++i) out[i] = half_to_float(in[i]);
-}
 
 bool is_power_of_two(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
@@ -197,44 +168,6 @@ void adasum_vhdd(Communicator& comm, S* buf, size_t n, const std::vector<Segment
 
 }  // namespace
 
-half_bits float_to_half(float f) {
-  const uint32_t x = float_bits(f);
-  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-  const uint32_t a = x & 0x7FFFFFFFu;
-  if (a >= 0x7F800000u) {                                                  // inf or NaN
-    if (a == 0x7F800000u) return sign | 0x7C00u;                           // inf
-    return static_cast<half_bits>(sign | 0x7E00u | ((a >> 13) & 0x3FFu));  // quiet NaN, top payload bits
-  }
-  if (a >= 0x477FF000u) return sign | 0x7C00u;  // >= 65520 rounds to inf
-  if (a >= 0x38800000u) {                       // normal half (>= 2^-14)
-    uint32_t h = ((a >> 23) - 112u) << 10 | ((a >> 13) & 0x3FFu);
-    const uint32_t rem = a & 0x1FFFu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // carry may bump the exponent: still right
-    return static_cast<half_bits>(sign | h);
-  }
-  if (a <= 0x33000000u) return sign;  // <= 2^-25 rounds (to even) to zero
-  // Subnormal half: round(value * 2^24) with the 24-bit significand m = value * 2^(150 - e).
-  const uint32_t e = a >> 23, m = (a & 0x7FFFFFu) | 0x800000u, shift = 126u - e;  // 14..24
-  uint32_t q = m >> shift;
-  const uint32_t rem = m & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
-  if (rem > halfway || (rem == halfway && (q & 1u))) ++q;
-  return static_cast<half_bits>(sign | q);
-}
-
-float half_to_float(half_bits h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
-  if (e == 0) {
-    float v = std::ldexp(static_cast<float>(m), -24);  // zero or subnormal, exact
-    return bits_float(float_bits(v) | sign);
-  }
-  if (e == 31) return bits_float(sign | 0x7F800000u | (m ? 0x400000u | (m << 13) : 0u));  // inf, quiet NaN
-  return bits_float(sign | ((e + 112u) << 23) | (m << 13));
-}
-
-void floats_to_halves(half_bits* out, const float* in, size_t n) { to_half(out, in, n); }
-void halves_to_floats(float* out, const half_bits* in, size_t n) { from_half(out, in, n); }
-
 double adasum_norm_sq_threshold() { return kAdasumMinNormSq; }
 
 void scale_buffer(float* x, size_t n, double factor) {
@@ -276,9 +209,9 @@ void adasum_allreduce(Communicator& comm, float* data, size_t n, const std::vect
   if (trace) trace->clear();
   if (fp16) {
     std::vector<half_bits> h(n);
-    to_half(h.data(), data, n);
+    floats_to_halves(h.data(), data, n);
     if (size > 1) adasum_vhdd(comm, h.data(), n, segs, trace);
-    from_half(data, h.data(), n);
+    halves_to_floats(data, h.data(), n);
     return;
   }
   if (size > 1) adasum_vhdd(comm, data, n, segs, trace);
@@ -306,9 +239,9 @@ void average_gradients(Communicator& comm, float* grad, size_t n, const std::vec
   }
   thread_local std::vector<half_bits> wire;
   wire.resize(n);
-  to_half(wire.data(), grad, n);
+  floats_to_halves(wire.data(), grad, n);
   scale_half_buffer(wire.data(), n, pre);
   allreduce_sum_f16(comm, how.algorithm, wire.data(), n, how.observer);
   scale_half_buffer(wire.data(), n, post);
-  from_half(grad, wire.data(), n);
+  halves_to_floats(grad, wire.data(), n);
 }

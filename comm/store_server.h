@@ -2,7 +2,7 @@
 // non-blocking sockets, authentication per connection; see comm/store_protocol.h).
 //
 // Robustness: every socket is non-blocking and each connection has its own input and output
-// buffers (launcher/store_session.h), so a slow, silent or half-open client only ever holds its
+// buffers (comm/store_session.h), so a slow, silent or half-open client only ever holds its
 // own slot. Unauthenticated connections are closed after limits.auth_timeout; when
 // limits.max_connections are open, a new connection evicts the oldest unauthenticated one (or is
 // closed itself if every slot is authenticated). Malformed input closes that connection only.
@@ -11,12 +11,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <poll.h>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "launcher/store_session.h"
+#include "comm/store_session.h"
 
 class StoreServer {
  public:
@@ -39,6 +40,10 @@ class StoreServer {
   struct Connection;
   void serve();
   void serve_once();
+  int poll_timeout_ms() const;
+  std::vector<pollfd> poll_set() const;
+  void serve_ready(Connection* c, short revents);
+  void close_finished();
   void accept_new();
   void admit(int fd);
   void read_from(Connection* c);

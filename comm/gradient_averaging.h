@@ -1,11 +1,14 @@
-// distributed_optimizer: Horovod's DistributedOptimizer semantics over one flat buffer:
-// the fused Average allreduce with predivide and fp16 compression (Horovod's order of casts and
-// roundings), and the Adasum combine (Horovod's AdasumMPI algorithm and rule).
+// gradient_averaging: how the ranks' gradients (one flat buffer) become one, as Horovod's
+// DistributedOptimizer combines them: the fused Average allreduce with predivide and fp16
+// compression (Horovod's order of casts and roundings), and the Adasum combine (Horovod's
+// AdasumMPI algorithm and rule). The start-up broadcast of parameters and optimizer state is
+// src/train.cc's; the optimizer step is kernels/sgd.h's and src/adasum_step.h's.
 #pragma once
 #include <cstddef>
 #include <vector>
 #include "comm/allreduce.h"
 #include "comm/communicator.h"
+#include "comm/half_float.h"
 
 // One combination of the Adasum tree: at distance `level` (1, 2, 4, ...: Horovod's `level`) the
 // vector of the lower half of a group of 2*level ranks (a) and of the upper half (b) become
@@ -50,18 +53,12 @@ void adasum_allreduce(Communicator& comm, float* data, size_t n, const std::vect
 // Horovod's threshold: a squared norm below it counts as a zero vector (coefficient 1).
 double adasum_norm_sq_threshold();  // sqrt(DBL_MIN) ~ 1.49e-154
 
-// Horovod's ScaleBuffer on CPU (exposed for tests): x[i] = float(factor) * x[i] in float32;
-// for halves each value is widened, multiplied by float(factor) in float32, rounded to half.
+// Horovod's ScaleBuffer on CPU (average_gradients and the overlapped buckets): x[i] =
+// float(factor) * x[i] in float32; for halves each value is widened, multiplied by float(factor)
+// in float32, rounded to half.
 // factor == 1.0 leaves the buffer untouched (Horovod skips the call).
 void scale_buffer(float* x, size_t n, double factor);
 void scale_half_buffer(half_bits* x, size_t n, double factor);
-
-// IEEE binary16 conversion (round to nearest even), exposed for tests.
-half_bits float_to_half(float f);
-float half_to_float(half_bits h);
-// The same conversions over n values (F16C where built for it; the same bits as the scalar ones).
-void floats_to_halves(half_bits* out, const float* in, size_t n);
-void halves_to_floats(float* out, const half_bits* in, size_t n);
 
 // Adasum of two vectors, per segment, with Horovod's rule and threshold:
 // (1 - a.b/|a|^2 * 0.5) a + (1 - a.b/|b|^2 * 0.5) b into out (in double, rounded to float).

@@ -1,5 +1,5 @@
 // store_session: see store_session.h.
-#include "launcher/store_session.h"
+#include "comm/store_session.h"
 
 #include <algorithm>
 #include <cstring>

@@ -2,7 +2,7 @@
 // socket and every client; per connection it moves bytes between the socket and a StoreSession,
 // which owns the protocol. The loop never blocks on a client: reads and writes are non-blocking
 // and bounded per round (kMaxReadPerRound), so one busy client cannot starve the others.
-#include "launcher/store_server.h"
+#include "comm/store_server.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -128,8 +128,8 @@ void StoreServer::serve() {
   }
 }
 
-void StoreServer::serve_once() {
-  // Poll timeout: the nearest handshake deadline (at most 1 s, so a missed wakeup costs little).
+// The nearest handshake deadline, in ms from now (at most 1 s, so a missed wakeup costs little).
+int StoreServer::poll_timeout_ms() const {
   const Clock::time_point now = Clock::now();
   int64_t timeout_ms = 1000;
   for (const auto& c : conns_) {
@@ -137,7 +137,11 @@ void StoreServer::serve_once() {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(c->auth_deadline - now);
     timeout_ms = std::min<int64_t>(timeout_ms, std::max<int64_t>(0, left.count() + 1));
   }
+  return static_cast<int>(timeout_ms);
+}
 
+// The wake pipe, the listener, then one entry per connection (in conns_ order).
+std::vector<pollfd> StoreServer::poll_set() const {
   std::vector<pollfd> fds;
   fds.reserve(2 + conns_.size());
   fds.push_back({wake_pipe_[0], POLLIN, 0});
@@ -148,7 +152,12 @@ void StoreServer::serve_once() {
     if (c->session.output_size() > 0) events |= POLLOUT;
     fds.push_back({c->fd, events, 0});
   }
-  int n = ::poll(fds.data(), fds.size(), static_cast<int>(timeout_ms));
+  return fds;
+}
+
+void StoreServer::serve_once() {
+  std::vector<pollfd> fds = poll_set();
+  int n = ::poll(fds.data(), fds.size(), poll_timeout_ms());
   if (n < 0) {
     if (errno == EINTR) return;
     throw std::runtime_error(std::string("poll: ") + errno_text(errno));
@@ -158,32 +167,36 @@ void StoreServer::serve_once() {
     while (::read(wake_pipe_[0], buf, sizeof(buf)) > 0) {}
   }
   if (!running_) return;
-
   // Existing connections first (their indices match fds[2..]), then new ones.
   const size_t polled = conns_.size();
-  for (size_t i = 0; i < polled; ++i) {
-    Connection* c = conns_[i].get();
-    const short re = fds[2 + i].revents;
-    if (re == 0) continue;
-    try {
-      if (re & POLLNVAL) {
-        c->failed = true;
-        continue;
-      }
-      if (re & (POLLIN | POLLHUP | POLLERR)) {
-        if (c->session.wants_input()) {
-          read_from(c);
-        } else if (re & (POLLHUP | POLLERR)) {
-          c->failed = true;  // peer gone while we were not reading: nothing left to deliver to
-        }
-      }
-      if (!c->failed && c->session.output_size() > 0) write_to(c);
-    } catch (const std::exception&) {
-      c->failed = true;  // e.g. bad_alloc for one huge frame: drop that client only
-    }
-  }
+  for (size_t i = 0; i < polled; ++i)
+    if (fds[2 + i].revents != 0) serve_ready(conns_[i].get(), fds[2 + i].revents);
+  close_finished();
+  if (fds[1].revents & POLLIN) accept_new();
+}
 
-  // Close finished, failed and timed-out connections (back to front keeps indices valid).
+// One connection poll() reported on: read what it sent, write what it is owed.
+void StoreServer::serve_ready(Connection* c, short re) {
+  try {
+    if (re & POLLNVAL) {
+      c->failed = true;
+      return;
+    }
+    if (re & (POLLIN | POLLHUP | POLLERR)) {
+      if (c->session.wants_input()) {
+        read_from(c);
+      } else if (re & (POLLHUP | POLLERR)) {
+        c->failed = true;  // peer gone while we were not reading: nothing left to deliver to
+      }
+    }
+    if (!c->failed && c->session.output_size() > 0) write_to(c);
+  } catch (const std::exception&) {
+    c->failed = true;  // e.g. bad_alloc for one huge frame: drop that client only
+  }
+}
+
+// Closes finished, failed and timed-out connections (back to front keeps indices valid).
+void StoreServer::close_finished() {
   const Clock::time_point after = Clock::now();
   for (size_t i = conns_.size(); i-- > 0;) {
     Connection* c = conns_[i].get();
@@ -204,8 +217,6 @@ void StoreServer::serve_once() {
       close_connection(i);
     }
   }
-
-  if (fds[1].revents & POLLIN) accept_new();
 }
 
 void StoreServer::read_from(Connection* c) {

@@ -1,0 +1,65 @@
+// The compute-thread decision (src/thread_policy.h): --threads, the OpenBLAS variables, the
+// affinity mask's CPUs shared by the ranks on the host.
+#include <gtest/gtest.h>
+
+#include "src/thread_policy.h"
+
+namespace {
+
+ThreadInputs inputs(int cpus, int local_size) {
+  ThreadInputs in;
+  in.cpus = cpus;
+  in.local_size = local_size;
+  return in;
+}
+
+TEST(ThreadPolicy, DefaultSharesTheCpusAmongTheLocalRanks) {
+  EXPECT_EQ(decide_thread_policy(inputs(8, 1)).compute_threads, 8);
+  EXPECT_EQ(decide_thread_policy(inputs(8, 2)).compute_threads, 4);
+  EXPECT_EQ(decide_thread_policy(inputs(8, 3)).compute_threads, 2);
+  EXPECT_EQ(decide_thread_policy(inputs(2, 4)).compute_threads, 1);  // never 0
+  EXPECT_EQ(decide_thread_policy(inputs(6, 0)).compute_threads, 6);  // no local size known: one rank
+  EXPECT_EQ(decide_thread_policy(inputs(0, 1)).compute_threads, 1);
+}
+
+TEST(ThreadPolicy, ThreadsFlagWinsOverEverything) {
+  ThreadInputs in = inputs(2, 2);
+  in.threads_flag = 8;
+  in.openblas_num_threads = "1";
+  EXPECT_EQ(decide_thread_policy(in).compute_threads, 8);  // not capped at the CPUs
+}
+
+TEST(ThreadPolicy, OpenblasNumThreadsIsReadAsOpenblasReadsIt) {
+  ThreadInputs in = inputs(4, 2);
+  in.openblas_num_threads = "3";
+  EXPECT_EQ(decide_thread_policy(in).compute_threads, 3);  // not divided by the local ranks
+  in.openblas_num_threads = "16";
+  EXPECT_EQ(decide_thread_policy(in).compute_threads, 4);  // at most the CPUs
+  in.openblas_num_threads = "2x";
+  EXPECT_EQ(decide_thread_policy(in).compute_threads, 2);  // its leading integer
+  in.openblas_num_threads = "abc";
+  EXPECT_EQ(decide_thread_policy(in).compute_threads, 4);  // nothing usable: every CPU
+  in.openblas_num_threads = "0";
+  in.omp_num_threads = "1";
+  EXPECT_EQ(decide_thread_policy(in).compute_threads, 1);  // then OMP_NUM_THREADS
+  in.goto_num_threads = "2";
+  EXPECT_EQ(decide_thread_policy(in).compute_threads, 2);  // GOTO_NUM_THREADS before it
+  in.openblas_num_threads = nullptr;
+  EXPECT_EQ(decide_thread_policy(in).compute_threads, 2);  // unset: the default share, not the others
+}
+
+TEST(ThreadPolicy, OpenblasItselfRunsOneThread) {
+  ThreadInputs in = inputs(8, 1);
+  EXPECT_EQ(decide_thread_policy(in).blas_threads, 1);
+  in.threads_flag = 4;
+  EXPECT_EQ(decide_thread_policy(in).blas_threads, 1);
+}
+
+TEST(ThreadPolicy, CoresPerRankIsTheLaunchersDefault) {
+  EXPECT_EQ(cores_per_rank(16, 4), 4);
+  EXPECT_EQ(cores_per_rank(3, 2), 1);
+  EXPECT_EQ(cores_per_rank(1, 8), 1);
+  EXPECT_GE(affinity_cpu_count(), 1);
+}
+
+}  // namespace
