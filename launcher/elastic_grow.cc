@@ -1,19 +1,37 @@
 // elastic_grow: rediscovery while an elastic job runs, and when it grows (see elastic_grow.h).
 #include "launcher/elastic_grow.h"
 
+#include <cstdlib>
 #include <stdexcept>
 
 #include "launcher/elastic.h"
 #include "launcher/restart.h"
+#include "src/parse_int.h"
 #include "src/shown_text.h"
 
 using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// How often a running elastic job rediscovers its hosts: once a second, as Horovod's driver does;
+// BARESGD_ELASTIC_POLL_MS (10..60000) changes it (the growth tests poll faster than they train).
+std::chrono::milliseconds rediscovery_interval() {
+  const char* v = std::getenv("BARESGD_ELASTIC_POLL_MS");
+  if (v == nullptr) return std::chrono::milliseconds(1000);
+  int ms = 0;
+  if (!parse_decimal_int(v, IntSign::kNone, 10, 60000, &ms))
+    throw std::runtime_error("BARESGD_ELASTIC_POLL_MS '" + shown_text(v) + "' is not 10..60000 milliseconds");
+  return std::chrono::milliseconds(ms);
+}
+
+}  // namespace
 
 ElasticGrowth::ElasticGrowth(const ElasticOptions& e, double timeout_s, ElasticHosts* hosts, const std::string& dir,
                              bool rank0_here, const std::vector<HostSlots>& used, OutputSink* sink)
     : e_(e), timeout_s_(timeout_s), hosts_(hosts), dir_(dir), rank0_here_(rank0_here), used_(used), sink_(sink) {
   for (const HostSlots& h : used) np_ += h.slots;
-  next_poll_ = Clock::now() + std::chrono::seconds(1);
+  poll_ = rediscovery_interval();
+  next_poll_ = Clock::now() + poll_;
 }
 
 std::string ElasticGrowth::reported() const {
@@ -58,7 +76,7 @@ bool ElasticGrowth::due() {
   long long step = 0;
   if (target_np_ == 0) {
     if (now < next_poll_) return false;
-    next_poll_ = now + std::chrono::seconds(1);
+    next_poll_ = now + poll_;
     if (!discovery_grows()) return false;
     if (newest_checkpoint(dir_, &name, &step) > 0) baseline_ = name;
   }

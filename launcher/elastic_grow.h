@@ -34,6 +34,7 @@ class ElasticGrowth {
   int np_ = 0, target_np_ = 0;
   OutputSink* sink_;
   bool said_no_checkpoints_ = false, said_error_ = false;
-  std::string baseline_;  // the newest checkpoint when growth was found
+  std::string baseline_;                  // the newest checkpoint when growth was found
+  std::chrono::milliseconds poll_{1000};  // rediscovery interval
   std::chrono::steady_clock::time_point next_poll_, next_look_;
 };

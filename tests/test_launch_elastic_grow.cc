@@ -73,6 +73,14 @@ TEST_F(LaunchElasticGrow, GrowthIsCappedByMaxNp) {
   EXPECT_FALSE(contains(job.out(), "not stopped")) << job.out();
 }
 
+TEST_F(LaunchElasticGrow, ABadRediscoveryIntervalIsNamed) {
+  Proc job({"/usr/bin/env", "BARESGD_ELASTIC_POLL_MS=5", launch_, "--gloo", "--host-discovery-script",
+            discovery("localhost:1", "localhost:2"), "/bin/sh", "-c", "sleep 20; echo ran", marker_});
+  EXPECT_NE(job.code(60), 0);
+  EXPECT_TRUE(contains(job.err(), "BARESGD_ELASTIC_POLL_MS '5' is not 10..60000 milliseconds")) << job.err();
+  EXPECT_FALSE(contains(job.out(), "ran")) << job.out();
+}
+
 TEST_F(LaunchElasticGrow, WithoutCheckpointsTheJobSaysSoOnceAndKeepsItsWorld) {
   const std::string rank = "touch " + dir_ + "/flag; sleep 4; echo done size=$BARESGD_SIZE";
   Proc job({launch_, "--gloo", "--host-discovery-script", discovery("localhost:1", "localhost:2"), "/bin/sh", "-c",
@@ -90,11 +98,14 @@ TEST_F(LaunchElasticGrow, WithoutCheckpointsTheJobSaysSoOnceAndKeepsItsWorld) {
 TEST_F(LaunchElasticGrow, ATrainerGrowsToTwoRanksSeeingEverySampleOnce) {
   ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
   const std::string data = dir_ + "/data", ckpt = dir_ + "/ckpt", record = dir_ + "/samples";
-  write_mnist_subset(data, 60000,
-                     1000);  // about 6 s for the 4 epochs on 1 rank: growth (polled once a second) comes first
+  // About 6 s for the 4 epochs on 1 rank, a checkpoint every 4 steps (~0.1 s): rediscovery every
+  // 50 ms finds the second slot long before the job could end on its own.
+  write_mnist_subset(data, 60000, 1000);
   const std::string script =
       "if ls " + ckpt + "/ckpt-* >/dev/null 2>&1; then echo localhost:2; else echo localhost:1; fi";
-  Proc job({launch_,
+  Proc job({"/usr/bin/env",
+            "BARESGD_ELASTIC_POLL_MS=50",
+            launch_,
             "--gloo",
             "--max-np",
             "2",
