@@ -96,7 +96,7 @@ std::vector<HorovodFlag> make_table() {
       {{"--no-log-hide-timestamp"}, 0, kImpl, "the same as --log-with-timestamp (horovodrun's old name)", "", ""},
       {{"--hosts", "-H"}, 1, kImpl, "host:slots,... (default localhost:N)", "", ""},
       {{"--hostfile", "-hostfile"}, 1, kImpl, "lines 'host slots=K'", "", ""},
-      {{"--host-discovery-script"}, 1, kImpl, "elastic: run before every start, prints the usable hosts (host or host:slots per line)", "", ""},
+      {{"--host-discovery-script"}, 1, kImpl, "elastic: run before every start and once a second while the job runs (more slots grow it at its next checkpoint), prints the usable hosts (host or host:slots per line)", "", ""},
       {{"--gloo"}, 0, kImpl, "starts the ranks itself with a Gloo rendezvous store", "", ""},
       {{"--mpi"}, 0, kImpl, "starts the ranks with Open MPI's mpirun", "", ""},
       {{"--jsrun"}, 0, kRef, "LSF's jsrun is not supported: use --mpi (Open MPI's mpirun) or --gloo", "", ""},
