@@ -25,6 +25,7 @@
 #include "launcher/options.h"
 #include "launcher/proctree.h"
 #include "tests/fault_harness.h"
+#include "tests/marked_job_test.h"
 #include "tests/test_hosts_fixture.h"
 #include "tests/test_util.h"
 
@@ -37,19 +38,8 @@ std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::
   return a;
 }
 
-class LaunchElastic : public ::testing::Test {
+class LaunchElastic : public MarkedJobTest {
  protected:
-  void SetUp() override {
-    marker_ = unique_marker();
-    dir_ = "/tmp/baresgd-" + marker_;
-    ASSERT_EQ(::mkdir(dir_.c_str(), 0755), 0) << dir_;
-    launch_ = abs_path(testutil::launch_bin());
-  }
-  void TearDown() override {
-    kill_procs_with(marker_);
-    std::system(("rm -rf '" + dir_ + "'").c_str());
-    EXPECT_GE(wait_no_procs(marker_, 5), 0) << "processes survived teardown";
-  }
   // ./launch --gloo FLAGS... /bin/sh -c SCRIPT MARKER
   std::vector<std::string> launch(const std::vector<std::string>& flags, const std::string& script) {
     return cat(cat({launch_, "--gloo"}, flags), {"/bin/sh", "-c", script, marker_});
@@ -57,7 +47,6 @@ class LaunchElastic : public ::testing::Test {
   // A discovery script that prints the file dir_/hosts (written by the test or by a rank).
   std::string discovery() { return "cat " + dir_ + "/hosts"; }
   void offer(const std::string& hosts) { write_file(dir_ + "/hosts", hosts); }
-  std::string marker_, dir_, launch_;
 };
 
 TEST_F(LaunchElastic, DiscoveryDecidesTheWorldAndMaxNpCapsIt) {
@@ -212,18 +201,6 @@ std::vector<pid_t> process_tree(pid_t root) {
   std::vector<pid_t> tree = {root};
   for (pid_t p : descendants_of(root)) tree.push_back(p);
   return tree;
-}
-
-// Each epoch's samples in a --sample-record file: index -> times trained.
-std::map<int, std::map<int, int>> samples_by_epoch(const std::string& record) {
-  std::map<int, std::map<int, int>> out;
-  for (const std::string& line : lines_of(read_file(record))) {
-    std::istringstream words(line);
-    long long step = 0, epoch = 0, rank = 0, idx = 0;
-    words >> step >> epoch >> rank;
-    while (words >> idx) ++out[int(epoch)][int(idx)];
-  }
-  return out;
 }
 
 // 4 ranks of ./train over hpc01:2,hpc03:2 with --min-np 2; once a checkpoint exists hpc03's sshd

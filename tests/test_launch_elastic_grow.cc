@@ -14,43 +14,20 @@
 #include <vector>
 
 #include "tests/fault_harness.h"
+#include "tests/marked_job_test.h"
 #include "tests/test_util.h"
 
 namespace {
 
 using namespace faultharness;
 
-class LaunchElasticGrow : public ::testing::Test {
+class LaunchElasticGrow : public MarkedJobTest {
  protected:
-  void SetUp() override {
-    marker_ = unique_marker();
-    dir_ = "/tmp/baresgd-" + marker_;
-    ASSERT_EQ(::mkdir(dir_.c_str(), 0755), 0) << dir_;
-    launch_ = abs_path(testutil::launch_bin());
-  }
-  void TearDown() override {
-    kill_procs_with(marker_);
-    std::system(("rm -rf '" + dir_ + "'").c_str());
-    EXPECT_GE(wait_no_procs(marker_, 5), 0) << "processes survived teardown";
-  }
   // Prints `later` once the file dir_/flag exists, `first` before.
   std::string discovery(const std::string& first, const std::string& later) {
     return "if [ -e " + dir_ + "/flag ]; then echo " + later + "; else echo " + first + "; fi";
   }
-  std::string marker_, dir_, launch_;
 };
-
-// Each epoch's samples in a --sample-record file ("step epoch rank index ..."): index -> times.
-std::map<int, std::map<int, int>> samples_by_epoch(const std::string& record) {
-  std::map<int, std::map<int, int>> out;
-  for (const std::string& line : lines_of(read_file(record))) {
-    std::istringstream words(line);
-    long long step = 0, epoch = 0, rank = 0, idx = 0;
-    words >> step >> epoch >> rank;
-    while (words >> idx) ++out[int(epoch)][int(idx)];
-  }
-  return out;
-}
 
 // A shell rank of the first world makes discovery report more and writes a checkpoint 2 s later;
 // a resumed rank says so and exits.

@@ -26,6 +26,7 @@
 #include "launcher/options.h"
 #include "launcher/restart.h"
 #include "tests/fault_harness.h"
+#include "tests/marked_job_test.h"
 #include "tests/test_hosts_fixture.h"
 #include "tests/test_util.h"
 
@@ -40,27 +41,14 @@ std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::
 
 int restart_lines(const std::string& err) { return count_of(err, "launch: restart "); }
 
-class LaunchRestarts : public ::testing::Test {
+class LaunchRestarts : public MarkedJobTest {
  protected:
-  void SetUp() override {
-    marker_ = unique_marker();
-    dir_ = "/tmp/baresgd-" + marker_;
-    ASSERT_EQ(::mkdir(dir_.c_str(), 0755), 0) << dir_;
-    train_ = abs_path(testutil::train_bin());
-    launch_ = abs_path(testutil::launch_bin());
-  }
-  void TearDown() override {
-    kill_procs_with(marker_);
-    std::system(("rm -rf '" + dir_ + "'").c_str());
-    EXPECT_GE(wait_no_procs(marker_, 5), 0) << "processes survived teardown";
-  }
   // ./launch -np np --gloo FLAGS... CMD...
   std::vector<std::string> launch(int np, const std::vector<std::string>& flags, const std::vector<std::string>& cmd) {
     return cat(cat({launch_, "-np", std::to_string(np), "--gloo"}, flags), cmd);
   }
   // A shell rank that runs script; the marker rides along as $0.
   std::vector<std::string> sh(const std::string& script) { return {"/bin/sh", "-c", script, marker_}; }
-  std::string marker_, dir_, train_, launch_;
 };
 
 // Waits for the job's 4 ranks, none of them in old; empty after timeout_s.

@@ -262,4 +262,38 @@ TEST_F(NetnsHosts, ACutLinkIsNamedWithinTheCommTimeout) {
   EXPECT_GT(min_rtt_ms(*dir), 0) << "the link did not come back up";
 }
 
+// Issue 11, 1: a host partitioned after its rank finished. nsB's rank exits 0 right after it
+// blackholes nsB's route to nsA (blackhole routes, as a partitioned host's would be), so its agent's
+// exit report and heartbeats cannot reach the launcher in nsA. The launcher names nsB within the
+// heartbeat timeout and stops the job (before heartbeats it waited silently until the link came
+// back); nsA's rank, still sleeping, is stopped; nothing of the job is left in either namespace.
+TEST_F(NetnsHosts, AHostPartitionedAfterItsRankFinishedIsNamed) {
+  const std::string nsb = netns("nsB");
+  const std::string rank =
+      "if [ \"$BARESGD_RANK\" = 1 ]; then ip route add blackhole 10.213.0.1/32; exit 0; fi; "
+      "sleep 60; echo rank 0 was not stopped";
+  const std::string job =
+      launch_in_nsA("-np 2 --gloo -H nsA:1,nsB:1 --tag-format host --heartbeat-timeout 4 sh -c '" + rank + "'");
+  auto r = run(job, 100);
+  const std::string routes = run("ip -n " + nsb + " route show", 30).out;
+  run("ip -n " + nsb + " route del blackhole 10.213.0.1/32", 30);
+  ASSERT_NE(routes.find("blackhole 10.213.0.1"), std::string::npos) << "nsB's rank did not partition it: " << routes;
+  EXPECT_NE(r.status, 0) << r.out << r.err;
+  EXPECT_FALSE(r.timed_out) << "the launcher waited on the silent host:\n" << r.out << r.err;
+  EXPECT_EQ(r.out.find("was not stopped"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(launch: nsB .*no heartbeat for 4 s)"))) << r.err;
+  std::set<std::string> left_a, left_b;
+  for (int i = 0; i < 600; ++i) {
+    left_a = job_pids_in(*dir, netns("nsA"), "nsA");
+    left_b = job_pids_in(*dir, nsb, "nsB");
+    if (left_a.empty() && left_b.empty()) break;
+    usleep(100000);
+  }
+  EXPECT_TRUE(left_a.empty())
+      << run("ps -o pid,args -p " + std::string(left_a.empty() ? "1" : *left_a.begin()), 10).out;
+  EXPECT_TRUE(left_b.empty())
+      << run("ps -o pid,args -p " + std::string(left_b.empty() ? "1" : *left_b.begin()), 10).out;
+  EXPECT_GT(min_rtt_ms(*dir), 0) << "the route did not come back";
+}
+
 }  // namespace
