@@ -25,6 +25,7 @@
 #include "launcher/options.h"
 #include "launcher/proctree.h"
 #include "tests/fault_harness.h"
+#include "tests/launch_usage.h"
 #include "tests/marked_job_test.h"
 #include "tests/test_hosts_fixture.h"
 #include "tests/test_util.h"
@@ -254,15 +255,6 @@ TEST_F(LaunchElasticRemote, AHostLostForGoodFinishesOnTheOtherSeeingEverySampleO
 }
 
 // ---- the flags -----------------------------------------------------------------------------------
-
-std::string usage_error(const std::vector<std::string>& a) {
-  try {
-    parse_launch_options(a);
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(LaunchElasticOptions, HorovodsNamesParse) {
   LaunchOptions o =

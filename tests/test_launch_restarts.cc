@@ -26,6 +26,7 @@
 #include "launcher/options.h"
 #include "launcher/restart.h"
 #include "tests/fault_harness.h"
+#include "tests/launch_usage.h"
 #include "tests/marked_job_test.h"
 #include "tests/test_hosts_fixture.h"
 #include "tests/test_util.h"
@@ -301,16 +302,6 @@ TEST_F(LaunchRestartsRemote, TwoKillNinesOverTwoHostsInAThreeEpochRunEndBitIdent
 }
 
 // ---- the flags -----------------------------------------------------------------------------------
-
-std::string usage_error(const std::vector<std::string>& a, bool* show_usage = nullptr) {
-  try {
-    parse_launch_options(a);
-  } catch (const UsageError& e) {
-    if (show_usage) *show_usage = e.show_usage;
-    return e.what();
-  }
-  return "";
-}
 
 TEST(LaunchRestartOptions, ParsesBothNames) {
   EXPECT_EQ(parse_launch_options({"-np", "2", "--gloo", "prog"}).max_restarts, 0);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/launch_harness.h"
+#include "tests/launch_usage.h"
 
 using namespace launchharness;  // NOLINT: the harness is these files' vocabulary
 
@@ -426,15 +427,6 @@ TEST(LaunchAgentProtocol, ControlBytesAndMarkers) {
 
 namespace {
 LaunchOptions parse(const std::vector<std::string>& a) { return parse_launch_options(a); }
-std::string usage_error(const std::vector<std::string>& a, bool* show_usage = nullptr) {
-  try {
-    parse_launch_options(a);
-  } catch (const UsageError& e) {
-    if (show_usage) *show_usage = e.show_usage;
-    return e.what();
-  }
-  return "";
-}
 }  // namespace
 
 TEST(LaunchOptions, ParsesFlags) {
