@@ -3,14 +3,9 @@
 #include "src/net.h"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cmath>
-#include <condition_variable>
-#include <mutex>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
 #include "kernels/activation.h"
 #include "kernels/convpool.h"
@@ -65,120 +60,36 @@ struct Net::Slice {
   std::vector<float> grads;  // slices 1.. only; slice 0 writes Net::grads
 };
 
-// Threads that help with slices 1..count of a job. Slices are claimed through an atomic counter
-// by the workers and, after its own slice 0, by the calling thread too: a worker that has not been
-// scheduled yet (a loaded machine) costs nothing, the caller runs its slice. Whoever runs slice s
-// uses slice s's buffers, so the result does not depend on who ran what. Waiting spins briefly
-// (a step comes every fraction of a millisecond), then sleeps.
-class Net::Workers {
- public:
-  Workers(Net* net, int count) : net_(net), slices_(count + 1) {
-    for (int i = 0; i < count; ++i) threads_.emplace_back([this] { loop(); });
-  }
-  ~Workers() {
-    {
-      std::lock_guard<std::mutex> lock(m_);
-      stop_ = true;
-      gen_.fetch_add(1);
-    }
-    go_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-  // Runs job on every slice of a batch of n: slice 0 on the calling thread, the others on whoever
-  // claims them first. Returns when all are done.
-  void run(void (*job)(Net*, int, int, int), int n) {
-    job_ = job;
-    n_ = n;
-    remaining_.store(slices_ - 1);
-    next_.store(1);  // publishes job_ and n_ to the claimers
-    {
-      std::lock_guard<std::mutex> lock(m_);
-      gen_.fetch_add(1);
-    }
-    go_.notify_all();
-    run_one(0);
-    drain();
-    if (!spin([this] { return remaining_.load() == 0; })) {
-      std::unique_lock<std::mutex> lock(m_);
-      done_.wait(lock, [this] { return remaining_.load() == 0; });
-    }
-  }
-
- private:
-  template <class Cond>
-  static bool spin(Cond cond) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
-    for (int i = 0;; ++i) {
-      if (cond()) return true;
-      if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) return false;
-#if defined(__x86_64__)
-      __builtin_ia32_pause();
-#endif
-    }
-  }
-  void run_one(int s) {
-    int begin, end;
-    net_->slice_range(s, n_, &begin, &end);
-    if (begin < end) job_(net_, s, begin, end);
-  }
-  // Claims and runs slices until none is left.
-  void drain() {
-    for (int s; (s = next_.fetch_add(1)) < slices_;) {
-      run_one(s);
-      if (remaining_.fetch_sub(1) == 1) {
-        std::lock_guard<std::mutex> lock(m_);
-        done_.notify_one();
-      }
-    }
-  }
-  void loop() {
-    uint64_t seen = 0;
-    for (;;) {
-      if (!spin([&] { return gen_.load() != seen; })) {
-        std::unique_lock<std::mutex> lock(m_);
-        go_.wait(lock, [&] { return gen_.load() != seen; });
-      }
-      seen = gen_.load();
-      if (stop_) return;
-      drain();
-    }
-  }
-
-  Net* net_;
-  const int slices_;
-  std::vector<std::thread> threads_;
-  std::mutex m_;
-  std::condition_variable go_, done_;
-  std::atomic<uint64_t> gen_{0};
-  std::atomic<int> next_{1 << 30};  // next slice to claim; large = nothing to claim
-  std::atomic<int> remaining_{0};   // claimed-or-not slices 1.. not finished yet
-  bool stop_ = false;
-  void (*job_)(Net*, int, int, int) = nullptr;
-  int n_ = 0;
-};
+// One slice per thread: finer slices (more, smaller blocks per thread, claimed as they come) cost
+// more in the small per-slice fc matrices than they win back in balance (measured: 2 slices per
+// thread, 0.53-0.60 s against 0.45-0.57 s an epoch with 2 threads).
+static int slice_count(int max_batch, int threads) { return std::max(1, std::min(lane_blocks(max_batch), threads)); }
 
 Net::Net(int max_batch, int threads) : max_batch_(max_batch) {
   if (max_batch < 1) throw std::invalid_argument("Net: max_batch must be >= 1");
   if (threads < 1) throw std::invalid_argument("Net: threads must be >= 1");
   const int blocks = lane_blocks(max_batch);
   threads = std::min(threads, blocks);  // a slice is at least one 16-sample block
+  threads_ = threads;
+  const int slices = slice_count(max_batch, threads);
   params.assign(kNumParams, 0.0f);
   grads.assign(kNumParams, 0.0f);
   logp_.resize(size_t(max_batch) * kClasses);
   mask2d_.assign(size_t(max_batch) * kC2, 1.0f);
   mask_.assign(size_t(max_batch) * kHidden, 1.0f);
-  const int cap = (blocks + threads - 1) / threads * kLanes;
-  for (int s = 0; s < threads; ++s) {
+  const int cap = (blocks + slices - 1) / slices * kLanes;
+  for (int s = 0; s < slices; ++s) {
     slices_.push_back(std::make_unique<Slice>(std::min(cap, max_batch)));
     if (s > 0) slices_.back()->grads.assign(kNumParams, 0.0f);
   }
-  if (threads > 1) workers_ = std::make_unique<Workers>(this, threads - 1);
+  if (threads > 1) team_ = std::make_unique<ThreadTeam>(threads);
 }
 
 uint64_t Net::buffer_bytes(int max_batch, int threads) {
   const int blocks = lane_blocks(max_batch);
   threads = std::max(1, std::min(threads, blocks));
-  const int cap = std::min((blocks + threads - 1) / threads * kLanes, max_batch);
+  const int slices = slice_count(max_batch, threads);
+  const int cap = std::min((blocks + slices - 1) / slices * kLanes, max_batch);
   const uint64_t B = uint64_t(cap), BL = uint64_t(lane_blocks(cap)) * kLanes;
   // Slice's buffers: floats, then the uint16 routing masks.
   const uint64_t slice_floats = BL * (kIn * kIn + 2 * kC1 * kP1 * kP1 + 2 * kFlat) +
@@ -186,8 +97,8 @@ uint64_t Net::buffer_bytes(int max_batch, int threads) {
                                 conv2d_pool_relu_sparse_workspace_floats(cap, kC1, kP1, kP1, kC2, kK, kK);
   const uint64_t slice_u16 = BL / kLanes * (kC1 * kP1 * kP1 + kFlat) * 4;
   const uint64_t net_floats = 2 * uint64_t(kNumParams) + uint64_t(max_batch) * (kClasses + kC2 + kHidden) +
-                              uint64_t(threads - 1) * kNumParams;  // slices 1..'s gradients
-  return 4 * (net_floats + uint64_t(threads) * slice_floats) + 2 * uint64_t(threads) * slice_u16;
+                              uint64_t(slices - 1) * kNumParams;  // slices 1..'s gradients
+  return 4 * (net_floats + uint64_t(slices) * slice_floats) + 2 * uint64_t(slices) * slice_u16;
 }
 
 Net::~Net() = default;
@@ -224,24 +135,32 @@ void Net::slice_range(int s, int n, int* begin, int* end) const {
   *end = std::min(n, (s + 1) * per * kLanes);
 }
 
-void Net::run_slices(int n, void (*job)(Net*, int, int, int)) {
+bool Net::one_slice(int n) const {
   int begin, end;
   slice_range(0, n, &begin, &end);
-  if (end == n || !workers_) {  // one slice holds the whole batch
-    job(this, 0, begin, end);
-    return;
-  }
-  workers_->run(job, n);
+  return end == n || !team_;
 }
 
-const float* Net::forward(const float* x, int n, bool dropout) {
+void Net::run_slices(int n, void (*job)(Net*, int, int, int)) {
+  for_each_slice(n, [this, job](int s, int begin, int end) { job(this, s, begin, end); });
+}
+
+void Net::param_range(int part, size_t* begin, size_t* end) const {
+  const size_t T = size_t(threads_), per = (kNumParams / kLanes + T - 1) / T * kLanes;
+  *begin = std::min(kNumParams, size_t(part) * per);
+  *end = std::min(kNumParams, size_t(part + 1) * per);
+}
+
+const float* Net::forward(const float* x, int n, bool dropout, SliceInput* input) {
   if (n < 1 || n > max_batch_)
     throw std::invalid_argument("Net::forward: batch " + std::to_string(n) + " not in [1, " +
                                 std::to_string(max_batch_) + "]");
   dropout_ = dropout;
   n_ = n;
   x_ = x;
+  input_ = input;
   run_slices(n, &Net::forward_job);
+  input_ = nullptr;
   return logp_.data();
 }
 
@@ -251,6 +170,10 @@ void Net::forward_job(Net* net, int s, int begin, int end) {
   const std::vector<float>& prm = net->params;
   const float* mask2d = net->dropout_ ? net->mask2d_.data() + size_t(begin) * kC2 : nullptr;
   TimelineLayers tl(s);  // --timeline: one slice per fused block below
+  if (net->input_) {
+    net->input_->read(begin, end);
+    tl.mark(TimelineKind::kBatchRead);
+  }
   // conv1 -> (n,10,24,24); max_pool 2; relu -> h1 (n,10,12,12), lane-blocked
   pack_lanes(S.xb.data(), net->x_ + size_t(begin) * kIn * kIn, n, kIn * kIn);
   conv2d_pool_relu_forward_n16(S.h1b.data(), S.sel1.data(), S.xb.data(), P(prm, 0), P(prm, 1), nullptr, n, 1, kIn, kIn,
@@ -279,23 +202,30 @@ void Net::forward_job(Net* net, int s, int begin, int end) {
 float Net::backward(const int32_t* target, int n, BackwardListener* listener) {
   if (n != n_) throw std::invalid_argument("Net::backward: batch differs from the last forward");
   target_ = target;
-  int begin0, end0;
-  slice_range(0, n, &begin0, &end0);
-  const bool one_slice = end0 == n || !workers_;  // as run_slices decides
-  in_slice_listener_ = one_slice ? listener : nullptr;
+  const bool whole_batch_in_one = one_slice(n);
+  in_slice_listener_ = whole_batch_in_one ? listener : nullptr;
   run_slices(n, &Net::backward_job);
   in_slice_listener_ = nullptr;
-  // Sum the slices' gradients (slice 0 wrote grads directly).
-  int begin, end;
-  for (size_t s = 1; s < slices_.size(); ++s) {
-    slice_range(int(s), n, &begin, &end);
-    if (begin >= end) continue;
-    const float* g = slices_[s]->grads.data();
-    for (size_t i = 0; i < kNumParams; ++i) grads[i] += g[i];
-  }
-  if (listener && !one_slice)
+  if (!whole_batch_in_one) sum_slice_gradients(n);
+  if (listener && !whole_batch_in_one)
     for (int layer = kNumLayers - 1; layer >= 0; --layer) listener->layer_done(layer);
   return nll_loss_forward(logp_.data(), target, n, kClasses, true);
+}
+
+// grads += slices 1..'s gradients (slice 0 wrote grads directly), slices in order for every
+// element, each thread summing its own range of the parameters.
+void Net::sum_slice_gradients(int n) {
+  int used = 0;  // slices that had samples
+  for (int s = 0, begin, end; s < int(slices_.size()); ++s) {
+    slice_range(s, n, &begin, &end);
+    if (begin < end) used = s + 1;
+  }
+  for_each_param_range([this, used](size_t begin, size_t end) {
+    for (int s = 1; s < used; ++s) {
+      const float* g = slices_[s]->grads.data();
+      for (size_t i = begin; i < end; ++i) grads[i] += g[i];
+    }
+  });
 }
 
 // Gradient of the batch-mean loss restricted to the slice's samples: d(-logp[target])/dlogp

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/torch_generator.h"
+#include "src/thread_team.h"
 
 // One parameter tensor's place in the flat buffer.
 struct ParamView {
@@ -62,6 +63,18 @@ class BackwardListener {
   ~BackwardListener() = default;
 };
 
+// Asked by Net::forward to write a batch's input samples [begin, end) (their images into the x
+// forward was given, rows begin..end-1): called on the thread that runs that slice, just before
+// the slice reads them, so reading a batch is spread over the net's threads with no barrier of
+// its own.
+class SliceInput {
+ public:
+  virtual void read(int begin, int end) = 0;
+
+ protected:
+  ~SliceInput() = default;
+};
+
 class Net {
  public:
   static constexpr size_t kNumParams = 21840;
@@ -79,7 +92,7 @@ class Net {
   Net(const Net&) = delete;
   Net& operator=(const Net&) = delete;
   int max_batch() const { return max_batch_; }
-  int threads() const { return int(slices_.size()); }
+  int threads() const { return threads_; }
 
   // PyTorch's default init drawn from g as the example's Net() draws it after torch.manual_seed:
   // layer by layer (conv1, conv2, fc1, fc2), the weight by kaiming_uniform_(a=sqrt(5)), then the
@@ -93,34 +106,79 @@ class Net {
   float* mask() { return mask_.data(); }      // (max_batch, 50)
 
   // x (n,1,28,28) -> log-probabilities (n,10). dropout: apply the current masks (training).
-  const float* forward(const float* x, int n, bool dropout);
+  // input (optional) fills x's samples first, slice by slice.
+  const float* forward(const float* x, int n, bool dropout, SliceInput* input = nullptr);
   // Fills grads (overwritten) for mean nll over the n targets of the last forward; returns loss.
   // listener (optional) hears of each layer's gradients as they become final.
   float backward(const int32_t* target, int n, BackwardListener* listener = nullptr);
+
+  // Runs fn(begin, end) on one range of the kNumParams parameters per thread (multiples of 16,
+  // together all of them), on the net's threads: for elementwise work over the flat buffers
+  // (the optimizer step), which then gives the same bits as one call over everything.
+  template <class Fn>
+  void for_each_param_range(Fn&& fn);
 
   std::vector<float> params;  // kNumParams
   std::vector<float> grads;   // kNumParams, same layout
 
  private:
   struct Slice;  // one thread's share of a batch: its activations and gradients
-  class Workers;
   template <class T>
   using Buffer = std::vector<T, CacheAligned<T>>;
 
   // Samples [begin, end) of a batch of n that slice s works on (whole 16-sample blocks).
   void slice_range(int s, int n, int* begin, int* end) const;
+  // Runs fn(s, begin, end) on every slice s's samples [begin, end) of a batch of n, on the net's
+  // threads; returns when all are done.
+  template <class Fn>
+  void for_each_slice(int n, Fn&& fn);
+  // Whether slice 0 holds the whole batch of n (then everything runs on the calling thread).
+  bool one_slice(int n) const;
   void run_slices(int n, void (*job)(Net*, int s, int begin, int end));
+  // Parameters [begin, end) of thread part's share.
+  void param_range(int part, size_t* begin, size_t* end) const;
+  void sum_slice_gradients(int n);
   static void forward_job(Net* net, int s, int begin, int end);
   static void backward_job(Net* net, int s, int begin, int end);
 
   int max_batch_;
+  int threads_ = 1;
   bool dropout_ = false;
   int n_ = 0;                                      // batch size of the last forward
   const float* x_ = nullptr;                       // its input
+  SliceInput* input_ = nullptr;                    // what fills it, during forward
   const int32_t* target_ = nullptr;                // the targets of the running backward
   BackwardListener* in_slice_listener_ = nullptr;  // told by backward_job (one-slice batches only)
   Buffer<float> logp_;                             // (max_batch, 10), every slice writes its rows
   Buffer<float> mask2d_, mask_;
   std::vector<std::unique_ptr<Slice>> slices_;
-  std::unique_ptr<Workers> workers_;  // threads for slices 1..threads-1
+  std::unique_ptr<ThreadTeam> team_;  // the threads of slices 0..threads-1 (none for one thread)
 };
+
+template <class Fn>
+void Net::for_each_slice(int n, Fn&& fn) {
+  int begin, end;
+  if (one_slice(n)) {
+    slice_range(0, n, &begin, &end);
+    fn(0, begin, end);
+    return;
+  }
+  team_->run(int(slices_.size()), [&](int s) {
+    int b, e;
+    slice_range(s, n, &b, &e);
+    if (b < e) fn(s, b, e);
+  });
+}
+
+template <class Fn>
+void Net::for_each_param_range(Fn&& fn) {
+  if (!team_) {
+    fn(size_t(0), kNumParams);
+    return;
+  }
+  team_->run(threads_, [&](int part) {
+    size_t b, e;
+    param_range(part, &b, &e);
+    if (b < e) fn(b, e);
+  });
+}

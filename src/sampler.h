@@ -40,6 +40,9 @@ std::vector<uint32_t> sampler_permutation(size_t n, uint64_t seed_plus_epoch);
 // Number of batches the DataLoader yields: ceil(len / batch).
 inline size_t num_batches(size_t len, size_t batch) { return (len + batch - 1) / batch; }
 
+// Floats of one image in gather_batch's x (load_mnist_files accepts 28x28 images only).
+constexpr size_t kImagePixels = 28 * 28;
+
 // x (count,1,28,28) = (pixel/255 - 0.1307) / 0.3081, y (count) = label, for the samples
 // idx[0..count) of split.
 void gather_batch(float* x, int32_t* y, const MnistSplit& split, const uint32_t* idx, int count);

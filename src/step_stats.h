@@ -1,5 +1,6 @@
-// step_stats: one training step's seconds split into data (gather_batch), compute (dropout masks,
-// forward, backward), comm (the gradient averaging) and the whole step, on steady_clock.
+// step_stats: one training step's seconds split into data (reading the batch: with several compute
+// threads, slice 0's share, read on the calling thread while the others read theirs), compute
+// (dropout masks, forward, backward), comm (the gradient averaging) and the whole step, on steady_clock.
 // The split is read only when `detailed` (--metrics); the comm time is always taken (two clock
 // reads per step) because the end-of-run summary reports the share of time in communication.
 #pragma once
@@ -19,6 +20,10 @@ class StepClock {
     last_.comm_s = 0;
     if (detailed_) begin_ = Clock::now();
   }
+  // Around slice 0's reading of its samples (inside forward, on the calling thread).
+  void data_begin() {
+    if (detailed_) data_begin_ = Clock::now();
+  }
   void data_done() {
     if (detailed_) data_ = Clock::now();
   }
@@ -32,8 +37,8 @@ class StepClock {
   }
   void end() {
     if (!detailed_) return;
-    last_.data_s = seconds(begin_, data_);
-    last_.compute_s = seconds(data_, compute_);
+    last_.data_s = seconds(data_begin_, data_);
+    last_.compute_s = seconds(begin_, compute_) - last_.data_s;
     last_.step_s = seconds(begin_, Clock::now());
   }
   const StepTimes& last() const { return last_; }  // data/compute/step only when detailed
@@ -44,7 +49,7 @@ class StepClock {
     return std::chrono::duration<double>(b - a).count();
   }
   bool detailed_;
-  Clock::time_point begin_, data_, compute_, comm_;
+  Clock::time_point begin_, data_begin_, data_, compute_, comm_;
   StepTimes last_;
   double comm_total_s_ = 0;
 };

@@ -350,7 +350,7 @@ Resume prepare_checkpoints(const Options& opts, Communicator& comm, const RunCon
 // bytes, and the input and label buffers, against memory_budget()).
 void check_batch_memory(const Options& opts, int max_batch, int threads) {
   const uint64_t need =
-      Net::buffer_bytes(max_batch, threads) + uint64_t(max_batch) * (784 * sizeof(float) + sizeof(int32_t));
+      Net::buffer_bytes(max_batch, threads) + uint64_t(max_batch) * (kImagePixels * sizeof(float) + sizeof(int32_t));
   const MemoryBudget have = memory_budget();
   if (need > have.bytes)
     throw std::runtime_error("--batch-size " + std::to_string(opts.batch_size) + " needs " + bytes_text(need) +
@@ -396,6 +396,22 @@ std::vector<Segment> backward_layers() {
 struct BucketStarter : BackwardListener {
   OverlappedAveraging* averaging = nullptr;
   void layer_done(int layer) override { averaging->layer_done(Net::kNumLayers - 1 - layer); }
+};
+
+// Reads a training batch's samples into the batch buffers for Net::forward, slice by slice
+// (gather_batch over each slice's rows, on the thread that runs the slice). The step's data time
+// ends when slice 0, always on the calling thread, has read its share.
+struct BatchReader : SliceInput {
+  const MnistSplit* split = nullptr;
+  const uint32_t* idx = nullptr;  // the batch's sample indices
+  float* x = nullptr;
+  int32_t* y = nullptr;
+  TrainHooks* hooks = nullptr;
+  void read(int begin, int end) override {
+    if (begin == 0) hooks->data_begin();
+    gather_batch(x + size_t(begin) * kImagePixels, y + begin, *split, idx + begin, end - begin);
+    if (begin == 0) hooks->data_done();
+  }
 };
 
 // The facts of this rank's run that are checked before anything is allocated: every rank refuses
@@ -583,7 +599,7 @@ Trainer::Trainer(const Options& opts, const ThreadPolicy& threads, TrainData& da
       overlapped_(overlapped_of(opts, comm, net_, how_)),
       train_sampler_(size_t(train_.count), size_, rank_, true, kSamplerSeed),
       test_sampler_(size_t(test_.count), size_, rank_, true, kSamplerSeed),
-      x_(size_t(net_.max_batch()) * 784),
+      x_(size_t(net_.max_batch()) * kImagePixels),
       y_(size_t(net_.max_batch())),
       step_(start_.step) {
   bucket_starter_.averaging = overlapped_.get();
@@ -630,23 +646,27 @@ void Trainer::train_step(int epoch, size_t b, size_t batches, int64_t first_samp
   const size_t start = b * size_t(opts_.batch_size);
   const int n = int(std::min(size_t(opts_.batch_size), idx.size() - start));
   timeline_step((long long)step_);
-  int64_t tl = timeline_begin();
-  gather_batch(x_.data(), y_.data(), train_, idx.data() + start, n);
-  timeline_end(TimelineKind::kBatchRead, tl);
+  BatchReader reader;  // each slice reads its own samples, at the start of forward
+  reader.split = &train_;
+  reader.idx = idx.data() + start;
+  reader.x = x_.data();
+  reader.y = y_.data();
+  reader.hooks = &hooks_;
   if (record_) record_->record_step(step_, epoch, b, size_t(opts_.batch_size));
-  hooks_.data_done();
   const bool dropout = !opts_.no_dropout;
   if (dropout) torch_rng_.dropout_masks(&net_, n);
-  net_.forward(x_.data(), n, dropout);
+  net_.forward(x_.data(), n, dropout, &reader);
   const float loss = net_.backward(y_.data(), n, overlapped_ ? &bucket_starter_ : nullptr);
   hooks_.before_averaging(net_.grads.data(), net_.params.data());
   if (size_ > 1 && !opts_.use_adasum) average_gradients_now();
   if (opts_.use_adasum) {
     adasum_update(lr_);
   } else {
-    tl = timeline_begin();
-    sgd_momentum_step(net_.params.data(), momentum_.data(), net_.grads.data(), net_.params.size(), lr_,
-                      float(opts_.momentum), !momentum_started_);
+    const int64_t tl = timeline_begin();
+    net_.for_each_param_range([&](size_t begin, size_t end) {
+      sgd_momentum_step(net_.params.data() + begin, momentum_.data() + begin, net_.grads.data() + begin, end - begin,
+                        lr_, float(opts_.momentum), !momentum_started_);
+    });
     timeline_end(TimelineKind::kOptimizerStep, tl);
   }
   hooks_.after_step(net_.grads.data(), net_.params.data(), loss, n);

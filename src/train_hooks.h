@@ -32,6 +32,7 @@ class TrainHooks {
   TrainHooks(const Options& opts, Communicator& comm, const RunFacts& facts);
 
   void begin_step(int epoch, size_t batch, uint64_t step, bool logged);
+  void data_begin() { clock_.data_begin(); }
   void data_done() { clock_.data_done(); }
   // After backward: grads = this rank's local gradient, params = before the update.
   void before_averaging(const float* grads, const float* params);

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "comm/communicator.h"
+#include "kernels/blas.h"
 #include "src/data_dir.h"
 #include "src/mnist.h"
 #include "src/options.h"
@@ -168,7 +169,10 @@ ThreadPolicy thread_policy_of(const Options& opts, const RankInfo& info) {
   in.goto_num_threads = std::getenv("GOTO_NUM_THREADS");
   in.omp_num_threads = std::getenv("OMP_NUM_THREADS");
   const ThreadPolicy policy = decide_thread_policy(in);
-  openblas_set_num_threads(policy.blas_threads);
+  if (policy.blas_threads == 1)
+    blas_single_threaded();
+  else
+    openblas_set_num_threads(policy.blas_threads);
   return policy;
 }
 
