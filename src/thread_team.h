@@ -23,7 +23,8 @@ class ThreadTeam {
 
   template <class Fn>
   void run(int parts, Fn&& fn) {
-    run_parts(parts, [](void* f, int part) { (*static_cast<Fn*>(f))(part); }, &fn);
+    run_parts(
+        parts, [](void* f, int part) { (*static_cast<Fn*>(f))(part); }, &fn);
   }
 
  private:
@@ -42,7 +43,7 @@ class ThreadTeam {
   // The running job's parts << 32 | the next part to claim: claims compare the two in one word,
   // so a thread that wakes late can never claim a part of a job that has none left.
   std::atomic<uint64_t> next_{0};
-  std::atomic<int> remaining_{0};   // parts 1.. not finished yet
+  std::atomic<int> remaining_{0};  // parts 1.. not finished yet
   bool stop_ = false;
   PartJob job_ = nullptr;
   void* fn_ = nullptr;
