@@ -1,4 +1,5 @@
-// backend_gloo: the Communicator over Gloo's TCP transport (the only file that includes Gloo).
+// backend_gloo: the Communicator over Gloo's TCP transport (with comm/gloo_sync_lane, the only files
+// that include Gloo).
 //
 // Start-up, bounded by CommOptions::start_timeout:
 //   1. Open the rendezvous store: files on --rendezvous-dir (comm/rendezvous_files), or the launcher's store
@@ -12,7 +13,8 @@
 //      polls until every other rank's hello exists. A rank that never appears is named in the
 //      timeout error ("rank 1 never registered"), and a rank with a different world size or a
 //      duplicate rank number is reported before any socket is opened.
-//   4. connectFullMesh through a PrefixStore "<job>/gloo" (one TCP pair per peer).
+//   4. connectFullMesh through a PrefixStore "<job>/gloo" (one TCP pair per peer), then a second mesh
+//      through "<job>/gloo-lane" whose pairs are in Gloo's sync mode (comm/gloo_sync_lane.h).
 //   5. On --rendezvous-dir: a barrier, then each rank removes the rendezvous files it wrote; under
 //      srun a barrier, then every rank closes its connection and rank 0 stops its store.
 // Collectives use Gloo's option-style algorithms with CommOptions::comm_timeout on every wait:
@@ -20,13 +22,15 @@
 //     others in one round and sums in rank order: one latency instead of the ring's chain of
 //     wake-ups; docs/comm.md has how it compares with the ring), else Gloo's ring
 //     (reduce-scatter + allgather, 2(n-1) dependent steps, ~2(n-1)/n of the bytes per rank);
-//     the gradient's size has its receives posted a round ahead (see direct_allreduce),
+//     the gradient's size runs on the sync lane, moved by the rank's own thread (else its receives
+//     are posted a round ahead: see direct_allreduce),
 //   broadcast = binomial tree from the root (ceil(log2 n) steps, whole buffer per step),
 //   allgather = ring (n-1 steps), barrier = Gloo's barrier, sendrecv = one unbound send + recv,
 //   exchange = an unbound send to one peer and a receive from another (the steps of comm/allreduce_*.cc),
 //   library_allreduce_sum = gloo::allreduce at every size (--allreduce gloo),
-//   open_gather_channel = the overlapped averaging's buckets: unbound sends to every peer, their
-//     receives posted a round ahead in two alternating buffers (see GlooGatherChannel).
+//   open_gather_channel = the overlapped averaging's buckets: regions of the sync lane
+//     (LaneGatherChannel), else unbound sends to every peer, their receives posted a round ahead in
+//     two alternating buffers (see GlooGatherChannel).
 // Gloo's device thread runs in SCHED_IDLE (see demote_device_threads).
 // Every Gloo exception becomes a one-line std::runtime_error naming this rank, the operation and
 // the peer(s) involved; after one failure the communicator refuses further collectives (Gloo's
@@ -70,6 +74,7 @@
 
 #include "comm/c10d_store_client.h"
 #include "comm/comm_internal.h"
+#include "comm/gloo_sync_lane.h"
 #include "comm/half_float.h"
 #include "comm/rendezvous_files.h"
 #include "comm/slurm_store.h"
@@ -288,6 +293,7 @@ class GlooCommunicator : public Communicator {
     open_device();
     hello();
     connect();
+    open_sync_lane();
     leave_store();
     if (info_.cross_rank < 0) {
       std::vector<int> local(info_.size);
@@ -298,6 +304,8 @@ class GlooCommunicator : public Communicator {
 
   ~GlooCommunicator() override {
     chan_.buf.reset();  // its posted receives die with it (Gloo holds them through weak pointers)
+    chan_.lane.reset();
+    lane_.reset();
     context_.reset();
     device_.reset();
     prefix_.reset();
@@ -415,11 +423,17 @@ class GlooCommunicator : public Communicator {
   bool sums_in_rank_order(size_t bytes) const override {
     return info_.size <= 2 || bytes * size_t(info_.size - 1) <= kDirectAllreduceMaxBytes;
   }
+  uint64_t sync_lane_rounds() const override { return lane_rounds_; }
   std::unique_ptr<GatherChannel> open_gather_channel(size_t bytes) override {
     if (info_.size == 1) return Communicator::open_gather_channel(bytes);
     if (gather_channels_ == kMaxGatherChannels)
       throw std::logic_error(me() + ": more than " + std::to_string(kMaxGatherChannels) + " gather channels");
-    return std::unique_ptr<GatherChannel>(new GlooGatherChannel(this, gather_channels_++, bytes));
+    const int id = gather_channels_++;
+    if (lane_) {
+      if (auto region = lane_->open_region(bytes))
+        return std::unique_ptr<GatherChannel>(new LaneGatherChannel(this, std::move(region)));
+    }
+    return std::unique_ptr<GatherChannel>(new GlooGatherChannel(this, id, bytes));
   }
 
  private:
@@ -497,12 +511,12 @@ class GlooCommunicator : public Communicator {
       return count == 0 ? std::string("the other ranks") : (count == 1 ? "rank " : "ranks ") + list;
     };
     waiting_for_ = missing();
-    if (chan_.bytes == 0 && bytes >= kChannelMinBytes) {
-      chan_.bytes = bytes;
-      chan_.all.assign(bytes * sz, 0);
-      chan_.buf = context_->createUnboundBuffer(chan_.all.data(), bytes * sz);
-    }
+    if (chan_.bytes == 0 && bytes >= kChannelMinBytes) bind_channel(bytes);
     const bool on_channel = chan_.bytes == bytes;
+    if (on_channel && chan_.lane) {
+      lane_allreduce(data, n, reduce);
+      return;
+    }
     std::unique_ptr<gloo::transport::UnboundBuffer> own;
     gloo::transport::UnboundBuffer* buf;
     uint8_t* all;
@@ -543,6 +557,31 @@ class GlooCommunicator : public Communicator {
     }
   }
 
+  // The gradient channel: on the sync lane when it has room for it, else unbound buffers whose
+  // receives are posted a round ahead.
+  void bind_channel(size_t bytes) {
+    chan_.bytes = bytes;
+    if (lane_) chan_.lane = lane_->open_region(bytes);
+    if (chan_.lane) return;
+    chan_.all.assign(bytes * size_t(info_.size), 0);
+    chan_.buf = context_->createUnboundBuffer(chan_.all.data(), bytes * size_t(info_.size));
+  }
+
+  // The direct exchange on the sync lane: this thread writes its vector to every peer and reads
+  // theirs, then sums in rank order as direct_allreduce does (the same bits).
+  template <typename T>
+  void lane_allreduce(T* data, size_t n, void (*reduce)(void*, const void*, const void*, size_t)) {
+    GlooSyncLane::Region& region = *chan_.lane;
+    const size_t bytes = n * sizeof(T);
+    std::memcpy(region.part(info_.rank), static_cast<const void*>(data), bytes);
+    auto name_peer = [this](int peer) { waiting_for_ = "rank " + std::to_string(peer); };
+    region.send_own(name_peer);
+    region.receive(name_peer);
+    ++lane_rounds_;
+    std::memcpy(static_cast<void*>(data), region.all(), bytes);
+    for (int k = 1; k < info_.size; ++k) reduce(data, data, region.all() + k * bytes, n);
+  }
+
   // One receive per peer into buf at peer * bytes, for the round tagged slot.
   void post_receives(gloo::transport::UnboundBuffer* buf, uint64_t slot, size_t bytes) {
     const int sz = info_.size, r = info_.rank;
@@ -572,7 +611,8 @@ class GlooCommunicator : public Communicator {
     }
     const std::string& who = waiting_for_.empty() ? peers : waiting_for_;
     std::string msg;
-    if (contains(what, "Timed out") || contains(what, "timed out") || contains(what, "Timeout"))
+    if (contains(what, "Timed out") || contains(what, "timed out") || contains(what, "Timeout") ||
+        contains(what, "timeout"))  // the sync lane's blocking reads and writes: "Read timeout"
       msg = me() + ": gloo " + op + " timed out after " + seconds(opts_.comm_timeout) + " waiting for " + who +
             " (a peer stopped responding)";
     else if (contains(what, "closed") || contains(what, "reset") || contains(what, "Broken pipe") ||
@@ -796,6 +836,30 @@ class GlooCommunicator : public Communicator {
     }
   }
 
+  // A second mesh, its pairs in Gloo's sync mode, for the gradient's exchange (comm/gloo_sync_lane.h).
+  // BARESGD_GLOO_SYNC_LANE=0 leaves every exchange on the device thread's pairs.
+  void open_sync_lane() {
+    const char* env = std::getenv("BARESGD_GLOO_SYNC_LANE");
+    if (env && std::string(env) == "0") return;
+    try {
+      lane_prefix_.reset(new gloo::rendezvous::PrefixStore(info_.job_id + "/gloo-lane", *store_));
+      lane_.reset(new GlooSyncLane(*lane_prefix_, device_, info_.rank, info_.size, opts_.comm_timeout, spins()));
+    } catch (const std::exception& e) {
+      lane_.reset();
+      throw std::runtime_error(me() + ": gloo could not connect its sync-mode pairs to its " +
+                               std::to_string(info_.size - 1) + " peer(s) (bound to " + bind_desc_ +
+                               "): " + short_gloo_message(e.what()));
+    }
+  }
+
+  // Whether a wait on the lane spins (CommOptions::spin_while_waiting); BARESGD_GLOO_SPIN=0 or 1 says
+  // otherwise (to measure one against the other).
+  bool spins() const {
+    const char* env = std::getenv("BARESGD_GLOO_SPIN");
+    if (env && (std::string(env) == "0" || std::string(env) == "1")) return std::string(env) == "1";
+    return opts_.spin_while_waiting;
+  }
+
   // After connectFullMesh every rank has read what it needs; a barrier makes that true of all of
   // them, then each removes its own keys (a --rendezvous-dir is left as it was found) and under
   // srun rank 0 stops its store. The launcher's store goes with the launcher: no barrier for it.
@@ -813,6 +877,9 @@ class GlooCommunicator : public Communicator {
   std::unique_ptr<gloo::rendezvous::PrefixStore> prefix_;
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
+  std::unique_ptr<gloo::rendezvous::PrefixStore> lane_prefix_;
+  std::unique_ptr<GlooSyncLane> lane_;  // null: BARESGD_GLOO_SYNC_LANE=0 or one rank
+  uint64_t lane_rounds_ = 0;
   uint32_t tag_ = 0;
   std::string broken_;
   std::vector<uint8_t> scratch_;
@@ -823,9 +890,36 @@ class GlooCommunicator : public Communicator {
     bool posted = false;
     std::vector<uint8_t> all;  // size * bytes: every rank's vector at rank * bytes
     std::unique_ptr<gloo::transport::UnboundBuffer> buf;
+    std::unique_ptr<GlooSyncLane::Region> lane;  // when set, the channel runs there (all and buf unused)
   } chan_;
   std::string waiting_for_;  // set by a collective while it knows exactly whom it waits for
   int gather_channels_ = 0;  // opened so far: the next one's number (its slots)
+
+  // One bucket of the overlapped averaging on the sync lane: start writes this rank's bytes to every
+  // peer at once from the calling thread (the socket buffers take them whole), wait reads the peers'
+  // bytes in the calling thread. Nothing moves in between, and nothing needs to: the kernel holds
+  // the bytes until the peer's wait reads them.
+  class LaneGatherChannel : public GatherChannel {
+   public:
+    LaneGatherChannel(GlooCommunicator* c, std::unique_ptr<GlooSyncLane::Region> region)
+        : c_(c), region_(std::move(region)) {}
+    void start(const void* in) override {
+      std::memcpy(region_->part(c_->info_.rank), in, region_->bytes());
+      c_->guarded("allreduce", "the other ranks", [&] { region_->send_own(name_peer()); });
+    }
+    const void* wait() override {
+      c_->guarded("allreduce", "the other ranks", [&] { region_->receive(name_peer()); });
+      ++c_->lane_rounds_;
+      return region_->all();
+    }
+
+   private:
+    std::function<void(int)> name_peer() {
+      return [this](int peer) { c_->waiting_for_ = "rank " + std::to_string(peer); };
+    }
+    GlooCommunicator* c_;
+    std::unique_ptr<GlooSyncLane::Region> region_;
+  };
 
   // One bucket of the overlapped averaging. Round k sends this rank's bytes to every peer on slot
   // (k, channel) straight from the calling thread: the peers' receives for round k were posted in

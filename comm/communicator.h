@@ -37,6 +37,9 @@ struct CommOptions {
   std::string network_interface;  // non-empty: bind Gloo to this interface name or address
   std::chrono::milliseconds start_timeout{30000};
   std::chrono::milliseconds comm_timeout{60000};
+  // The rank has a core of its own (its host's ranks x compute threads fit its CPUs): a wait for
+  // the gradient's bytes may spin on the socket instead of sleeping (Gloo's sync lane).
+  bool spin_while_waiting = false;
 };
 
 // half_bits: comm/half_float.h.
@@ -100,6 +103,9 @@ class Communicator {
   // A GatherChannel of `bytes` per rank. The default starts nothing: its wait() is a blocking
   // allgather (world size 1, or a backend without non-blocking sends).
   virtual std::unique_ptr<GatherChannel> open_gather_channel(size_t bytes);
+  // Exchanges so far that this rank's own thread moved on Gloo's sync lane (comm/gloo_sync_lane.h),
+  // one per region round; 0 on every other path (BARESGD_TIMING's lane_rounds).
+  virtual uint64_t sync_lane_rounds() const { return 0; }
 };
 
 // Rank info from the environment: BARESGD_* (our launcher), OMPI_COMM_WORLD_* (mpirun),

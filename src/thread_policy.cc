@@ -29,6 +29,7 @@ ThreadPolicy decide_thread_policy(const ThreadInputs& in) {
   } else {
     p.compute_threads = cores_per_rank(cpus, in.local_size);
   }
+  p.spin_while_waiting = long(std::max(1, in.local_size)) * p.compute_threads <= cpus;
   return p;
 }
 

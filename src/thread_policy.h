@@ -20,6 +20,10 @@ struct ThreadPolicy {
   // Threads OpenBLAS itself runs: 1. It only sees the small fc matrices inside each slice, and its
   // idle workers would otherwise spin in sched_yield against the net's.
   int blas_threads = 1;
+  // Every compute thread of every rank on this host has a CPU of its own (local_size x
+  // compute_threads <= cpus): a rank waiting for its peers' bytes may spin on the socket (its CPU
+  // would idle otherwise) instead of sleeping and being woken (CommOptions::spin_while_waiting).
+  bool spin_while_waiting = false;
 };
 
 // The default share of a host's CPUs for one of its local_size ranks: cpus / local_size, at least 1.

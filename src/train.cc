@@ -518,7 +518,8 @@ void dump_params(const std::string& dump, const std::vector<float>& params) {
 }
 
 // BARESGD_TIMING=1: one machine-readable line per rank on stderr at the end (bench/; tests read
-// overlap_buckets, the number of buckets the overlapped averaging ran, 0 for the whole buffer).
+// overlap_buckets, the number of buckets the overlapped averaging ran, 0 for the whole buffer, and
+// lane_rounds, the exchanges moved on Gloo's sync lane).
 struct Timing {
   using Clock = std::chrono::steady_clock;
   bool enabled = false;
@@ -766,9 +767,12 @@ void Trainer::finish() {
   timeline_finish(comm_);  // --timeline: every rank's events merged into the one file
   hooks_.finish(timing_.train_s);
   if (timing_.enabled)
-    std::fprintf(stderr, "timing: rank=%d startup_s=%.4f train_s=%.4f test_s=%.4f comm_s=%.4f overlap_buckets=%zu\n",
+    std::fprintf(stderr,
+                 "timing: rank=%d startup_s=%.4f train_s=%.4f test_s=%.4f comm_s=%.4f overlap_buckets=%zu "
+                 "lane_rounds=%llu\n",
                  rank_, timing_.startup_s, timing_.train_s, timing_.test_s, timing_.comm_s,
-                 overlapped_ ? overlapped_->buckets().size() : size_t(0));
+                 overlapped_ ? overlapped_->buckets().size() : size_t(0),
+                 static_cast<unsigned long long>(comm_.sync_lane_rounds()));
   dump_params(plan_.dump, net_.params);
 }
 

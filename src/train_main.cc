@@ -184,10 +184,11 @@ ThreadPolicy thread_policy_of(const Options& opts, const RankInfo& info) {
 void run_rank(Options& opts) {
   std::unique_ptr<Communicator> comm;
   try {
-    const CommOptions co = comm_options_of(opts);
+    CommOptions co = comm_options_of(opts);
     RankInfo info = discover_rank_info();
     if (!info.notice.empty()) std::fprintf(stderr, "train: %s\n", info.notice.c_str());
     const ThreadPolicy threads = thread_policy_of(opts, info);
+    co.spin_while_waiting = threads.spin_while_waiting;
     resolve_data_dir(opts);
     TrainData data = load_train_data(opts);  // a bad file fails here, before any rendezvous
     timeline_open(opts, info);               // so does a timeline file this rank cannot write

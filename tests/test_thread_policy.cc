@@ -62,4 +62,16 @@ TEST(ThreadPolicy, CoresPerRankIsTheLaunchersDefault) {
   EXPECT_GE(affinity_cpu_count(), 1);
 }
 
+TEST(ThreadPolicy, SpinsWhileWaitingOnlyWhenEveryComputeThreadHasACpu) {
+  EXPECT_TRUE(decide_thread_policy(inputs(2, 2)).spin_while_waiting);   // 2 ranks x 1 thread on 2 CPUs
+  EXPECT_TRUE(decide_thread_policy(inputs(2, 1)).spin_while_waiting);   // 1 rank x 2 threads
+  EXPECT_FALSE(decide_thread_policy(inputs(2, 4)).spin_while_waiting);  // 4 ranks x 1 thread on 2 CPUs
+  ThreadInputs in = inputs(2, 2);
+  in.threads_flag = 2;  // 2 ranks x 2 threads on 2 CPUs
+  EXPECT_FALSE(decide_thread_policy(in).spin_while_waiting);
+  in.threads_flag = 1;
+  in.cpus = 3;
+  EXPECT_TRUE(decide_thread_policy(in).spin_while_waiting);
+}
+
 }  // namespace
