@@ -140,6 +140,7 @@ def parse_train(path, world):
             "startup_s": startup,
             "own_startup_s": (info["timing"] or {}).get("startup_s"),
             "test_s": (info["timing"] or {}).get("test_s"),
+            "threads": (info["timing"] or {}).get("threads"),  # PyTorch's timing line only
             "rss_mib": (info["time"]["rss_kb"] / 1024.0) if info["time"] and "rss_kb" in info["time"] else None,
             "cpu_s": (info["time"]["user_s"] + info["time"]["sys_s"]) if info["time"] and "user_s" in info["time"] else None,
         })
@@ -156,18 +157,95 @@ def parse_train(path, world):
 
 
 LOG_NAME = re.compile(r"^(baresgd|pytorch)-(\w+)-w(\d+)-r(\d+)\.log$")
-TRANSPORT_LABEL = {"single": "single process", "gloo": "gloo", "mpi": "mpi",
-                   "single_coretype_unset": "single, OPENBLAS_CORETYPE unset",
-                   "mpi_yield": "mpi, yield_when_idle=1",
-                   "single_1thread": "single process, 1 thread",
-                   "gloo_timeline": "gloo, --timeline",
-                   "gloo_netns": "gloo, 1 rank per netns host",
-                   "mpi_netns": "mpi, 1 rank per netns host",
-                   "gloo_overlap": "gloo, --overlap on",
-                   "mpi_overlap": "mpi, --overlap on"}
+# The variant part of a log name's transport (before any _netns_d<MS>), per program.
+VARIANT_LABEL = {"single": "single process", "single_1thread": "single process, 1 thread",
+                 "single_coretype_unset": "single, OPENBLAS_CORETYPE unset",
+                 "gloo": "gloo", "mpi": "mpi", "mpi_yield": "mpi, yield_when_idle=1",
+                 "gloo_timeline": "gloo, --timeline",
+                 "gloo_overlap": "gloo, --overlap on", "mpi_overlap": "mpi, --overlap on"}
+TORCH_VARIANT_LABEL = {"gloo": "manual allreduce (gloo)", "ddp": "DDP (gloo)"}
+TRANSPORT_LABEL = VARIANT_LABEL  # comm rows: gloo, mpi, mpi_yield
+NETNS = re.compile(r"^(\w+?)_netns(?:_d(\d+))?$")  # gloo_netns_d1; gloo_netns (older runs): no delay
 
 
-def training_rows(run_dir):
+def split_transport(transport, world):
+    """-> (variant, network label, link delay in ms or None) of a log name's transport part:
+    'gloo_netns_d1' -> ('gloo', 'netns d=1 ms', 1), 'gloo_netns_d0' -> ('gloo', 'netns d=0', 0),
+    'gloo' at W 2 -> ('gloo', 'loopback', None)."""
+    m = NETNS.match(transport)
+    if m:
+        delay = int(m.group(2) or 0)
+        return m.group(1), "netns d=0" if delay == 0 else "netns d={} ms".format(delay), delay
+    return transport, ("none" if world == 1 else "loopback"), None
+
+
+def variant_label(program, variant, network):
+    label = (TORCH_VARIANT_LABEL.get(variant) if program == "pytorch" else None) or VARIANT_LABEL.get(variant, variant)
+    return label + (", 1 rank per host" if network.startswith("netns") else "")
+
+
+def machine_cores(machine):
+    try:
+        return max(1, int(machine.get("cores", "")))
+    except ValueError:
+        return os.cpu_count() or 1
+
+
+def threads_per_rank(row, cores, machine):
+    """Compute threads in each rank of a row: PyTorch's from its timing line (threads=N; older logs:
+    its rule, 1 with --threads 1 else max(1, 2 // W)); baresgd's by its thread policy
+    (src/thread_policy.cc): 1 with --threads 1, else OPENBLAS_NUM_THREADS when set, else
+    cores / ranks on the rank's host (one per host in the netns rows)."""
+    if row["variant"] == "single_1thread":
+        return 1
+    if row["program"] == "pytorch":
+        seen = [k.get("threads") for r in row["runs"] if r["ok"] for k in r["ranks"]]
+        seen = [int(t) for t in seen if t]
+        return max(seen) if seen else max(1, 2 // row["world"])
+    env = machine.get("openblas_num_threads_env", "")
+    if re.fullmatch(r"[1-9][0-9]*", env):
+        return min(int(env), cores)
+    per_host = 1 if row["network"].startswith("netns") else row["world"]
+    return max(1, cores // per_host)
+
+
+def add_parallel_efficiency(rows, machine):
+    """par. eff. of every row: T(1 rank, 1 thread, same program, this run) / (cores_used x T(row)),
+    cores_used = min(machine cores, W x threads per rank); 100% = the row's cores cost nothing beyond
+    their share of the one-core epoch. The netns rows' two hosts share this machine's cores."""
+    cores = machine_cores(machine)
+    ref = {r["program"]: r for r in rows if r["variant"] == "single_1thread" and r.get("train_s")}
+    for row in rows:
+        row["cores_used"] = min(cores, row["world"] * threads_per_rank(row, cores, machine))
+        one = ref.get(row["program"])
+        if one and row.get("train_s"):
+            row["parallel_efficiency_pct"] = 100.0 * one["train_s"] / (row["cores_used"] * row["train_s"])
+            row["parallel_efficiency_reference_s"] = one["train_s"]
+
+
+def add_torch_ratios(rows):
+    """PyTorch / baresgd, per baresgd row, against PyTorch at the same W over the same network:
+    its manual-allreduce (or single-process) row, else its DDP row (the netns rows have DDP only)."""
+    peers = {}
+    for r in rows:
+        if r["program"] == "pytorch" and r["variant"] in ("single", "gloo", "ddp") and r.get("train_s"):
+            key = (r["world"], r["network"])
+            if key not in peers or peers[key]["variant"] == "ddp":
+                peers[key] = r
+    for row in rows:
+        t = peers.get((row["world"], row["network"]))
+        if row["program"] != "baresgd" or not t or not row.get("train_s"):
+            continue
+        row["ratio_torch_over_baresgd"] = {
+            "torch_transport": t["transport"],
+            "train_s": t["train_s"] / row["train_s"],
+            "whole_s": t["whole_s"] / row["whole_s"] if row.get("whole_s") and t.get("whole_s") else None,
+            "rss_mib_max": (max(x for x in t["rss_mib"] if x) / max(x for x in row["rss_mib"] if x))
+            if all(row["rss_mib"]) and all(t["rss_mib"]) else None,
+        }
+
+
+def training_rows(run_dir, machine):
     groups = {}
     for path in sorted(glob.glob(os.path.join(run_dir, "train", "*.log"))):
         m = LOG_NAME.match(os.path.basename(path))
@@ -181,8 +259,10 @@ def training_rows(run_dir):
     rows = []
     for (program, transport, world), runs in groups.items():
         good = [r for r in runs if r["ok"]]
-        row = {"program": program, "transport": transport, "world": world,
-               "reps": len(runs), "reps_ok": len(good), "runs": runs}
+        variant, network, delay = split_transport(transport, world)
+        row = {"program": program, "transport": transport, "variant": variant,
+               "label": variant_label(program, variant, network), "network": network,
+               "link_delay_ms": delay, "world": world, "reps": len(runs), "reps_ok": len(good), "runs": runs}
         if good:
             row["train_s"] = median([r["train_s"] for r in good])
             row["train_s_source"] = "/".join(sorted({r["train_s_source"] for r in good}))
@@ -195,35 +275,18 @@ def training_rows(run_dir):
             row["own_startup_s"] = [median([r["ranks"][k]["own_startup_s"] for r in good]) for k in range(world)]
         rows.append(row)
 
-    # PyTorch / baresgd ratios, per baresgd row, against PyTorch at the same world size.
-    torch_by_world = {r["world"]: r for r in rows
-                      if r["program"] == "pytorch" and r["transport"] in ("single", "gloo") and r.get("train_s")}
-    for row in rows:
-        t = torch_by_world.get(row["world"])
-        if row["program"] != "baresgd" or not t or not row.get("train_s"):
-            continue
-        row["ratio_torch_over_baresgd"] = {
-            "train_s": t["train_s"] / row["train_s"],
-            "whole_s": t["whole_s"] / row["whole_s"] if row.get("whole_s") and t.get("whole_s") else None,
-            "rss_mib_max": (max(x for x in t["rss_mib"] if x) / max(x for x in row["rss_mib"] if x))
-            if all(row["rss_mib"]) and all(t["rss_mib"]) else None,
-        }
+    add_torch_ratios(rows)
     # --timeline's recording cost: its epoch against the plain gloo epoch at the same W.
     plain = {r["world"]: r for r in rows if r["program"] == "baresgd" and r["transport"] == "gloo" and r.get("train_s")}
     for row in rows:
         p = plain.get(row["world"])
         if row["transport"] == "gloo_timeline" and p and row.get("train_s"):
             row["timeline_overhead_pct"] = 100.0 * (row["train_s"] / p["train_s"] - 1)
-    # Parallel efficiency: baresgd's one rank on one thread against W ranks on min(W, cores) cores,
-    # T(1 rank, 1 thread) / (min(W, cores) x T(W ranks)); 100% = no cost for the distribution.
-    cores = os.cpu_count() or 1
-    one = [r for r in rows if r["program"] == "baresgd" and r["transport"] == "single_1thread" and r.get("train_s")]
-    for row in rows:
-        if one and row["program"] == "baresgd" and row["world"] > 1 and row.get("train_s"):
-            row["parallel_efficiency_pct"] = 100.0 * one[0]["train_s"] / (min(row["world"], cores) * row["train_s"])
+    add_parallel_efficiency(rows, machine)
     order = {"single": 0, "single_coretype_unset": 1, "single_1thread": 1, "gloo": 2, "gloo_overlap": 2.2,
-             "gloo_timeline": 2.5, "gloo_netns": 2.7, "mpi": 3, "mpi_overlap": 3.2, "mpi_yield": 4, "mpi_netns": 4.5}
-    rows.sort(key=lambda r: (r["world"], r["program"] != "baresgd", order.get(r["transport"], 9)))
+             "gloo_timeline": 2.5, "mpi": 3, "mpi_overlap": 3.2, "mpi_yield": 4, "ddp": 5}
+    rows.sort(key=lambda r: (r["world"], r["link_delay_ms"] is not None, r["link_delay_ms"] or 0,
+                             r["program"] != "baresgd", order.get(r["variant"], 9)))
     return rows
 
 
@@ -337,24 +400,31 @@ def render(report):
     out.append("")
     out.append("Training: 1 epoch of MNIST, batch 64/rank, lr 0.01 x W, momentum 0.5, then test. "
                "W ranks on this machine.")
-    hdr = ["program", "transport", "W", "s/epoch", "whole s", "samples/s", "test acc %",
+    hdr = ["program", "transport", "network", "W", "s/epoch", "whole s", "samples/s", "test acc %",
            "peak RSS MiB/rank", "startup s/rank", "torch/ours epoch", "torch/ours whole", "torch/ours RSS",
-           "par. eff.", "others CPU", "ok reps"]
+           "cores", "par. eff.", "others CPU", "ok reps"]
     rows = []
     for r in report["training"]:
         ratio = r.get("ratio_torch_over_baresgd") or {}
         est = "~" if "log-estimate" in (r.get("train_s_source") or "") else ""
         rows.append([
-            r["program"], TRANSPORT_LABEL.get(r["transport"], r["transport"]), r["world"],
+            r["program"], r.get("label", r["transport"]), r.get("network", "-"), r["world"],
             est + fmt(r.get("train_s")), fmt(r.get("whole_s")), fmt(r.get("samples_per_s"), "{:.0f}"),
             fmt(r.get("accuracy")),
             "/".join(fmt(x, "{:.0f}") for x in r.get("rss_mib", [])) or "-",
             "/".join(fmt(x, "{:.2f}") for x in r.get("startup_s", [])) or "-",
             fmt(ratio.get("train_s"), "{:.2f}x"), fmt(ratio.get("whole_s"), "{:.2f}x"),
-            fmt(ratio.get("rss_mib_max"), "{:.1f}x"), fmt(r.get("parallel_efficiency_pct"), "{:.0f}%"),
-            fmt(r.get("other_cpu_pct"), "{:.0f}%"),
+            fmt(ratio.get("rss_mib_max"), "{:.1f}x"), r.get("cores_used", "-"),
+            fmt(r.get("parallel_efficiency_pct"), "{:.0f}%"), fmt(r.get("other_cpu_pct"), "{:.0f}%"),
             "{}/{}".format(r["reps_ok"], r["reps"])])
-    out.append(table(hdr, rows, ["<", "<"] + [">"] * (len(hdr) - 2)))
+    out.append(table(hdr, rows, ["<", "<", "<"] + [">"] * (len(hdr) - 3)))
+    out.append("par. eff. = s/epoch of the same program's `single process, 1 thread` row in this run / "
+               "(cores x this row's s/epoch); cores = the cores the row runs on, min({} cores, W x threads "
+               "per rank); the netns rows' two hosts share this machine's cores. 100% = the row's cores cost "
+               "nothing beyond their share of the one-core epoch.".format(machine_cores(m)))
+    out.append("network: none = one process; loopback = W ranks over 127.0.0.1; netns d=0 / d=D ms = one rank on each "
+               "namespace host of tests/netns_hosts.sh, joined by a vde link delayed 0 / D ms each way. "
+               "torch/ours: against PyTorch at the same W and network (its manual allreduce row, DDP over netns).")
     for r in report["training"]:
         if r.get("timeline_overhead_pct") is not None:
             out.append("--timeline recording cost, W={}: {:+.1f}% of the epoch (budget: 5%)".format(
@@ -436,7 +506,7 @@ def main():
                     machine[k] = v
 
     report = {"run_dir": os.path.relpath(a.run_dir), "machine": machine,
-              "training": training_rows(a.run_dir), "kernels": kernel_rows(a.run_dir)}
+              "training": training_rows(a.run_dir, machine), "kernels": kernel_rows(a.run_dir)}
     report["comm"], comm_failures, report["comm_other_cpu_pct"] = comm_rows(a.run_dir)
     report["comm_algorithms"], algorithm_failures = comm_algorithm_rows(a.run_dir)
     comm_failures += algorithm_failures

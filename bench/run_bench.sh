@@ -1,4 +1,5 @@
-# run_bench.sh: `make bench` driver: baresgd vs PyTorch training, kernel GFLOP/s, allreduce comm; raw logs + table/JSON via report.py.
+# run_bench.sh: `make bench` driver: baresgd vs PyTorch (manual allreduce and DDP) training on loopback and
+# over the namespace hosts' link, kernel GFLOP/s, allreduce comm; raw logs + table/JSON via report.py.
 #
 # Usage (from the repository root, after `make` and `make data`):
 #   bash bench/run_bench.sh            full run, BENCH_REPS (default 3) repetitions, ~6-15 min
@@ -6,11 +7,13 @@
 #   BENCH_BUILD_ONLY=1 bash bench/run_bench.sh   only build the two bench programs (exit 1 if one
 #                                           does not compile; the suite runs this, tests/test_bench_build.cc)
 # Environment: BENCH_REPS=N, BENCH_QUICK=1, BENCH_WORLDS="1 2 4", BENCH_OUT=dir (default
-# bench/results/run-<date>), BENCH_SKIP="torch kernels comm train netns" (any subset, for debugging).
+# bench/results/run-<date>), BENCH_SKIP="torch kernels comm train netns" (any subset, for debugging),
+# BENCH_NETNS_DELAYS="0 1" (the namespace link's added delay in whole ms, one set of netns rows each).
 # Writes BENCH_OUT/{machine.txt,train/*.log,kernels*.log,comm/*.log}, then bench/report.py prints the
 # table and writes BENCH_OUT/report.json and bench/results/latest.json (+ latest.txt).
 # Nothing leaves 127.0.0.0/8: Open MPI is pinned to lo (tcp BTL), Gloo/torch.distributed bind lo; the
-# 2-rank netns rows run inside the namespaces of tests/netns_hosts.sh (private addresses, no route out).
+# 2-rank netns rows run inside the namespaces of tests/netns_hosts.sh (private addresses, no route out;
+# Open MPI, Gloo and torch.distributed there bind the tap bsgd0).
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
@@ -21,6 +24,7 @@ BUILD_ONLY=${BENCH_BUILD_ONLY:-0}
 if [[ $QUICK == 1 ]]; then REPS=${BENCH_REPS:-1}; else REPS=${BENCH_REPS:-3}; fi
 WORLDS=${BENCH_WORLDS:-"1 2 4"}
 SKIP=" ${BENCH_SKIP:-} "
+NETNS_DELAYS=${BENCH_NETNS_DELAYS:-"0 1"}
 OUT=${BENCH_OUT:-bench/results/run-$(date +%Y%m%d-%H%M%S)}
 TIME_FMT="BENCH_TIME rss_kb=%M wall_s=%e user_s=%U sys_s=%S"
 STEP_TIMEOUT=900  # seconds; a hung run is killed and reported, the bench goes on
@@ -40,6 +44,9 @@ note() { echo "bench: $*" >&2; }
 if [[ $BUILD_ONLY == 1 ]]; then SKIP=" "; fi
 for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
   [[ $BUILD_ONLY == 1 || -f data/MNIST/raw/$f ]] || die "data/MNIST/raw/$f is missing: run 'make data' first"
+done
+for d in $NETNS_DELAYS; do
+  [[ $d =~ ^[0-9]+$ ]] || die "BENCH_NETNS_DELAYS: '$d' is not a whole number of milliseconds"
 done
 [[ $BUILD_ONLY == 1 ]] || skip torch || "$PY" -c 'import torch, torchvision' 2>/dev/null ||
   die "$PY cannot import torch and torchvision (apt-get install python3-torch python3-torchvision)"
@@ -192,20 +199,40 @@ run_logged() {
   [[ $rc == 0 ]] || note "FAILED (exit $rc): $* -- see $log"
 }
 
-# run_torch LOG W [ARGS...]: W torch_mnist.py ranks started here, each under /usr/bin/time; lines
-# tagged [r]; ARGS go to every rank.
-run_torch() {
-  local log=$1 w=$2 t0 r rc=0 dir cpu0
-  shift 2
+# run_torch LOG W [ARGS...]: W torch_mnist.py ranks started here (FileStore rendezvous), each under
+# /usr/bin/time; lines tagged [r]; ARGS go to every rank.
+run_torch() { torch_ranks local "$@"; }
+# run_torch_netns LOG 2 [ARGS...]: the same, rank 0 in nsA and rank 1 in nsB of the namespace hosts
+# (tests/netns_hosts.sh exec / exec-b), rendezvous at rank 0's tcp://10.213.0.1:PORT over the link,
+# gloo bound to the tap (GLOO_SOCKET_IFNAME=bsgd0).
+TORCH_PORT=29400
+run_torch_netns() { torch_ranks netns "$@"; }
+
+# torch_ranks local|netns LOG W [ARGS...]: the body of run_torch and run_torch_netns.
+torch_ranks() {
+  local place=$1 log=$2 w=$3 t0 r rc=0 dir cpu0
+  shift 3
+  local pids=() rendezvous=() where=()
+  if [[ $place == netns ]]; then
+    [[ $w == 2 && -n $NETNS ]] || die "run_torch_netns: 2 ranks on the namespace hosts only (W $w, hosts '${NETNS:-none}')"
+  fi
   dir=$(mktemp -d "$OUT/tmp/torch.XXXXXX")
-  local pids=()
+  if [[ $place == netns ]]; then
+    TORCH_PORT=$((TORCH_PORT + 1))  # a fresh port per run: no wait for the last run's TIME_WAIT
+    rendezvous=(--init-method "tcp://10.213.0.1:$TORCH_PORT")
+  else
+    rendezvous=(--init-file "$dir/store")
+  fi
   wait_quiet
   cpu0=$(cpu_ticks)
   t0=$EPOCHREALTIME
   set +e
   for ((r = 0; r < w; r++)); do
+    where=()  # netns: the prefix that puts rank 0 on nsA, rank 1 on nsB
+    [[ $place == local ]] || where=(bash tests/netns_hosts.sh "$([[ $r == 0 ]] && echo exec || echo exec-b)" \
+      "$NETNS" env GLOO_SOCKET_IFNAME=bsgd0)
     ( BENCH_T0=$t0 timeout -k 10 "$STEP_TIMEOUT" /usr/bin/time -o "$dir/time.$r" -f "$TIME_FMT" \
-        "$PY" bench/torch_mnist.py --rank "$r" --world "$w" --init-file "$dir/store" --epochs 1 "$@" 2>&1 \
+        "${where[@]}" "$PY" bench/torch_mnist.py --rank "$r" --world "$w" "${rendezvous[@]}" --epochs 1 "$@" 2>&1 \
         | stamp "[$r]<stdout>:" > "$log.part$r"
       exit "${PIPESTATUS[0]}" ) &
     pids+=($!)
@@ -214,7 +241,7 @@ run_torch() {
   set -e
   finish_log "$log" "$t0" "$rc" "$dir/time" "$cpu0"
   rm -rf "$dir"
-  [[ $rc == 0 ]] || note "FAILED (exit $rc): torch_mnist.py world $w -- see $log"
+  [[ $rc == 0 ]] || note "FAILED (exit $rc): torch_mnist.py world $w $* ($place) -- see $log"
 }
 
 # measure run_logged|run_torch LOG ARGS...: one measurement; when other processes took more than
@@ -250,19 +277,53 @@ measure() {
 }
 
 # ---- the namespace test hosts (tests/netns_hosts.sh) for the 2-rank rows over an emulated link ----
-NETNS=""
-if ! skip train && ! skip netns && [[ " $WORLDS " == *" 2 "* ]]; then
-  if bash tests/netns_hosts.sh up "$OUT/tmp/netns" > "$OUT/netns-up.log" 2>&1; then
-    NETNS=$OUT/tmp/netns
-    trap 'bash tests/netns_hosts.sh down "$NETNS" >/dev/null 2>&1 || true' EXIT
-  else
-    note "no namespace hosts, so no rows over the link: $(tail -1 "$OUT/netns-up.log")"
+NETNS=""     # the hosts' DIR while they are up
+NETNS_DIR=$OUT/tmp/netns
+IN_NETNS=()  # "${IN_NETNS[@]}" CMD...: CMD in nsA's namespace (where ./launch runs for -H nsA:1,nsB:1) with DIR/env
+
+# netns_up MS: the hosts made afresh with the link delayed MS ms each way (netns_hosts.sh down, then
+# up [--delay MS]); 1 and one note when they cannot be made (not root, no vde2): those rows are left out.
+netns_up() {
+  local delay=()
+  [[ $1 == 0 ]] || delay=(--delay "$1")
+  netns_down
+  trap netns_down EXIT
+  if ! bash tests/netns_hosts.sh up "$NETNS_DIR" "${delay[@]}" > "$OUT/netns-up-d$1.log" 2>&1; then
+    note "no namespace hosts (link delay $1 ms), so no rows over that link: $(tail -1 "$OUT/netns-up-d$1.log")"
+    return 1
   fi
-fi
-# "${IN_NETNS[@]}" CMD...: CMD in nsA's namespace (where ./launch runs for -H nsA:1,nsB:1) with DIR/env.
-IN_NETNS=()
-# shellcheck disable=SC2207  # DIR/env is one NAME=VALUE per line, no spaces
-[[ -z $NETNS ]] || IN_NETNS=(bash tests/netns_hosts.sh exec "$NETNS" env $(cat "$NETNS/env"))
+  NETNS=$NETNS_DIR
+  # shellcheck disable=SC2207  # DIR/env is one NAME=VALUE per line, no spaces
+  IN_NETNS=(bash tests/netns_hosts.sh exec "$NETNS" env $(cat "$NETNS/env"))
+}
+
+# netns_down: the hosts gone (their processes stopped by pid file, the namespaces deleted); idempotent.
+netns_down() {
+  NETNS=""
+  IN_NETNS=()
+  [[ -d $NETNS_DIR ]] || return 0
+  bash tests/netns_hosts.sh down "$NETNS_DIR" >/dev/null 2>&1 || note "tests/netns_hosts.sh down $NETNS_DIR failed"
+  rm -rf "$NETNS_DIR"
+}
+
+# netns_rows MS REP: baresgd gloo, baresgd mpi and PyTorch DDP, 2 ranks, one per namespace host.
+netns_rows() {
+  local d=$1 rep=$2 tag="netns_d$1"
+  if [[ $HAVE_GLOO == 1 ]]; then
+    note "rep $rep/$REPS: baresgd 2 ranks, gloo, one per namespace host, link delay $d ms"
+    measure run_logged "$OUT/train/baresgd-gloo_$tag-w2-r$rep.log" "$TP" "${IN_NETNS[@]}" \
+      ./launch -np 2 --gloo -H nsA:1,nsB:1 sh -c "$RANK_WRAP" "$TP" ./train --epochs 1
+  fi
+  if [[ $HAVE_MPI == 1 ]]; then
+    note "rep $rep/$REPS: baresgd 2 ranks, mpi, one per namespace host, link delay $d ms"
+    measure run_logged "$OUT/train/baresgd-mpi_$tag-w2-r$rep.log" "$TP" "${IN_NETNS[@]}" \
+      ./launch -np 2 --mpi -H nsA:1,nsB:1 sh -c "$RANK_WRAP" "$TP" ./train --epochs 1
+  fi
+  if ! skip torch; then
+    note "rep $rep/$REPS: pytorch DDP 2 ranks, one per namespace host, link delay $d ms"
+    measure run_torch_netns "$OUT/train/pytorch-ddp_$tag-w2-r$rep.log" 2 --ddp
+  fi
+}
 
 # ---- 1. training rows: one epoch of real MNIST, seed hyper-parameters ----
 if ! skip train; then
@@ -311,36 +372,32 @@ if ! skip train; then
               ./launch -np "$w" --mpi sh -c "$RANK_WRAP" "$TP" ./train --epochs 1
           fi
         fi
-        if [[ $w == 2 && -n $NETNS ]]; then
-          # One rank per host, the hosts separate network namespaces joined by a vde link.
-          if [[ $HAVE_GLOO == 1 ]]; then
-            note "rep $rep/$REPS: baresgd 2 ranks, gloo, one per namespace host"
-            measure run_logged "$OUT/train/baresgd-gloo_netns-w2-r$rep.log" "$TP" "${IN_NETNS[@]}" \
-              ./launch -np 2 --gloo -H nsA:1,nsB:1 sh -c "$RANK_WRAP" "$TP" ./train --epochs 1
-          fi
-          if [[ $HAVE_MPI == 1 ]]; then
-            note "rep $rep/$REPS: baresgd 2 ranks, mpi, one per namespace host"
-            measure run_logged "$OUT/train/baresgd-mpi_netns-w2-r$rep.log" "$TP" "${IN_NETNS[@]}" \
-              ./launch -np 2 --mpi -H nsA:1,nsB:1 sh -c "$RANK_WRAP" "$TP" ./train --epochs 1
-          fi
-        fi
       fi
       if ! skip torch; then
-        note "rep $rep/$REPS: pytorch $w rank(s)"
-        measure run_torch "$OUT/train/pytorch-$([[ $w == 1 ]] && echo single || echo gloo)-w$w-r$rep.log" "$w"
-        if [[ $rep == 1 && $w == 1 ]]; then
-          # Diagnostic: the Horovod example itself calls torch.set_num_threads(1).
-          note "rep $rep/$REPS: pytorch 1 rank, 1 thread (diagnostic)"
+        if [[ $w == 1 ]]; then
+          note "rep $rep/$REPS: pytorch 1 rank"
+          measure run_torch "$OUT/train/pytorch-single-w1-r$rep.log" 1
+          # PyTorch's parallel efficiency reference (the Horovod example itself calls torch.set_num_threads(1)).
+          note "rep $rep/$REPS: pytorch 1 rank, 1 thread"
           measure run_torch "$OUT/train/pytorch-single_1thread-w1-r$rep.log" 1 --threads 1
+        else
+          note "rep $rep/$REPS: pytorch $w ranks, manual fused allreduce"
+          measure run_torch "$OUT/train/pytorch-gloo-w$w-r$rep.log" "$w"
+          note "rep $rep/$REPS: pytorch $w ranks, DDP"
+          measure run_torch "$OUT/train/pytorch-ddp-w$w-r$rep.log" "$w" --ddp
         fi
       fi
     done
   done
 fi
 
-if [[ -n $NETNS ]]; then
-  bash tests/netns_hosts.sh down "$NETNS" >/dev/null 2>&1 || note "tests/netns_hosts.sh down $NETNS failed"
-  rm -rf "$NETNS"
+# ---- 1b. training rows over the namespace hosts' link: 2 ranks, one per host, for each link delay ----
+if ! skip train && ! skip netns && [[ " $WORLDS " == *" 2 "* ]]; then
+  for d in $NETNS_DELAYS; do
+    netns_up "$d" || continue
+    for ((rep = 1; rep <= REPS; rep++)); do netns_rows "$d" "$rep"; done
+  done
+  netns_down
   trap - EXIT
 fi
 

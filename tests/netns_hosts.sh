@@ -8,6 +8,8 @@
 #   tests/netns_hosts.sh down DIR                 stop everything by its pid file, delete the namespaces
 #   tests/netns_hosts.sh status DIR               exit 0 when both hosts answer over ssh
 #   tests/netns_hosts.sh exec DIR CMD [ARG...]    run CMD in nsA's network namespace: where ./launch runs
+#   tests/netns_hosts.sh exec-b DIR CMD [ARG...]  run CMD in nsB's network namespace (no ssh: a process
+#                                                 on host nsB, e.g. the bench's PyTorch rank 1)
 #   tests/netns_hosts.sh link DIR HOST up|down    set HOST's tap up or down (down cuts HOST off the link)
 #
 # Network: nsA is 10.213.0.1/24 and nsB 10.213.0.2/24 on a tap named bsgd0 in each namespace. The
@@ -36,7 +38,7 @@ HOSTS=(nsA nsB)
 
 die() { echo "netns_hosts.sh: $*" >&2; exit 1; }
 usage() {
-  echo "usage: tests/netns_hosts.sh up DIR [--delay MS] [--bandwidth BYTES_PER_S] | down DIR | status DIR | exec DIR CMD... | link DIR HOST up|down" >&2
+  echo "usage: tests/netns_hosts.sh up DIR [--delay MS] [--bandwidth BYTES_PER_S] | down DIR | status DIR | exec DIR CMD... | exec-b DIR CMD... | link DIR HOST up|down" >&2
   exit 2
 }
 
@@ -278,9 +280,10 @@ case "$CMD" in
   up) up "$@" ;;
   down) [ $# -eq 0 ] || usage; down ;;
   status) [ $# -eq 0 ] || usage; [ -f "$DIR/ssh_config" ] && check_hosts ;;
-  exec) [ $# -ge 1 ] || usage
-    [ -e "/run/netns/$(netns_of nsA)" ] || die "no hosts in $DIR (run: tests/netns_hosts.sh up $DIR)"
-    exec ip netns exec "$(netns_of nsA)" "$@" ;;
+  exec|exec-b) [ $# -ge 1 ] || usage
+    ns=$(netns_of "$([ "$CMD" = exec ] && echo nsA || echo nsB)")
+    [ -e "/run/netns/$ns" ] || die "no hosts in $DIR (run: tests/netns_hosts.sh up $DIR)"
+    exec ip netns exec "$ns" "$@" ;;
   link) [ $# -eq 2 ] || usage
     ns=$(netns_of "$1") || die "unknown host '$1' (nsA or nsB)"
     case $2 in up|down) ;; *) usage ;; esac
