@@ -262,8 +262,13 @@ TEST_F(LaunchElasticRemote, AHostLostForGoodFinishesOnTheOtherSeeingEverySampleO
   ASSERT_GT(wait_for_checkpoint(job, ckpt, 4, 1, 180), 0) << job.err();
   const std::string pid_text = read_file(hosts_dir() + "/hpc03.pid");
   ASSERT_FALSE(pid_text.empty()) << "no pid file for hpc03's sshd";
+  const auto killed = Clock::now();
   for (pid_t p : process_tree(pid_t(std::atoi(pid_text.c_str())))) ::kill(p, SIGKILL);
+  const double named = job.wait_for(std::regex("launch: host hpc03 blacklisted"), 300, true, killed);
+  const double resumed = job.wait_for(std::regex("launch: elastic start 2: "), 300, true, killed);
   const int code = job.code(300);
+  std::cerr << "[ timing ] hpc03 lost for good, --heartbeat-timeout 10: blacklisted after " << named
+            << " s, restarted on hpc01 after " << resumed << " s, job done after " << secs_since(killed) << " s\n";
   const std::string err = job.err();
   testhosts::start_in_place();
   ASSERT_EQ(code, 0) << err;
