@@ -204,6 +204,30 @@ TEST_F(LaunchElasticRemote, ABlacklistedHostIsBackAfterItsCooldown) {
   EXPECT_TRUE(contains(job.out(), "done on hpc03")) << job.out();
 }
 
+// A cooldown longer than the restart's backoff (3 s against 2 s): the third start runs on hpc01
+// alone, and the running job, polling its -H hosts, lets hpc03 back (its line said); without
+// --checkpoint-dir it says it does not grow and finishes on its 1 rank.
+TEST_F(LaunchElasticRemote, AHostWhoseCooldownEndsWhileTheJobRunsIsBackForTheRunningJob) {
+  const std::string rank =
+      "if [ \"$BARESGD_HOSTNAME\" = hpc03 ]; then exit 1; fi; [ \"$BARESGD_SIZE\" = 1 ] || exec sleep 60; "
+      "sleep 3; echo done alone";
+  const std::vector<std::string> flags = {"--min-np", "1", "--blacklist-cooldown-range", "3", "3"};
+  Proc job(cat({"/usr/bin/env", "BARESGD_ELASTIC_POLL_MS=200", launch_, "--gloo"},
+               cat(on("hpc01:1,hpc03:1", flags), {"/bin/sh", "-c", rank, marker_})));
+  ASSERT_EQ(job.code(120), 0) << job.err();
+  const std::string err = job.err();
+  EXPECT_TRUE(contains(err, "it gets no ranks for 3.0 s (blacklisting 1, --blacklist-cooldown-range 3 3)\n")) << err;
+  EXPECT_TRUE(contains(err, "launch: elastic start 3: 1 rank on hpc01:1 (was 2)\n")) << err;
+  const size_t back = err.find("launch: host hpc03 is usable again after its 3.0 s blacklist cooldown\n");
+  ASSERT_NE(back, std::string::npos) << err;
+  EXPECT_GT(back, err.find("elastic start 3:")) << "back while the third start ran: " << err;
+  EXPECT_TRUE(contains(err,
+                       "launch: elastic growth: the -H hosts give hpc03:1; the job does not grow without "
+                       "--checkpoint-dir"))
+      << err;
+  EXPECT_TRUE(contains(job.out(), "done alone")) << job.out();
+}
+
 TEST_F(LaunchElasticRemote, AHostThatDoesNotAnswerIsBlacklistedAtTheStart) {
   Proc job(launch(on("hpc01:2,hpc02:2", {"--min-np", "2", "--start-timeout", "20"}), "echo size=$BARESGD_SIZE"));
   ASSERT_EQ(job.code(120), 0) << job.err();
