@@ -2,10 +2,35 @@
 #include "launcher/elastic_hosts.h"
 
 #include <algorithm>
+#include <chrono>
+#include <memory>
+#include <random>
 
-bool ElasticHosts::update(const std::vector<HostSlots>& discovered) {
+CooldownSource system_cooldown_source() {
+  auto gen = std::make_shared<std::mt19937_64>(std::random_device{}());
+  return {[] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); },
+          [gen] { return std::uniform_real_distribution<double>(0.0, 1.0)(*gen); }};
+}
+
+// Horovod's resurrection: a listed host whose cooldown is over is usable again, failures forgotten.
+void ElasticHosts::readmit(const std::vector<HostSlots>& discovered, std::vector<std::string>* back) {
+  const double now = source_.now_s();
+  for (const HostSlots& h : discovered) {
+    auto c = cooldowns_.find(h.name);
+    if (c == cooldowns_.end() || c->second.until == 0 || now < c->second.until) continue;
+    c->second.until = 0;
+    blacklisted_.erase(h.name);
+    failures_.erase(h.name);
+    if (back)
+      back->push_back("launch: host " + h.name + " is usable again after its " +
+                      cooldown_seconds_text(c->second.seconds) + " s blacklist cooldown");
+  }
+}
+
+bool ElasticHosts::update(const std::vector<HostSlots>& discovered, std::vector<std::string>* back) {
   const int before = usable_slots();
   std::vector<HostSlots> old_hosts = next_hosts();
+  readmit(discovered, back);
   slots_.clear();
   for (const HostSlots& h : discovered) {
     slots_[h.name] = h.slots;
@@ -22,7 +47,19 @@ bool ElasticHosts::update(const std::vector<HostSlots>& discovered) {
 std::string ElasticHosts::blacklist(const std::string& host, const std::string& why) {
   if (blacklisted(host)) return "";
   blacklisted_[host] = why;
-  return "launch: host " + host + " blacklisted (" + why + "); it gets no ranks for the rest of the job";
+  const std::string head = "launch: host " + host + " blacklisted (" + why + "); it gets no ranks ";
+  if (!cooldown_.given()) return head + "for the rest of the job";
+  Cooldown& c = cooldowns_[host];
+  c.seconds = cooldown_seconds(cooldown_, ++c.blacklistings, source_.uniform());
+  c.until = source_.now_s() + c.seconds;
+  return head + "for " + cooldown_seconds_text(c.seconds) + " s (blacklisting " + std::to_string(c.blacklistings) +
+         ", " + cooldown_flag_text(cooldown_) + ")";
+}
+
+bool ElasticHosts::cooling() const {
+  for (const auto& [host, c] : cooldowns_)
+    if (c.until > 0) return true;
+  return false;
 }
 
 std::string ElasticHosts::record_failure(const std::string& host, const std::string& cause) {

@@ -50,6 +50,8 @@ void check_elastic_options(const LaunchOptions& o, ElasticOptions* e, bool timeo
     throw UsageError("--slots-per-host is for hosts a --host-discovery-script prints; with -H give host:slots", false);
   if (!e->enabled()) {
     if (e->max_np > 0) throw UsageError("--max-np needs --min-np or --host-discovery-script (elastic mode)", false);
+    if (e->cooldown.given())
+      throw UsageError("--blacklist-cooldown-range needs --min-np or --host-discovery-script (elastic mode)", false);
     return;
   }
   const std::string mode = e->discovery_script.empty() ? "--min-np" : "--host-discovery-script";

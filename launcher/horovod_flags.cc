@@ -11,8 +11,6 @@ constexpr FlagStatus kNoOp = FlagStatus::kNoOp;
 constexpr FlagStatus kRef = FlagStatus::kRefused;
 
 const char kAutotune[] = "autotune-only: baresgd has no autotuner (no fusion buffer or cycle time to tune)";
-const char kCooldown[] =
-    "a blacklisted host stays out for the rest of an elastic job: ./launch has no cooldown that lets it back";
 const char kNoStall[] =
     "./train has no stall check: a collective that waits longer than its --comm-timeout fails the job";
 
@@ -60,7 +58,7 @@ std::vector<HorovodFlag> make_table() {
       {{"--slots-per-host"}, 1, kImpl, "elastic: slots of a discovered host printed without :slots (default 1)", "", ""},
       {{"--elastic-timeout"}, 1, kImpl, "elastic: seconds to wait for --min-np usable slots (default 600)", "HOROVOD_ELASTIC_TIMEOUT", ""},
       {{"--reset-limit"}, 1, kImpl, "restarts a failed job up to N times (the same as --max-restarts; horovodrun's elastic reset count)", "", ""},
-      {{"--blacklist-cooldown-range"}, 2, kRef, kCooldown, "", ""},
+      {{"--blacklist-cooldown-range"}, 2, kImpl, "elastic: MIN MAX seconds; a blacklisted host gets ranks again after MIN x 2^n + U x MIN s (its nth blacklisting, U uniform in [0, 1)) kept within MIN..MAX; 1 <= MIN <= MAX <= 3600", "", ""},
       {{"--timeline-filename"}, 1, kImpl, "every rank gets HOROVOD_TIMELINE=FILE; ./train records its timeline there",
        "HOROVOD_TIMELINE", ""},
       {{"--timeline-mark-cycles"}, 0, kRef, "./train has no fusion cycles to mark", "HOROVOD_TIMELINE_MARK_CYCLES", "0"},

@@ -277,12 +277,14 @@ int next_elastic_plan(const JobPlan& base, ElasticHosts* hosts, OutputSink* sink
   const ElasticOptions& e = base.opts.elastic;
   const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(e.elastic_timeout_s * 1000));
   for (bool said_waiting = false;;) {
+    std::vector<std::string> back;
     try {
-      hosts->update(discover_hosts(e, base.offered, base.opts.start_timeout));
+      hosts->update(discover_hosts(e, base.offered, base.opts.start_timeout), &back);
     } catch (const std::exception& bad) {
       sink->message(std::string("launch: ") + bad.what());
       return 1;
     }
+    for (const std::string& line : back) sink->message(line);
     if (hosts->next_np() > 0) {
       if (replan_on_hosts(base, hosts->next_hosts(), plan) != kGoOn) return 1;
       auto bad = unreachable_hosts(*plan, start_deadline(*plan));
@@ -291,7 +293,7 @@ int next_elastic_plan(const JobPlan& base, ElasticHosts* hosts, OutputSink* sink
       for (const auto& [host, why] : bad) sink->message(hosts->record_lost(host, "cannot reach it over ssh: " + why));
       continue;
     }
-    if (e.discovery_script.empty()) {  // -H's hosts never change: nothing to wait for
+    if (e.discovery_script.empty() && !hosts->cooling()) {  // -H's hosts never change: nothing to wait for
       sink->message("launch: the job cannot run: " + hosts->describe() +
                     " (-H hosts; a --host-discovery-script could add more)");
       return 1;
@@ -330,7 +332,7 @@ void charge_failure(const AttemptEnd& end, ElasticHosts* hosts, OutputSink* sink
 // runs, more slots grow it at its next checkpoint (elastic_grow.h): a new start, not a restart.
 int run_elastic(const JobPlan& base, OutputSink* sink, Watchdog* watchdog) {
   const ElasticOptions& e = base.opts.elastic;
-  ElasticHosts hosts({std::max(1, e.min_np), e.max_np, 2});
+  ElasticHosts hosts({std::max(1, e.min_np), e.max_np, 2}, e.cooldown);
   JobPlan next = base;
   const std::string dir = checkpoint_dir_of(base.opts.command);
   int last_np = 0;
@@ -343,11 +345,11 @@ int run_elastic(const JobPlan& base, OutputSink* sink, Watchdog* watchdog) {
                     (last_np > 0 && plan.opts.np != last_np ? " (was " + std::to_string(last_np) + ")" : ""));
     last_np = plan.opts.np;
     const bool rank0_here = plan.hosts[plan.layout[0].host_index].local;
-    ElasticGrowth growth(e, base.opts.start_timeout, &hosts, dir, rank0_here, plan.used, sink);
+    ElasticGrowth growth(e, base.offered, base.opts.start_timeout, &hosts, dir, rank0_here, plan.used, sink);
+    const bool polls = !e.discovery_script.empty() || e.cooldown.given();  // hosts may come (back) meanwhile
     AttemptEnd end;
-    code = run_attempt(
-        plan, sink, watchdog, &end,
-        e.discovery_script.empty() ? std::function<bool()>() : [&growth] { return growth.due(); });
+    code =
+        run_attempt(plan, sink, watchdog, &end, polls ? [&growth] { return growth.due(); } : std::function<bool()>());
     if (end.grow) {  // not a failure: no backoff, no restart counted
       next.opts.command = resume_command(next.opts.command);
       continue;
@@ -402,7 +404,7 @@ int run_job(const JobPlan& plan) {
 // the policy.
 int print_elastic_dry_run(const JobPlan& base) {
   const ElasticOptions& e = base.opts.elastic;
-  ElasticHosts hosts({std::max(1, e.min_np), e.max_np, 2});
+  ElasticHosts hosts({std::max(1, e.min_np), e.max_np, 2}, e.cooldown);
   try {
     hosts.update(discover_hosts(e, base.offered, base.opts.start_timeout));
   } catch (const std::exception& bad) {
@@ -417,10 +419,13 @@ int print_elastic_dry_run(const JobPlan& base) {
   if (replan_on_hosts(base, hosts.next_hosts(), &plan) != kGoOn) return 1;
   int code = print_dry_run(plan);
   if (code == 0)
-    write_all(1, "elastic: " + std::to_string(std::max(1, e.min_np)) + " to " +
-                     (e.max_np > 0 ? std::to_string(e.max_np) : std::string("every usable slot")) + " ranks, hosts " +
-                     (e.discovery_script.empty() ? "of -H" : "from --host-discovery-script " + e.discovery_script) +
-                     " at every start; a host is blacklisted after 2 rank failures or when it stops answering\n");
+    write_all(1,
+              "elastic: " + std::to_string(std::max(1, e.min_np)) + " to " +
+                  (e.max_np > 0 ? std::to_string(e.max_np) : std::string("every usable slot")) + " ranks, hosts " +
+                  (e.discovery_script.empty() ? "of -H" : "from --host-discovery-script " + e.discovery_script) +
+                  " at every start; a host is blacklisted after 2 rank failures or when it stops answering" +
+                  (e.cooldown.given() ? ", until its cooldown is over (" + cooldown_flag_text(e.cooldown) + ")" : "") +
+                  "\n");
   return code;
 }
 

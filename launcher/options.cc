@@ -213,6 +213,10 @@ const char kHelpText[] =
     "      --slots-per-host N    slots of a discovered host printed without \":slots\" (default 1)\n"
     "      --elastic-timeout S   how long an elastic job waits for --min-np usable slots before\n"
     "                            it fails (default 600; HOROVOD_ELASTIC_TIMEOUT)\n"
+    "      --blacklist-cooldown-range MIN MAX  elastic: a blacklisted host gets ranks again after\n"
+    "                            its cooldown, MIN x 2^n + U x MIN s for its nth blacklisting (U\n"
+    "                            uniform in [0, 1)), kept within MIN..MAX (1 <= MIN <= MAX <= 3600;\n"
+    "                            Horovod's). Without it a blacklisted host stays out\n"
     "      --dry-run             print what would be started (below) and start nothing\n"
     "      --no-srun             --gloo inside a Slurm allocation: start the ranks locally and\n"
     "                            over ssh, not as job steps through srun (below)\n"
@@ -518,10 +522,22 @@ void restart_flag(FlagWord& f, FlagPass& p) {
   p.o.restarts_given = true;
 }
 
+// --blacklist-cooldown-range MIN MAX: two separate words, as horovodrun's nargs=2 takes them.
+void cooldown_flag(FlagWord& f, FlagPass& p) {
+  if (f.has_inline) throw UsageError(f.name + " takes two words, MIN MAX, not " + f.name + "=...", false);
+  if (f.i + 2 >= f.args.size()) throw UsageError(f.name + " needs two values: MIN MAX seconds", false);
+  const std::string min = f.args[++f.i];
+  p.o.elastic.cooldown = parse_cooldown_range(min, f.args[++f.i]);
+}
+
 // --max-restarts, --reset-limit and the elastic flags (elastic_options.cc): what follows a failure.
 bool restart_or_elastic_flag(FlagWord& f, FlagPass& p) {
   if (f.is({"--max-restarts", "--reset-limit"})) {
     restart_flag(f, p);
+    return true;
+  }
+  if (f.is({"--blacklist-cooldown-range"})) {
+    cooldown_flag(f, p);
     return true;
   }
   if (!parse_elastic_flag(

@@ -6,7 +6,8 @@
 //     for --elastic-timeout and then fail naming the slots;
 //   - after a failure the job restarts with the slots discovery reports then (here: more);
 //   - over the sshd test hosts: a host whose ranks fail twice is blacklisted and the job finishes
-//     on the other; a host that does not answer over ssh is blacklisted at the start.
+//     on the other; a host that does not answer over ssh is blacklisted at the start; with
+//     --blacklist-cooldown-range a blacklisted host is back once its cooldown is over.
 //
 // Env: BARESGD_LAUNCH (as the rest of the suite).
 #include <gtest/gtest.h>
@@ -74,6 +75,13 @@ TEST_F(LaunchElastic, DryRunShowsTheFirstStartAndThePolicy) {
                                       "answering\n"))
       << dry.out();
   EXPECT_FALSE(contains(dry.out(), "\nx\n"));
+  Proc cool(
+      launch({"--host-discovery-script", discovery(), "--blacklist-cooldown-range", "1", "10", "--dry-run"}, "x"));
+  ASSERT_EQ(cool.code(60), 0) << cool.err();
+  EXPECT_TRUE(contains(cool.out(),
+                       "when it stops answering, until its cooldown is over (--blacklist-cooldown-range 1 "
+                       "10)\n"))
+      << cool.out();
 }
 
 TEST_F(LaunchElastic, HostsWithoutSlotsGetSlotsPerHost) {
@@ -174,6 +182,52 @@ TEST_F(LaunchElasticRemote, AHostWhoseRanksFailTwiceIsBlacklistedAndTheJobFinish
   EXPECT_TRUE(contains(job.out(), "done on hpc01 rank 1")) << job.out();
 }
 
+// --blacklist-cooldown-range 1 1: hpc03's rank fails in the first two starts (a counter file both
+// test hosts see), which blacklists hpc03 for 1 s; the second restart's 2 s backoff outlasts it, so
+// the third start has hpc03 back (one line says so) and the job finishes on both hosts.
+TEST_F(LaunchElasticRemote, ABlacklistedHostIsBackAfterItsCooldown) {
+  const std::string count = dir_ + "/hpc03-starts";
+  const std::string rank = "if [ \"$BARESGD_HOSTNAME\" = hpc03 ]; then echo x >> " + count + "; [ $(wc -l < " + count +
+                           ") -gt 2 ] || exit 1; fi; echo done on $BARESGD_HOSTNAME";
+  Proc job(launch(on("hpc01:1,hpc03:1", {"--min-np", "1", "--blacklist-cooldown-range", "1", "1"}), rank));
+  ASSERT_EQ(job.code(120), 0) << job.err();
+  const std::string err = job.err();
+  EXPECT_TRUE(contains(err, "launch: elastic start 1: 2 ranks on hpc01:1, hpc03:1\n")) << err;
+  EXPECT_TRUE(
+      std::regex_search(err, std::regex("launch: host hpc03 blacklisted \\(its ranks failed 2 times, last: "
+                                        "rank 1 \\(hpc03, pid \\d+\\) exited with status 1\\); it gets no "
+                                        "ranks for 1.0 s \\(blacklisting 1, --blacklist-cooldown-range 1 1\\)\n")))
+      << err;
+  EXPECT_TRUE(contains(err, "launch: host hpc03 is usable again after its 1.0 s blacklist cooldown\n")) << err;
+  EXPECT_EQ(count_of(err, "launch: elastic restart "), 2) << err;
+  EXPECT_FALSE(contains(err, "1 rank on")) << "the job never shrank: " << err;
+  EXPECT_TRUE(contains(job.out(), "done on hpc03")) << job.out();
+}
+
+// A cooldown longer than the restart's backoff (3 s against 2 s): the third start runs on hpc01
+// alone, and the running job, polling its -H hosts, lets hpc03 back (its line said); without
+// --checkpoint-dir it says it does not grow and finishes on its 1 rank.
+TEST_F(LaunchElasticRemote, AHostWhoseCooldownEndsWhileTheJobRunsIsBackForTheRunningJob) {
+  const std::string rank =
+      "if [ \"$BARESGD_HOSTNAME\" = hpc03 ]; then exit 1; fi; [ \"$BARESGD_SIZE\" = 1 ] || exec sleep 60; "
+      "sleep 3; echo done alone";
+  const std::vector<std::string> flags = {"--min-np", "1", "--blacklist-cooldown-range", "3", "3"};
+  Proc job(cat({"/usr/bin/env", "BARESGD_ELASTIC_POLL_MS=200", launch_, "--gloo"},
+               cat(on("hpc01:1,hpc03:1", flags), {"/bin/sh", "-c", rank, marker_})));
+  ASSERT_EQ(job.code(120), 0) << job.err();
+  const std::string err = job.err();
+  EXPECT_TRUE(contains(err, "it gets no ranks for 3.0 s (blacklisting 1, --blacklist-cooldown-range 3 3)\n")) << err;
+  EXPECT_TRUE(contains(err, "launch: elastic start 3: 1 rank on hpc01:1 (was 2)\n")) << err;
+  const size_t back = err.find("launch: host hpc03 is usable again after its 3.0 s blacklist cooldown\n");
+  ASSERT_NE(back, std::string::npos) << err;
+  EXPECT_GT(back, err.find("elastic start 3:")) << "back while the third start ran: " << err;
+  EXPECT_TRUE(contains(err,
+                       "launch: elastic growth: the -H hosts give hpc03:1; the job does not grow without "
+                       "--checkpoint-dir"))
+      << err;
+  EXPECT_TRUE(contains(job.out(), "done alone")) << job.out();
+}
+
 TEST_F(LaunchElasticRemote, AHostThatDoesNotAnswerIsBlacklistedAtTheStart) {
   Proc job(launch(on("hpc01:2,hpc02:2", {"--min-np", "2", "--start-timeout", "20"}), "echo size=$BARESGD_SIZE"));
   ASSERT_EQ(job.code(120), 0) << job.err();
@@ -232,8 +286,13 @@ TEST_F(LaunchElasticRemote, AHostLostForGoodFinishesOnTheOtherSeeingEverySampleO
   ASSERT_GT(wait_for_checkpoint(job, ckpt, 4, 1, 180), 0) << job.err();
   const std::string pid_text = read_file(hosts_dir() + "/hpc03.pid");
   ASSERT_FALSE(pid_text.empty()) << "no pid file for hpc03's sshd";
+  const auto killed = Clock::now();
   for (pid_t p : process_tree(pid_t(std::atoi(pid_text.c_str())))) ::kill(p, SIGKILL);
+  const double named = job.wait_for(std::regex("launch: host hpc03 blacklisted"), 300, true, killed);
+  const double resumed = job.wait_for(std::regex("launch: elastic start 2: "), 300, true, killed);
   const int code = job.code(300);
+  std::cerr << "[ timing ] hpc03 lost for good, --heartbeat-timeout 10: blacklisted after " << named
+            << " s, restarted on hpc01 after " << resumed << " s, job done after " << secs_since(killed) << " s\n";
   const std::string err = job.err();
   testhosts::start_in_place();
   ASSERT_EQ(code, 0) << err;
@@ -288,6 +347,30 @@ TEST(LaunchElasticOptions, BadCombinationsAreOneLineErrorsNamingTheFlags) {
             "--slots-per-host is for hosts a --host-discovery-script prints; with -H give host:slots");
   EXPECT_EQ(usage_error({"--gloo", "--min-np", "1", "--elastic-timeout", "0", "x"}),
             "--elastic-timeout must be > 0 seconds (got 0)");
+}
+
+TEST(LaunchElasticOptions, BlacklistCooldownRangeParsesAndBadValuesAreOneLineNamingIt) {
+  const std::string f = "--blacklist-cooldown-range";
+  LaunchOptions o = parse_launch_options({"--gloo", "--min-np", "1", f, "60", "300", "./train"});
+  EXPECT_EQ(o.elastic.cooldown.min_s, 60);
+  EXPECT_EQ(o.elastic.cooldown.max_s, 300);
+  EXPECT_EQ(o.command, std::vector<std::string>{"./train"});
+  EXPECT_FALSE(parse_launch_options({"--gloo", "--min-np", "1", "x"}).elastic.cooldown.given());
+  const std::vector<std::string> elastic = {"--gloo", "--min-np", "1", f};
+  EXPECT_EQ(usage_error(cat(elastic, {"ten", "300", "x"})), f + " MIN 'ten' is not a whole number of seconds");
+  EXPECT_EQ(usage_error(cat(elastic, {"60", "1.5", "x"})), f + " MAX '1.5' is not a whole number of seconds");
+  EXPECT_EQ(usage_error(cat(elastic, {"-5", "300", "x"})), f + " MIN must be 1..3600 seconds (got -5)");
+  EXPECT_EQ(usage_error(cat(elastic, {"0", "300", "x"})), f + " MIN must be 1..3600 seconds (got 0)");
+  EXPECT_EQ(usage_error(cat(elastic, {"60", "3601", "x"})), f + " MAX must be 1..3600 seconds (got 3601)");
+  EXPECT_EQ(usage_error(cat(elastic, {"99999999999999999999", "300", "x"})),
+            f + " MIN must be 1..3600 seconds (got 99999999999999999999)");
+  EXPECT_EQ(usage_error(cat(elastic, {"300", "60", "x"})), f + " MIN 300 is more than MAX 60");
+  EXPECT_EQ(usage_error(cat(elastic, {"60"})), f + " needs two values: MIN MAX seconds");
+  EXPECT_EQ(usage_error(cat(elastic, {"60", "./train"})), f + " MAX './train' is not a whole number of seconds");
+  EXPECT_EQ(usage_error({"--gloo", "--min-np", "1", f + "=60", "300", "x"}),
+            f + " takes two words, MIN MAX, not " + f + "=...");
+  EXPECT_EQ(usage_error({"--gloo", "-np", "2", f, "60", "300", "x"}),
+            f + " needs --min-np or --host-discovery-script (elastic mode)");
 }
 
 TEST(LaunchElasticOptions, HorovodElasticTimeoutIsReadAndTheFlagWins) {

@@ -126,6 +126,42 @@ TEST_F(LaunchRemote, SigstopOfRemoteAgentNamesTheSilentHost) {
             << detect << " s\n";
 }
 
+// Issue 11, 1 (the closing note's fault table): an agent stopped while its rank still runs, whose
+// rank then finishes: the rank's exit can never be reported, so only the heartbeats show the host
+// is gone. The launcher names hpc03 within --heartbeat-timeout (measured from the rank's end) and
+// leaves nothing of the job, the stopped agent included.
+TEST_F(LaunchRemote, SigstopOfAnAgentWhoseRankThenFinishesNamesTheHost) {
+  const double hb = 3;
+  const std::string script = "if [ \"$BARESGD_RANK\" = 2 ]; then exec " + rank_tool() + " sleep 3 " + marker_ +
+                             "; fi; exec " + rank_tool() + " sleep 120 " + marker_;
+  Launch l(
+      {"-np", "3", "--gloo", "-H", "localhost:1,hpc03:2", "-F", cfg(), "--heartbeat-timeout", "3", "sh", "-c", script});
+  ASSERT_TRUE(l.wait_out("ready", 3, 60)) << l.out() << l.err();
+  auto pids = ready_pids(l.out());
+  ASSERT_EQ(pids.size(), 3u);
+  const long agent = ppid_of(pids[2]);
+  ASSERT_GT(agent, 1);
+  const std::string job = job_entry_of(pids[2]);
+  const auto stopped = Clock::now();
+  ASSERT_EQ(kill(static_cast<pid_t>(agent), SIGSTOP), 0);
+  for (int i = 0; i < 1000 && state_of(pids[2]) != 'Z' && state_of(pids[2]) != 0; ++i) usleep(10 * 1000);
+  ASSERT_TRUE(state_of(pids[2]) == 'Z') << "rank 2 did not finish under its stopped agent";
+  auto t0 = Clock::now();
+  int code = l.code(hb + 60);
+  double detect = secs_since(t0);
+  const std::string err = l.err();
+  EXPECT_EQ(code, 255) << err;
+  EXPECT_LE(detect, hb + 30.0) << err;
+  EXPECT_TRUE(std::regex_search(err, std::regex("launch: hpc03 \\(rank 2, agent pid " + std::to_string(agent) +
+                                                "\\) sent no heartbeat for 3 s; stopping the job")))
+      << err;
+  EXPECT_TRUE(job_procs(job).empty()) << "processes of the job left after the launcher exited";
+  for (pid_t p : job_procs(job)) kill(p, SIGKILL);
+  EXPECT_GE(wait_no_procs(marker_, 10), 0) << "ranks survived";
+  std::cerr << "[ timing ] SIGSTOP of a remote agent whose rank then finished, --heartbeat-timeout 3: launcher exit "
+            << code << " " << secs_since(stopped) << " s after the SIGSTOP, " << detect << " s after the rank's end\n";
+}
+
 // Issue 11, 2: kill -9 of the launcher; each remote agent stops its rank within the heartbeat bound.
 TEST_F(LaunchRemote, KillNineOfLauncherRemoteRanksGoneWithinHeartbeatTimeout) {
   const double hb = 3;

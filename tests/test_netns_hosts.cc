@@ -8,6 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -262,6 +265,14 @@ TEST_F(NetnsHosts, ACutLinkIsNamedWithinTheCommTimeout) {
   EXPECT_GT(min_rtt_ms(*dir), 0) << "the link did not come back up";
 }
 
+// cmd with each stderr line prefixed by the time it was read (date +%s.%N); cmd's exit status kept
+// (through status_file).
+std::string stamped_stderr(const std::string& cmd, const std::string& status_file) {
+  return "{ { " + cmd + "; echo $? > " + status_file +
+         "; } 2>&1 1>&3 | while IFS= read -r l; do echo \"$(date +%s.%N) " + "$l\"; done >&2; } 3>&1; exit $(cat " +
+         status_file + ")";
+}
+
 // Issue 11, 1: a host partitioned after its rank finished. nsB's rank exits 0 right after it
 // blackholes nsB's route to nsA (blackhole routes, as a partitioned host's would be), so its agent's
 // exit report and heartbeats cannot reach the launcher in nsA. The launcher names nsB within the
@@ -269,12 +280,19 @@ TEST_F(NetnsHosts, ACutLinkIsNamedWithinTheCommTimeout) {
 // back); nsA's rank, still sleeping, is stopped; nothing of the job is left in either namespace.
 TEST_F(NetnsHosts, AHostPartitionedAfterItsRankFinishedIsNamed) {
   const std::string nsb = netns("nsB");
-  const std::string rank =
-      "if [ \"$BARESGD_RANK\" = 1 ]; then ip route add blackhole 10.213.0.1/32; exit 0; fi; "
-      "sleep 60; echo rank 0 was not stopped";
+  const std::string stamp = *dir + "/partitioned-at";  // when nsB's rank cut the route (date +%s.%N)
+  const std::string rank = "if [ \"$BARESGD_RANK\" = 1 ]; then date +%s.%N > " + stamp +
+                           "; ip route add blackhole 10.213.0.1/32; exit 0; fi; sleep 60; echo rank 0 was not stopped";
   const std::string job =
       launch_in_nsA("-np 2 --gloo -H nsA:1,nsB:1 --tag-format host --heartbeat-timeout 4 sh -c '" + rank + "'");
-  auto r = run(job, 100);
+  auto r = run(stamped_stderr(job, *dir + "/status"), 100);
+  const double exited = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double cut = std::atof(testutil::read_file(stamp).c_str());
+  std::smatch named;
+  std::regex_search(r.err, named, std::regex(R"((\d+\.\d+) launch: nsB [^\n]*no heartbeat)"));
+  std::cerr << "[ timing ] nsB partitioned after its rank finished, --heartbeat-timeout 4: named "
+            << (named.empty() ? -1 : std::atof(named[1].str().c_str()) - cut) << " s, launcher exit " << exited - cut
+            << " s after the partition\n";
   const std::string routes = run("ip -n " + nsb + " route show", 30).out;
   run("ip -n " + nsb + " route del blackhole 10.213.0.1/32", 30);
   ASSERT_NE(routes.find("blackhole 10.213.0.1"), std::string::npos) << "nsB's rank did not partition it: " << routes;

@@ -20,6 +20,8 @@
 //   command (launcher/restart.h resume_command) is CMD, or CMD plus one trailing --resume when CMD
 //   has a --checkpoint-dir value and no --resume, and applying it again changes nothing; the
 //   --dry-run policy line is empty exactly for 0 and else one line.
+//   --blacklist-cooldown-range: given only in elastic mode, 1 <= MIN <= MAX <= 3600, and every
+//   cooldown it gives (launcher/blacklist_cooldown.h) lies in [MIN, MAX].
 //
 // Build: make fuzz (build-fuzz/fuzz_launch_options); run: .ci/fuzz.sh
 #include <algorithm>
@@ -31,6 +33,7 @@
 #include <vector>
 
 #include "launcher/agent_protocol.h"
+#include "launcher/blacklist_cooldown.h"
 #include "launcher/netaddr.h"
 #include "launcher/options.h"
 #include "launcher/restart.h"
@@ -100,6 +103,21 @@ void check_restarts(const LaunchOptions& o) {
   if (!policy.empty()) FUZZ_CHECK(policy.find('\n') == policy.size() - 1);
 }
 
+void check_cooldown(const LaunchOptions& o) {
+  const CooldownRange& r = o.elastic.cooldown;
+  if (!r.given()) {
+    FUZZ_CHECK(r.max_s == 0);
+    return;
+  }
+  FUZZ_CHECK(o.elastic.enabled());
+  FUZZ_CHECK(r.min_s >= 1 && r.min_s <= r.max_s && r.max_s <= 3600);
+  for (int n : {0, 1, 2, 12, 31, 1000000})
+    for (double u : {0.0, 0.5, 0.999999}) {
+      const double s = cooldown_seconds(r, n, u);
+      FUZZ_CHECK(s >= r.min_s && s <= r.max_s);
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -134,6 +152,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!o.bind_addr.empty()) check_bind_addr(o.bind_addr);
   check_heartbeats(o);
   check_restarts(o);
+  check_cooldown(o);
   if (!o.ssh_port.empty()) {
     const long p = std::strtol(o.ssh_port.c_str(), nullptr, 10);
     FUZZ_CHECK(p >= 1 && p <= 65535);
