@@ -14,6 +14,7 @@
 #include <gloo/transport/pair.h>
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <algorithm>
@@ -64,20 +65,32 @@ size_t host_rmem_default() {
   return static_cast<size_t>(def);
 }
 
+// Involuntary context switches of the calling thread so far.
+long involuntary_switches() {
+  struct rusage ru;
+  return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : 0;
+}
+
 }  // namespace
 
 bool GlooSyncLane::fits(size_t total, size_t largest, size_t wmem_max, size_t rmem_default) {
   return total <= std::min(largest, wmem_max) + rmem_default / 2;
 }
 
-GlooSyncLane::GlooSyncLane(gloo::rendezvous::Store& store, std::shared_ptr<gloo::transport::Device> device,
-                           int rank, int size, std::chrono::milliseconds timeout, bool busy_poll)
-    : rank_(rank), size_(size) {
+GlooSyncLane::GlooSyncLane(gloo::rendezvous::Store& store, std::shared_ptr<gloo::transport::Device> device, int rank,
+                           int size, std::chrono::milliseconds timeout, bool busy_poll)
+    : rank_(rank), size_(size), spin_(busy_poll) {
   context_ = std::make_shared<gloo::rendezvous::Context>(rank, size);
   context_->setTimeout(timeout);  // the pairs' read and write timeout
   context_->connectFullMesh(store, device);
   for (int p = 0; p < size; ++p)
-    if (p != rank) context_->getPair(p)->setSync(true, busy_poll);
+    if (p != rank) context_->getPair(p)->setSync(true, spin_.spinning());
+}
+
+void GlooSyncLane::after_round(bool preempted) {
+  if (!spin_.after_round(preempted)) return;
+  for (int p = 0; p < size_; ++p)  // setSync again only changes how the pair's reads wait
+    if (p != rank_) context_->getPair(p)->setSync(true, spin_.spinning());
 }
 
 GlooSyncLane::~GlooSyncLane() = default;
@@ -126,9 +139,11 @@ void GlooSyncLane::Region::send_own(const std::function<void(int peer)>& peer) {
 void GlooSyncLane::Region::receive(const std::function<void(int peer)>& peer) {
   if (bytes_ == 0) return;
   const int sz = lane_->size_, r = lane_->rank_;
+  const long switches = involuntary_switches();
   for (int k = 1; k < sz; ++k) {
     const int from = (r + sz - k) % sz;
     peer(from);
     recv_[from]->waitRecv();
   }
+  lane_->after_round(involuntary_switches() != switches);
 }

@@ -21,6 +21,8 @@
 #include <memory>
 #include <vector>
 
+#include "comm/spin_choice.h"
+
 namespace gloo {
 namespace rendezvous {
 class Context;
@@ -35,8 +37,8 @@ class GlooSyncLane {
   // Collective: every rank connects its pairs through `store` (give it a prefix of its own), with
   // `timeout` on every blocking read and write. busy_poll: a wait spins on the socket instead of
   // sleeping in the kernel (for a rank that has a core of its own).
-  GlooSyncLane(gloo::rendezvous::Store& store, std::shared_ptr<gloo::transport::Device> device, int rank,
-               int size, std::chrono::milliseconds timeout, bool busy_poll);
+  GlooSyncLane(gloo::rendezvous::Store& store, std::shared_ptr<gloo::transport::Device> device, int rank, int size,
+               std::chrono::milliseconds timeout, bool busy_poll);
   ~GlooSyncLane();
 
   // Whether `total` bytes written to one peer before it reads any, in messages of at most
@@ -71,7 +73,11 @@ class GlooSyncLane {
   std::unique_ptr<Region> open_region(size_t bytes);
 
  private:
+  // A region's receive is over; preempted: its thread was switched out involuntarily meanwhile.
+  void after_round(bool preempted);
+
   const int rank_, size_;
+  SpinChoice spin_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
   int next_slot_ = 1;
   size_t opened_bytes_ = 0, largest_ = 0;  // over the regions opened so far

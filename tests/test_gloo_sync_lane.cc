@@ -3,13 +3,61 @@
 // device thread's path (BARESGD_GLOO_SYNC_LANE=0): bit-equal parameters after 12 steps on 2 and 4
 // ranks, fp32 and fp16, whole buffer and overlapped buckets, and the lane_rounds count of the
 // BARESGD_TIMING line saying which path ran (so a lane that silently stayed shut cannot pass).
+// And the spin-or-sleep choice of a waiting rank (comm/spin_choice.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 #include <set>
 #include <string>
 
+#include "comm/spin_choice.h"
 #include "tests/test_util.h"
+
+namespace {
+
+// Rounds until a sleeping choice spins again.
+int rounds_asleep(SpinChoice* c) {
+  int n = 0;
+  while (!c->spinning()) {
+    c->after_round(false);
+    ++n;
+  }
+  return n;
+}
+
+TEST(SpinChoice, NeverSpinsWhenTheRankHasNoCpuOfItsOwn) {
+  SpinChoice c(false);
+  EXPECT_FALSE(c.spinning());
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(c.after_round(i % 2 == 0));
+  EXPECT_FALSE(c.spinning());
+}
+
+TEST(SpinChoice, APreemptedSpinSleepsForABackoffThatDoublesUpToItsCap) {
+  SpinChoice c(true);
+  EXPECT_TRUE(c.spinning());
+  EXPECT_FALSE(c.after_round(false));  // a clean round changes nothing
+  int want = SpinChoice::kFirstBackoff;
+  for (int k = 0; k < 12; ++k) {
+    EXPECT_TRUE(c.after_round(true));  // preempted while spinning: sleep
+    EXPECT_FALSE(c.spinning());
+    EXPECT_EQ(rounds_asleep(&c), want) << "preemption " << k;
+    want = std::min(want * 2, SpinChoice::kMaxBackoff);
+  }
+}
+
+TEST(SpinChoice, ALongCleanRunBringsTheBackoffBack) {
+  SpinChoice c(true);
+  for (int k = 0; k < 4; ++k) {  // backoff grows to 16 * 2^4
+    c.after_round(true);
+    rounds_asleep(&c);
+  }
+  for (int i = 0; i < SpinChoice::kCleanRoundsToReset; ++i) c.after_round(false);
+  c.after_round(true);
+  EXPECT_EQ(rounds_asleep(&c), SpinChoice::kFirstBackoff);
+}
+
+}  // namespace
 
 #if BARESGD_HAVE_GLOO
 #include "comm/gloo_sync_lane.h"
@@ -70,8 +118,8 @@ class GlooSyncLaneTrain : public ::testing::Test {
       const std::string on = testutil::read_file(dir + "/lane1." + std::to_string(rank) + ".bin");
       ASSERT_EQ(on.size(), 21840u * 4) << "rank " << rank;
       EXPECT_TRUE(on == testutil::read_file(dir + "/lane0." + std::to_string(rank) + ".bin"))
-          << "rank " << rank << ": the sync lane and the device thread's path trained to different parameters ("
-          << args << ")";
+          << "rank " << rank << ": the sync lane and the device thread's path trained to different parameters (" << args
+          << ")";
     }
   }
 
