@@ -35,8 +35,8 @@ class GlooSyncLane {
   // Collective: every rank connects its pairs through `store` (give it a prefix of its own), with
   // `timeout` on every blocking read and write. busy_poll: a wait spins on the socket instead of
   // sleeping in the kernel (for a rank that has a core of its own).
-  GlooSyncLane(gloo::rendezvous::Store& store, std::shared_ptr<gloo::transport::Device> device, int rank,
-               int size, std::chrono::milliseconds timeout, bool busy_poll);
+  GlooSyncLane(gloo::rendezvous::Store& store, std::shared_ptr<gloo::transport::Device> device, int rank, int size,
+               std::chrono::milliseconds timeout, bool busy_poll);
   ~GlooSyncLane();
 
   // Whether `total` bytes written to one peer before it reads any, in messages of at most

@@ -70,8 +70,8 @@ class GlooSyncLaneTrain : public ::testing::Test {
       const std::string on = testutil::read_file(dir + "/lane1." + std::to_string(rank) + ".bin");
       ASSERT_EQ(on.size(), 21840u * 4) << "rank " << rank;
       EXPECT_TRUE(on == testutil::read_file(dir + "/lane0." + std::to_string(rank) + ".bin"))
-          << "rank " << rank << ": the sync lane and the device thread's path trained to different parameters ("
-          << args << ")";
+          << "rank " << rank << ": the sync lane and the device thread's path trained to different parameters (" << args
+          << ")";
     }
   }
 
