@@ -9,24 +9,35 @@
 // ranks: float addition commutes).
 #include "comm/overlapped_averaging.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
 
 #include "comm/half_float.h"
 
+namespace {
+
+// The observer's clock (BucketExchange's times).
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
 std::vector<GradientBucket> plan_buckets(const std::vector<Segment>& backward_layers, size_t elem_bytes,
                                          size_t min_bytes) {
   std::vector<GradientBucket> out;
   bool open = false;
-  GradientBucket cur{0, 0, -1};
+  GradientBucket cur{0, 0, -1, 0};
   for (size_t i = 0; i < backward_layers.size(); ++i) {
     const Segment& l = backward_layers[i];
     if (open && l.offset + l.count != cur.offset) {  // not adjacent below the bucket: close it
       out.push_back(cur);
       open = false;
     }
-    if (!open) cur = GradientBucket{l.offset + l.count, 0, -1};
+    if (!open) cur = GradientBucket{l.offset + l.count, 0, -1, int(i)};
     open = true;
     cur.offset = l.offset;
     cur.count += l.count;
@@ -56,6 +67,7 @@ struct OverlappedAveraging::Bucket {
   std::vector<float> f32;      // float32: the prescaled send buffer, then the sum
   std::vector<half_bits> f16;  // fp16: the same in halves
   bool started = false;
+  BucketExchange times;  // filled only when an observer is set
 };
 
 OverlappedAveraging::OverlappedAveraging(Communicator& comm, float* grad, const std::vector<Segment>& backward_layers,
@@ -71,6 +83,10 @@ OverlappedAveraging::OverlappedAveraging(Communicator& comm, float* grad, const 
   for (const GradientBucket& g : buckets_) {
     auto b = std::make_unique<Bucket>();
     b->where = g;
+    b->times.bucket = int(state_.size());
+    b->times.first_layer = g.first_layer;
+    b->times.last_layer = g.after_layer;
+    b->times.bytes = g.count * elem;
     (fp16_ ? b->f16.resize(g.count) : b->f32.resize(g.count));
     b->channel = comm.open_gather_channel(g.count * elem);
     state_.push_back(std::move(b));
@@ -80,6 +96,7 @@ OverlappedAveraging::OverlappedAveraging(Communicator& comm, float* grad, const 
 OverlappedAveraging::~OverlappedAveraging() = default;
 
 void OverlappedAveraging::start(Bucket& b) {
+  if (observer_) b.times.send_begin_ns = now_ns();
   const float* g = grad_ + b.where.offset;
   const size_t n = b.where.count;
   if (fp16_) {
@@ -92,11 +109,17 @@ void OverlappedAveraging::start(Bucket& b) {
     b.channel->start(b.f32.data());
   }
   b.started = true;
+  if (observer_) b.times.send_end_ns = now_ns();
 }
 
 void OverlappedAveraging::complete(Bucket& b) {
   if (!b.started) start(b);
+  if (observer_) b.times.wait_begin_ns = now_ns();
   const void* all = b.channel->wait();
+  if (observer_) {
+    b.times.wait_end_ns = now_ns();
+    observer_->on_bucket(b.times);
+  }
   b.started = false;
   const size_t n = b.where.count;
   const int size = comm_.size();

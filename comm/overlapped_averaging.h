@@ -11,12 +11,14 @@
 
 #include "comm/communicator.h"
 #include "comm/gradient_averaging.h"
+#include "comm/overlap_observer.h"
 
-// A bucket's slice of the flat buffer and the index (into the backward-order layer list) of the
-// layer after whose backward it starts.
+// A bucket's slice of the flat buffer, the index (into the backward-order layer list) of the
+// layer after whose backward it starts, and of its first layer (it holds first_layer..after_layer).
 struct GradientBucket {
   size_t offset, count;
   int after_layer;
+  int first_layer = 0;
 };
 
 // A bucket takes layers until it holds at least this many bytes (a smaller message costs a send and
@@ -48,6 +50,8 @@ class OverlappedAveraging {
   void layer_done(int i);
   // Completes every bucket (starting any not started yet): grad holds the average.
   void finish();
+  // Told each bucket's exchange from now on (nullptr: no clock is read). Not owned.
+  void set_observer(OverlapObserver* observer) { observer_ = observer; }
   const std::vector<GradientBucket>& buckets() const { return buckets_; }
 
  private:
@@ -61,4 +65,5 @@ class OverlappedAveraging {
   double pre_, post_;
   std::vector<GradientBucket> buckets_;
   std::vector<std::unique_ptr<Bucket>> state_;
+  OverlapObserver* observer_ = nullptr;
 };

@@ -26,7 +26,14 @@ const Kind kKinds[] = {{"batch read", "#8c8c8c"},
                        {"allreduce (whole call)", "#b07aa1"},
                        {"allreduce algorithm", "#e15759"},
                        {"algorithm step (send/recv)", "#76b7b2"},
+                       {"bucket exchange (--overlap on)", "#edc948"},
                        {"other", "#bab0ac"}};
+
+bool has_arg(const TraceSlice& s, const char* key) {
+  for (const auto& a : s.args)
+    if (a.first == key) return true;
+  return false;
+}
 
 int kind_of(const TraceSlice& s) {
   if (s.cat == "data") return 0;
@@ -35,13 +42,12 @@ int kind_of(const TraceSlice& s) {
   if (s.cat == "optimizer") return 3;
   if (s.cat == "comm") {
     if (s.name == "allreduce") return 4;
-    for (const auto& a : s.args)
-      if (a.first == "algorithm") return 5;
-    for (const auto& a : s.args)
-      if (a.first == "algo_step") return 6;
+    if (has_arg(s, "algorithm")) return 5;
+    if (has_arg(s, "algo_step")) return 6;
+    if (has_arg(s, "bucket")) return 7;
     return 4;
   }
-  return 7;
+  return 8;
 }
 
 // First start and last end of the step's slices over every rank.

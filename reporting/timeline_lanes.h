@@ -1,8 +1,9 @@
 // timeline_lanes: the report's lane chart of one optimizer step from a ./train --timeline file —
 // one lane per (rank, thread track) grouped by rank, each slice of the step a <rect> coloured by
-// its kind (batch read, forward, backward, allreduce, algorithm steps, optimizer step) with a
-// <title> of its args, our allreduce algorithms' flow events as arrows from sender to receiver,
-// a time axis in microseconds on rank 0's clock and a legend. Pure: Timeline in, SVG text out.
+// its kind (batch read, forward, backward, allreduce, algorithm steps, --overlap on's bucket
+// exchanges, optimizer step) with a <title> of its args, our allreduce algorithms' flow events as
+// arrows from sender to receiver, a time axis in microseconds on rank 0's clock and a legend.
+// Pure: Timeline in, SVG text out.
 #pragma once
 #include <string>
 

@@ -30,6 +30,13 @@ static_assert(kA1 == kIn - kK + 1 && kP1 == kA1 / 2 && kA2 == kP1 - kK + 1 && kP
 
 const float* P(const std::vector<float>& v, int t) { return v.data() + Net::kParams[t].offset; }
 float* P(std::vector<float>& v, int t) { return v.data() + Net::kParams[t].offset; }
+
+// Tells the listener that layer's backward is done; the time it takes (--overlap on: a bucket's
+// send) is not the next block's backward on the timeline.
+void after_layer_done(BackwardListener* done, int layer, TimelineLayers* tl) {
+  done->layer_done(layer);
+  tl->skip();
+}
 }  // namespace
 
 // One thread's share of a batch: samples [begin, end), at most cap of them.
@@ -246,23 +253,23 @@ void Net::backward_job(Net* net, int s, int begin, int end) {
   linear_backward(S.g_h3.data(), P(grads, 6), P(grads, 7), S.g_f2.data(), fc2_in, P(prm, 6), n, kHidden, kClasses);
   tl.mark(TimelineKind::kFc2Backward);
   BackwardListener* const done = s == 0 ? net->in_slice_listener_ : nullptr;
-  if (done) done->layer_done(3);
+  if (done) after_layer_done(done, 3, &tl);
   if (net->dropout_)
     dropout_backward(S.g_h3.data(), S.g_h3.data(), net->mask_.data() + size_t(begin) * kHidden, size_t(n) * kHidden);
   relu_backward(S.g_h3.data(), S.g_h3.data(), S.h3.data(), size_t(n) * kHidden);
   // fc1: d(h2) (n,320)
   linear_backward(S.g_h2.data(), P(grads, 4), P(grads, 5), S.g_h3.data(), S.h2.data(), P(prm, 4), n, kFlat, kHidden);
   tl.mark(TimelineKind::kFc1Backward);
-  if (done) done->layer_done(2);
+  if (done) after_layer_done(done, 2, &tl);
   // conv2 block (relu, max_pool, Dropout2d, conv2): d(h1) (n,10,12,12), lane-blocked
   pack_lanes(S.g_h2b.data(), S.g_h2.data(), n, kFlat);
   conv2d_pool_relu_backward_sparse(S.g_h1b.data(), P(grads, 2), P(grads, 3), S.g_h2b.data(), S.sel2.data(), mask2d,
                                    S.h1b.data(), P(prm, 2), S.work.data(), n, kC1, kP1, kP1, kC2, kK, kK);
   tl.mark(TimelineKind::kConv2Backward);
-  if (done) done->layer_done(1);
+  if (done) after_layer_done(done, 1, &tl);
   // conv1 block (relu, max_pool, conv1): no input gradient needed
   conv2d_pool_relu_backward_weights_n16(P(grads, 0), P(grads, 1), S.g_h1b.data(), S.sel1.data(), nullptr, S.xb.data(),
                                         n, 1, kIn, kIn, kC1, kK, kK);
   tl.mark(TimelineKind::kConv1Backward);
-  if (done) done->layer_done(0);
+  if (done) after_layer_done(done, 0, &tl);
 }

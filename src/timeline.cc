@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "src/clock_sync.h"
+#include "src/timeline_buckets.h"
 #include "src/timeline_merge.h"
 #include "src/timeline_record.h"
 #include "src/trace_json.h"
@@ -37,7 +38,7 @@ namespace {
 using timeline_detail::now_ns;
 
 constexpr int kClockRounds = 20;
-constexpr size_t kBufferRecords = size_t(1) << 15;  // per thread, ~2.6 MB
+constexpr size_t kBufferRecords = size_t(1) << 15;  // per thread, ~3.1 MB
 constexpr auto kWriterPeriod = std::chrono::milliseconds(50);
 
 // One thread's records: a single-producer (that thread) single-consumer (the writer) ring.
@@ -140,10 +141,13 @@ void writer_loop() {
   if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) g->writer_cpu_s = double(cpu.tv_sec) + cpu.tv_nsec * 1e-9;
 }
 
-std::string thread_metadata(int compute_threads) {
+std::string thread_metadata(int compute_threads, const std::vector<std::string>& bucket_layers) {
   std::string s = trace_process_metadata(g->rank, g->host);
   for (int t = 0; t < compute_threads; ++t) s += trace_thread_metadata(g->rank, t, "compute " + std::to_string(t));
-  return s + trace_thread_metadata(g->rank, kCommTrack, "comm");
+  s += trace_thread_metadata(g->rank, kCommTrack, "comm");
+  for (size_t b = 0; b < bucket_layers.size(); ++b)
+    s += trace_thread_metadata(g->rank, bucket_track(int(b)), bucket_track_name(int(b), bucket_layers[b]));
+  return s;
 }
 
 // Our allreduce algorithms' calls and steps as comm-track slices (all on the training thread).
@@ -258,7 +262,8 @@ void timeline_open(const Options& opts, const RankInfo& info) {
   if (info.rank == 0) write_part("[\n");
 }
 
-void timeline_start(Communicator& comm, int compute_threads, const GradientAveraging& how) {
+void timeline_start(Communicator& comm, int compute_threads, const GradientAveraging& how,
+                    const std::vector<std::string>& bucket_layers) {
   if (!g) return;
   const ClockSync clocks = sync_clocks(comm, kClockRounds, &now_ns);
   g->ctx.rank = comm.rank();
@@ -268,11 +273,12 @@ void timeline_start(Communicator& comm, int compute_threads, const GradientAvera
   g->ctx.algorithm = how.adasum ? "adasum" : "auto";
   g->ctx.fp16 = how.fp16;
   g->ctx.adasum = how.adasum;
-  std::string head = thread_metadata(compute_threads);
+  std::string head = thread_metadata(compute_threads, bucket_layers);
   if (comm.rank() == 0) head += trace_clock_metadata(clocks.offset_ns, clocks.bound_ns, kClockRounds);
   write_part(head);
   for (int t = 0; t < compute_threads + 1; ++t) g->buffers.push_back(std::make_unique<ThreadBuffer>());
   g_observer = new Observer;
+  timeline_detail::start_bucket_observer(bucket_layers);
   g->started = true;
   g->writer = std::thread(writer_loop);
 }

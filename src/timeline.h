@@ -12,16 +12,21 @@
 //   timeline_begin/end a slice on a compute track; TimelineLayers the fused layer blocks of one
 //                      compute slice; timeline_gradient_allreduce the averaging on the comm track.
 //   timeline_allreduce_observer  sees our allreduce algorithms' calls and steps (comm/allreduce.h).
+//   timeline_overlap_observer    sees --overlap on's bucket exchanges (comm/overlap_observer.h),
+//                      each on its own "comm bucket" track (src/timeline_buckets.cc).
 //   timeline_finish    (run_training, end) ranks' parts merged into FILE through the communicator.
 #pragma once
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "comm/allreduce.h"
 #include "comm/communicator.h"
 #include "comm/gradient_averaging.h"
+#include "comm/overlap_observer.h"
 #include "src/options.h"
 
 enum class TimelineKind : uint8_t {
@@ -40,14 +45,18 @@ enum class TimelineKind : uint8_t {
   kGradientAllreduce,  // average_gradients, on the comm track
   kAllreduceCall,      // one call of allreduce_sum seen by the observer
   kAllreduceStep,      // one step of our ring / halving-doubling
+  kBucketExchange,     // one bucket of the overlapped averaging, on its bucket track
   kCount
 };
 
 // Where the trace goes: --timeline, else $HOROVOD_TIMELINE; "" = off. Throws std::runtime_error
 // "--timeline FILE: cannot write: <reason>" (or the part's path and rank) when it cannot be opened.
 void timeline_open(const Options& opts, const RankInfo& info);
-// Collective when the timeline is on (every rank calls it); nothing when off.
-void timeline_start(Communicator& comm, int compute_threads, const GradientAveraging& how);
+// Collective when the timeline is on (every rank calls it); nothing when off. bucket_layers: the
+// overlapped averaging's buckets by their layers ("fc2+fc1", ...), one "comm bucket" track each
+// (empty: --overlap off, no bucket tracks).
+void timeline_start(Communicator& comm, int compute_threads, const GradientAveraging& how,
+                    const std::vector<std::string>& bucket_layers = {});
 // Collective when on: stops recording, merges every rank's events into FILE, removes the parts.
 void timeline_finish(Communicator& comm);
 
@@ -71,7 +80,7 @@ inline void timeline_end(TimelineKind kind, int64_t begin, int track = 0) {
 void timeline_gradient_allreduce(int64_t begin, size_t floats);
 
 // Consecutive layer blocks of one compute slice: each mark(kind) records the time since the
-// previous mark (or construction) as kind's slice on compute track `slice`.
+// previous mark, skip() or construction as kind's slice on compute track `slice`.
 class TimelineLayers {
  public:
   explicit TimelineLayers(int slice) : slice_(slice), t_(timeline_begin()) {}
@@ -81,6 +90,11 @@ class TimelineLayers {
     timeline_detail::record_slice(kind, t_, now, slice_);
     t_ = now;
   }
+  // The time since the previous mark is no block's: the next block starts now (the bucket sends
+  // that a BackwardListener ran between two blocks show on their own tracks instead).
+  void skip() {
+    if (t_ != 0) t_ = timeline_detail::now_ns();
+  }
 
  private:
   int slice_;
@@ -89,3 +103,6 @@ class TimelineLayers {
 
 // The observer to hand to allreduce_sum / average_gradients; nullptr when the timeline is off.
 AllreduceObserver* timeline_allreduce_observer();
+// The observer to hand to OverlappedAveraging::set_observer; nullptr when the timeline is off or
+// timeline_start was given no buckets.
+OverlapObserver* timeline_overlap_observer();

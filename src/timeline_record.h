@@ -6,14 +6,19 @@
 #include "src/timeline.h"
 
 constexpr int kCommTrack = -1;  // the "comm" thread track; compute slice s is track s
+// The "comm bucket b" track of the overlapped averaging's bucket b: -2, -3, ...
+constexpr int bucket_track(int bucket) { return -2 - bucket; }
 
 struct TimelineRecord {
   int64_t begin_ns = 0, end_ns = 0;  // this rank's steady_clock
   int64_t step = 0;                  // the optimizer step it belongs to
   uint64_t bytes = 0;                // allreduce: bytes reduced; algorithm step: bytes sent
   uint64_t recv_bytes = 0;           // algorithm step: bytes received
-  const char* phase = nullptr;       // algorithm step: "reduce-scatter", ... (a string literal)
-  int32_t call = 0;                  // observer's call number (call and step records)
+  const char* phase = nullptr;       // algorithm step: "reduce-scatter", ... (a string literal);
+                                     // bucket: its layers, "fc2+fc1" (alive until the process ends)
+  int64_t send_end_ns = 0;           // bucket: start() returned (begin_ns: it was called)
+  int64_t wait_begin_ns = 0;         // bucket: its wait began (end_ns: it ended)
+  int32_t call = 0;                  // observer's call number (call and step records); bucket's index
   int32_t algo_step = 0;             // algorithm step within the call
   int32_t send_peer = -1, recv_peer = -1;
   int32_t track = 0;

@@ -30,6 +30,7 @@ const KindInfo kKinds[size_t(TimelineKind::kCount)] = {
     {"allreduce", "comm"},
     {"allreduce call", "comm"},
     {"allreduce step", "comm"},
+    {"bucket exchange", "comm"},
 };
 
 void append_int(std::string* out, long long v) {
@@ -132,6 +133,39 @@ void append_step(std::string* out, const TimelineRecord& r, const TraceContext& 
     append_flow(out, 'f', trace_flow_id(r.call, r.algo_step, r.recv_peer, c.rank), r.end_ns - inside, flow, c);
 }
 
+// A part of a bucket's exchange, [begin_ns, end_ns), as a slice inside the bucket's slice.
+void append_bucket_part(std::string* out, const TimelineRecord& bucket, const std::string& name, int64_t begin_ns,
+                        int64_t end_ns, const TraceContext& c) {
+  TimelineRecord part = bucket;
+  part.begin_ns = begin_ns;
+  part.end_ns = end_ns;
+  open_slice(out, name, "comm", part, c);
+  *out += ",\"bucket\":";
+  append_int(out, bucket.call);
+  *out += "}},\n";
+}
+
+// "allreduce fc2+fc1 (66240 B)" from start() to the end of the wait on the bucket's track, then
+// its "fc2+fc1 send" and "fc2+fc1 wait" parts inside it (between them: in flight, backward runs).
+void append_bucket(std::string* out, const TimelineRecord& r, const TraceContext& c) {
+  const std::string layers = r.phase ? r.phase : "?";
+  open_slice(out, "allreduce " + layers + " (" + std::to_string(r.bytes) + " B)", "comm", r, c);
+  *out += ",\"bucket\":";
+  append_int(out, r.call);
+  *out += ",\"layers\":" + trace_quote(layers) + ",\"bytes\":";
+  append_int(out, (long long)r.bytes);
+  *out += c.fp16 ? ",\"fp16\":true" : ",\"fp16\":false";
+  *out += ",\"sending_us\":";
+  append_us(out, r.send_end_ns - r.begin_ns);
+  *out += ",\"in_flight_us\":";
+  append_us(out, r.wait_begin_ns - r.send_end_ns);
+  *out += ",\"waiting_us\":";
+  append_us(out, r.end_ns - r.wait_begin_ns);
+  *out += "}},\n";
+  append_bucket_part(out, r, layers + " send", r.begin_ns, r.send_end_ns, c);
+  append_bucket_part(out, r, layers + " wait", r.wait_begin_ns, r.end_ns, c);
+}
+
 }  // namespace
 
 size_t trace_patch_size() { return 2 * kPatchValueWidth + std::string(",\"transfer_us\":").size(); }
@@ -158,6 +192,9 @@ void append_trace_record(std::string* out, const TimelineRecord& r, const TraceC
       return;
     case TimelineKind::kAllreduceStep:
       append_step(out, r, c);
+      return;
+    case TimelineKind::kBucketExchange:
+      append_bucket(out, r, c);
       return;
     default:
       break;
@@ -205,7 +242,10 @@ std::string trace_end(int world_size) {
          std::to_string(world_size) + "}}\n]\n";
 }
 
-int trace_tid(int track) { return track == kCommTrack ? 1000 : track + 1; }
+int trace_tid(int track) {
+  if (track == kCommTrack) return 1000;
+  return track < kCommTrack ? 1001 + (bucket_track(0) - track) : track + 1;
+}
 
 uint64_t trace_flow_id(int call, int step, int sender, int receiver) {
   // splitmix64 over the four numbers, cut to 53 bits.

@@ -39,7 +39,7 @@ std::string trace_clock_metadata(const std::vector<int64_t>& offset_ns, const st
 // The last element of a merged file: "{...}\n]\n" (no trailing comma).
 std::string trace_end(int world_size);
 
-// Thread id of a track: compute slice s -> s + 1, the comm track -> 1000.
+// Thread id of a track: compute slice s -> s + 1, the comm track -> 1000, bucket b's -> 1001 + b.
 int trace_tid(int track);
 // The id both ends of one algorithm step's message compute (< 2^53, a JSON-safe integer).
 uint64_t trace_flow_id(int call, int step, int sender, int receiver);

@@ -392,6 +392,21 @@ std::vector<Segment> backward_layers() {
   return layers;
 }
 
+// The overlapped averaging's buckets by their layers in backward order, "fc2+fc1", "conv2",
+// "conv1" (the timeline's bucket track names); none without the overlapped averaging.
+std::vector<std::string> bucket_layers(const OverlappedAveraging* averaging) {
+  static const char* const kBackwardNames[Net::kNumLayers] = {"fc2", "fc1", "conv2", "conv1"};
+  std::vector<std::string> out;
+  if (!averaging) return out;
+  for (const GradientBucket& b : averaging->buckets()) {
+    std::string name;
+    for (int i = b.first_layer; i <= b.after_layer; ++i)
+      name += (name.empty() ? "" : "+") + std::string(kBackwardNames[i]);
+    out.push_back(name);
+  }
+  return out;
+}
+
 // Tells the overlapped averaging which of backward_layers() Net's backward has finished.
 struct BucketStarter : BackwardListener {
   OverlappedAveraging* averaging = nullptr;
@@ -605,7 +620,9 @@ Trainer::Trainer(const Options& opts, const ThreadPolicy& threads, TrainData& da
       step_(start_.step) {
   bucket_starter_.averaging = overlapped_.get();
   if (rank_ == 0 && !opts.sample_record.empty()) record_ = std::make_unique<SampleRecord>(opts.sample_record, step_);
-  timeline_start(comm, net_.threads(), how_);  // --timeline: clocks synced to rank 0's, tracks named
+  // --timeline: clocks synced to rank 0's, tracks named, each bucket's exchange on its own track
+  timeline_start(comm, net_.threads(), how_, bucket_layers(overlapped_.get()));
+  if (overlapped_) overlapped_->set_observer(timeline_overlap_observer());
   timing_.enabled = timing_enabled();
 }
 

@@ -41,6 +41,9 @@ TEST(OverlapBuckets, NetBucketsAreFc2WithFc1ThenConv2ThenConv1) {
     EXPECT_EQ(b[2].offset, 0u);  // conv1, the last layer's backward: nothing left to overlap
     EXPECT_EQ(b[2].count, 260u);
     EXPECT_EQ(b[2].after_layer, 3);
+    EXPECT_EQ(b[0].first_layer, 0);  // the layers each holds: fc2..fc1, conv2, conv1
+    EXPECT_EQ(b[1].first_layer, 2);
+    EXPECT_EQ(b[2].first_layer, 3);
   }
 }
 
@@ -52,12 +55,14 @@ TEST(OverlapBuckets, ALayerThatIsNotAdjacentClosesTheBucket) {
   EXPECT_EQ(b[0].after_layer, 0);
   EXPECT_EQ(b[1].offset, 0u);
   EXPECT_EQ(b[1].after_layer, 1);
+  EXPECT_EQ(b[1].first_layer, 1);
   // Adjacent and small: one bucket, started after the last layer.
   const auto one = plan_buckets({{20, 10}, {10, 10}, {0, 10}}, 4, 1000);
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].offset, 0u);
   EXPECT_EQ(one[0].count, 30u);
   EXPECT_EQ(one[0].after_layer, 2);
+  EXPECT_EQ(one[0].first_layer, 0);
   EXPECT_TRUE(plan_buckets({}, 4).empty());
 }
 
