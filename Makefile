@@ -79,7 +79,7 @@ LAUNCH := launch
 REPORT := report
 endif
 
-.PHONY: all data test bench fixtures install uninstall man clean format format-check
+.PHONY: all data test test-build bench fixtures install uninstall man clean format format-check
 all: $(TRAIN) $(LAUNCH) $(REPORT)
 
 $(BUILD)/comm/backend_mpi.o: CXXFLAGS += $(MPI_CFLAGS)
@@ -119,7 +119,10 @@ $(BUILD)/tests/tool_%: $(BUILD)/tests/tool_%.o $(LAUNCH_OBJ) $(BUILD)/libbaresgd
 # Tests find the binaries through these variables (sanitized builds live in build-san/).
 # Open MPI stays on loopback and off the shared-memory BTL in every test (docs/testing.md).
 TEST_ENV := OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_if_base_do_not_resolve=1
-test: $(TRAIN) $(LAUNCH) $(REPORT) $(TOOLS) $(BUILD)/tests/unit_tests
+# test-build: everything the suite runs, without running it (`make -j2 test-build` builds it in
+# parallel, which `make test` alone does not: .ci/run does both).
+test-build: $(TRAIN) $(LAUNCH) $(REPORT) $(TOOLS) $(BUILD)/tests/unit_tests
+test: test-build
 	$(TEST_ENV) BARESGD_TRAIN=$(abspath $(TRAIN)) BARESGD_LAUNCH=$(abspath $(LAUNCH)) BARESGD_REPORT=$(abspath $(REPORT)) \
 	  BARESGD_TOOLS=$(abspath $(BUILD)/tests) BARESGD_SRC=$(CURDIR) \
 	  $(BUILD)/tests/unit_tests $(GTEST_ARGS)
