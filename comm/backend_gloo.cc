@@ -567,6 +567,11 @@ class GlooCommunicator : public Communicator {
     chan_.buf = context_->createUnboundBuffer(chan_.all.data(), bytes * size_t(info_.size));
   }
 
+  // For the sync lane's regions: the peer each write or read deals with, so an error names it.
+  std::function<void(int)> naming_peer() {
+    return [this](int peer) { waiting_for_ = "rank " + std::to_string(peer); };
+  }
+
   // The direct exchange on the sync lane: this thread writes its vector to every peer and reads
   // theirs, then sums in rank order as direct_allreduce does (the same bits).
   template <typename T>
@@ -574,9 +579,8 @@ class GlooCommunicator : public Communicator {
     GlooSyncLane::Region& region = *chan_.lane;
     const size_t bytes = n * sizeof(T);
     std::memcpy(region.part(info_.rank), static_cast<const void*>(data), bytes);
-    auto name_peer = [this](int peer) { waiting_for_ = "rank " + std::to_string(peer); };
-    region.send_own(name_peer);
-    region.receive(name_peer);
+    region.send_own(naming_peer());
+    region.receive(naming_peer());
     ++lane_rounds_;
     std::memcpy(static_cast<void*>(data), region.all(), bytes);
     for (int k = 1; k < info_.size; ++k) reduce(data, data, region.all() + k * bytes, n);
@@ -905,18 +909,15 @@ class GlooCommunicator : public Communicator {
         : c_(c), region_(std::move(region)) {}
     void start(const void* in) override {
       std::memcpy(region_->part(c_->info_.rank), in, region_->bytes());
-      c_->guarded("allreduce", "the other ranks", [&] { region_->send_own(name_peer()); });
+      c_->guarded("allreduce", "the other ranks", [&] { region_->send_own(c_->naming_peer()); });
     }
     const void* wait() override {
-      c_->guarded("allreduce", "the other ranks", [&] { region_->receive(name_peer()); });
+      c_->guarded("allreduce", "the other ranks", [&] { region_->receive(c_->naming_peer()); });
       ++c_->lane_rounds_;
       return region_->all();
     }
 
    private:
-    std::function<void(int)> name_peer() {
-      return [this](int peer) { c_->waiting_for_ = "rank " + std::to_string(peer); };
-    }
     GlooCommunicator* c_;
     std::unique_ptr<GlooSyncLane::Region> region_;
   };

@@ -139,11 +139,12 @@ void GlooSyncLane::Region::send_own(const std::function<void(int peer)>& peer) {
 void GlooSyncLane::Region::receive(const std::function<void(int peer)>& peer) {
   if (bytes_ == 0) return;
   const int sz = lane_->size_, r = lane_->rank_;
-  const long switches = involuntary_switches();
+  const bool watch = lane_->spin_.allowed();  // a rank that never spins needs no preemption count
+  const long switches = watch ? involuntary_switches() : 0;
   for (int k = 1; k < sz; ++k) {
     const int from = (r + sz - k) % sz;
     peer(from);
     recv_[from]->waitRecv();
   }
-  lane_->after_round(involuntary_switches() != switches);
+  if (watch) lane_->after_round(involuntary_switches() != switches);
 }

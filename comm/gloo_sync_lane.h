@@ -65,7 +65,6 @@ class GlooSyncLane {
     const size_t bytes_;
     std::vector<uint8_t> all_;
     std::vector<std::unique_ptr<gloo::transport::Buffer>> send_, recv_;  // per peer (own rank: none)
-    int sends_pending_ = 0;
   };
 
   // A new region of `bytes` per rank, or nullptr when its bytes and those of the regions opened

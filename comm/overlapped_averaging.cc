@@ -9,22 +9,15 @@
 // ranks: float addition commutes).
 #include "comm/overlapped_averaging.h"
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
 
+#include "comm/allreduce_internal.h"
 #include "comm/half_float.h"
 
-namespace {
-
-// The observer's clock (BucketExchange's times).
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
+// The observer's clock (BucketExchange's times) is the allreduce observers' one.
+using allreduce_detail::now_ns;
 
 std::vector<GradientBucket> plan_buckets(const std::vector<Segment>& backward_layers, size_t elem_bytes,
                                          size_t min_bytes) {

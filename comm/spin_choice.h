@@ -16,6 +16,7 @@ class SpinChoice {
   // without it the rank always sleeps.
   explicit SpinChoice(bool allowed) : allowed_(allowed), spinning_(allowed) {}
   bool spinning() const { return spinning_; }
+  bool allowed() const { return allowed_; }
   // One round's wait is over; preempted: the waiting thread was switched out involuntarily during
   // it. Returns true when spinning() changed.
   bool after_round(bool preempted);
