@@ -7,11 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <regex>
 #include <set>
 #include <string>
 
 #include "comm/spin_choice.h"
+#include "tests/dumped_runs.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -94,14 +94,6 @@ class GlooSyncLaneTrain : public ::testing::Test {
   }
   void TearDown() override { std::system(("rm -rf '" + dir + "'").c_str()); }
 
-  // Every lane_rounds=N of the ranks' timing lines.
-  static std::set<long> rounds_of(const std::string& err) {
-    std::set<long> seen;
-    std::regex re("timing: rank=[0-9]+ .* lane_rounds=([0-9]+)");
-    for (std::sregex_iterator it(err.begin(), err.end(), re), end; it != end; ++it) seen.insert(std::stol((*it)[1]));
-    return seen;
-  }
-
   // `world` Gloo ranks, 12 steps, on the lane and off it: every rank's parameters bit-equal, the
   // lane's run with `rounds` lane rounds on every rank, the other with none.
   void expect_same_bits(int world, const std::string& args, long rounds) {
@@ -112,15 +104,12 @@ class GlooSyncLaneTrain : public ::testing::Test {
                    300);
       ASSERT_EQ(r.status, 0) << "lane " << lane << " " << args << "\n" << r.out << r.err;
       const std::set<long> want = {std::string(lane) == "1" ? rounds : 0};
-      EXPECT_EQ(rounds_of(r.err), want) << "BARESGD_GLOO_SYNC_LANE=" << lane << ": " << r.err;
+      EXPECT_EQ(testutil::timing_values(r.err, "lane_rounds"), want)
+          << "BARESGD_GLOO_SYNC_LANE=" << lane << ": " << r.err;
     }
-    for (int rank = 0; rank < world; ++rank) {
-      const std::string on = testutil::read_file(dir + "/lane1." + std::to_string(rank) + ".bin");
-      ASSERT_EQ(on.size(), 21840u * 4) << "rank " << rank;
-      EXPECT_TRUE(on == testutil::read_file(dir + "/lane0." + std::to_string(rank) + ".bin"))
-          << "rank " << rank << ": the sync lane and the device thread's path trained to different parameters (" << args
-          << ")";
-    }
+    testutil::expect_same_dumped_params(
+        dir, "lane1", "lane0", world,
+        "the sync lane and the device thread's path trained to different parameters (" + args + ")");
   }
 
   std::string dir;

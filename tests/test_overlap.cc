@@ -5,7 +5,6 @@
 // says how many buckets ran, so a run that silently fell back to the whole buffer cannot pass.
 #include <gtest/gtest.h>
 
-#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -13,6 +12,7 @@
 #include "comm/overlapped_averaging.h"
 #include "src/net.h"
 #include "src/options.h"
+#include "tests/dumped_runs.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -74,14 +74,6 @@ class OverlapTrain : public ::testing::Test {
   }
   void TearDown() override { std::system(("rm -rf '" + dir + "'").c_str()); }
 
-  // Every overlap_buckets=N of the ranks' timing lines.
-  static std::set<int> buckets_of(const std::string& err) {
-    std::set<int> seen;
-    std::regex re("timing: rank=[0-9]+ .* overlap_buckets=([0-9]+)");
-    for (std::sregex_iterator it(err.begin(), err.end(), re), end; it != end; ++it) seen.insert(std::stoi((*it)[1]));
-    return seen;
-  }
-
   // Runs `prefix ./train --max-steps N args --overlap on|off`, each rank dumping its parameters, and
   // expects bit-equal files for every rank, `buckets` buckets with on and none with off, and
   // parameters that moved from the initial ones.
@@ -92,15 +84,11 @@ class OverlapTrain : public ::testing::Test {
                        "/" + o + ".%r.bin",
                    300);
       ASSERT_EQ(r.status, 0) << prefix << args << " --overlap " << o << "\n" << r.out << r.err;
-      const std::set<int> want = {std::string(o) == "on" ? buckets : 0};
-      EXPECT_EQ(buckets_of(r.err), want) << "--overlap " << o << ": " << r.err;
+      const std::set<long> want = {std::string(o) == "on" ? buckets : 0};
+      EXPECT_EQ(testutil::timing_values(r.err, "overlap_buckets"), want) << "--overlap " << o << ": " << r.err;
     }
-    for (int rank = 0; rank < world; ++rank) {
-      const std::string on = testutil::read_file(dir + "/on." + std::to_string(rank) + ".bin");
-      ASSERT_EQ(on.size(), 21840u * 4) << "rank " << rank;
-      EXPECT_TRUE(on == testutil::read_file(dir + "/off." + std::to_string(rank) + ".bin"))
-          << "rank " << rank << ": --overlap on and off trained to different parameters (" << args << ")";
-    }
+    testutil::expect_same_dumped_params(dir, "on", "off", world,
+                                        "--overlap on and off trained to different parameters (" + args + ")");
     // Guard: the comparison can fail — the trained parameters are not the initial ones.
     auto init = run(train + " --max-steps 0 --dump-params " + dir + "/init.bin", 60);
     ASSERT_EQ(init.status, 0) << init.err;
