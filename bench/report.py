@@ -140,7 +140,7 @@ def parse_train(path, world):
             "startup_s": startup,
             "own_startup_s": (info["timing"] or {}).get("startup_s"),
             "test_s": (info["timing"] or {}).get("test_s"),
-            "threads": (info["timing"] or {}).get("threads"),  # PyTorch's timing line only
+            "threads": (info["timing"] or {}).get("threads"),  # the rank's compute threads
             "rss_mib": (info["time"]["rss_kb"] / 1024.0) if info["time"] and "rss_kb" in info["time"] else None,
             "cpu_s": (info["time"]["user_s"] + info["time"]["sys_s"]) if info["time"] and "user_s" in info["time"] else None,
         })
@@ -192,16 +192,18 @@ def machine_cores(machine):
 
 
 def threads_per_rank(row, cores, machine):
-    """Compute threads in each rank of a row: PyTorch's from its timing line (threads=N; older logs:
-    its rule, 1 with --threads 1 else max(1, 2 // W)); baresgd's by its thread policy
-    (src/thread_policy.cc): 1 with --threads 1, else OPENBLAS_NUM_THREADS when set, else
-    cores / ranks on the rank's host (one per host in the netns rows)."""
+    """Compute threads in each rank of a row, as each rank's timing line says (threads=N, both
+    programs). Logs older than that field: PyTorch's rule (1 with --threads 1 else max(1, 2 // W)),
+    baresgd's thread policy (src/thread_policy.cc: 1 with --threads 1, else OPENBLAS_NUM_THREADS
+    when set, else cores / ranks on the rank's host, one per host in the netns rows)."""
     if row["variant"] == "single_1thread":
         return 1
+    seen = [k.get("threads") for r in row["runs"] if r["ok"] for k in r["ranks"]]
+    seen = [int(t) for t in seen if t]
+    if seen:
+        return max(seen)
     if row["program"] == "pytorch":
-        seen = [k.get("threads") for r in row["runs"] if r["ok"] for k in r["ranks"]]
-        seen = [int(t) for t in seen if t]
-        return max(seen) if seen else max(1, 2 // row["world"])
+        return max(1, 2 // row["world"])
     env = machine.get("openblas_num_threads_env", "")
     if re.fullmatch(r"[1-9][0-9]*", env):
         return min(int(env), cores)

@@ -534,7 +534,7 @@ void dump_params(const std::string& dump, const std::vector<float>& params) {
 
 // BARESGD_TIMING=1: one machine-readable line per rank on stderr at the end (bench/; tests read
 // overlap_buckets, the number of buckets the overlapped averaging ran, 0 for the whole buffer, and
-// lane_rounds, the exchanges moved on Gloo's sync lane).
+// lane_rounds, the exchanges moved on Gloo's sync lane, and threads, the rank's compute threads).
 struct Timing {
   using Clock = std::chrono::steady_clock;
   bool enabled = false;
@@ -786,10 +786,10 @@ void Trainer::finish() {
   if (timing_.enabled)
     std::fprintf(stderr,
                  "timing: rank=%d startup_s=%.4f train_s=%.4f test_s=%.4f comm_s=%.4f overlap_buckets=%zu "
-                 "lane_rounds=%llu\n",
+                 "lane_rounds=%llu threads=%d\n",
                  rank_, timing_.startup_s, timing_.train_s, timing_.test_s, timing_.comm_s,
                  overlapped_ ? overlapped_->buckets().size() : size_t(0),
-                 static_cast<unsigned long long>(comm_.sync_lane_rounds()));
+                 static_cast<unsigned long long>(comm_.sync_lane_rounds()), net_.threads());
   dump_params(plan_.dump, net_.params);
 }
 
