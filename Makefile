@@ -134,7 +134,7 @@ fixtures:
 	/usr/bin/python3 tests/gen_fixtures.py tests/fixtures
 	/usr/bin/python3 tests/gen_adasum_fixtures.py tests/fixtures
 
-bench: all
+bench: all $(BUILD)/tests/tool_tap_link
 	bash bench/run_bench.sh
 
 # ---- install ---------------------------------------------------------------------------------
@@ -219,7 +219,7 @@ FUZZ_SRC_timeline       := reporting/json.cc reporting/timeline_reader.cc report
                            reporting/timeline_lanes.cc
 FUZZ_LIBS_idx           := -lz
 FUZZ_LIBS_checkpoint    := -lz
-FUZZ_HEADERS  := $(wildcard src/*.h comm/*.h launcher/*.h reporting/*.h tests/fuzz/*.h)
+FUZZ_HEADERS  := $(wildcard src/*.h comm/*.h launcher/*.h reporting/*.h tests/fuzz/*.h) tests/link_model.h
 
 define FUZZ_RULE
 $(FUZZ_BUILD)/fuzz_$(1): tests/fuzz/fuzz_$(1).cc $(FUZZ_SRC_$(1)) $(FUZZ_HEADERS)

@@ -422,10 +422,10 @@ def render(report):
     out.append(table(hdr, rows, ["<", "<", "<"] + [">"] * (len(hdr) - 3)))
     out.append("par. eff. = s/epoch of the same program's `single process, 1 thread` row in this run / "
                "(cores x this row's s/epoch); cores = the cores the row runs on, min({} cores, W x threads "
-               "per rank); the netns rows' two hosts share this machine's cores. 100% = the row's cores cost "
+               "per rank); each netns host runs on one of this machine's cores. 100% = the row's cores cost "
                "nothing beyond their share of the one-core epoch.".format(machine_cores(m)))
     out.append("network: none = one process; loopback = W ranks over 127.0.0.1; netns d=0 / d=D ms = one rank on each "
-               "namespace host of tests/netns_hosts.sh, joined by a vde link delayed 0 / D ms each way. "
+               "namespace host of tests/netns_hosts.sh, joined by tests/tool_tap_link's link delayed 0 / D ms each way. "
                "torch/ours: against PyTorch at the same W and network (its manual allreduce row, DDP over netns).")
     for r in report["training"]:
         if r.get("timeline_overhead_pct") is not None:

@@ -282,7 +282,7 @@ NETNS_DIR=$OUT/tmp/netns
 IN_NETNS=()  # "${IN_NETNS[@]}" CMD...: CMD in nsA's namespace (where ./launch runs for -H nsA:1,nsB:1) with DIR/env
 
 # netns_up MS: the hosts made afresh with the link delayed MS ms each way (netns_hosts.sh down, then
-# up [--delay MS]); 1 and one note when they cannot be made (not root, no vde2): those rows are left out.
+# up [--delay MS]); 1 and one note when they cannot be made (not root, no tool_tap_link): those rows are left out.
 netns_up() {
   local delay=()
   [[ $1 == 0 ]] || delay=(--delay "$1")

@@ -1,23 +1,32 @@
 #!/bin/bash
 # netns_hosts.sh: two test hosts that are separate machines on a network — one network namespace
-# per host (nsA, nsB), each with its own sshd, joined by an emulated link with latency and a
-# bandwidth limit (Debian's vde2: a tap per namespace on its own vde_switch, the two switches
-# joined by vde-wirefilter, all in user space; this kernel has no netem).
+# per host (nsA, nsB), each with its own sshd and its own CPU, joined by an emulated link with
+# latency and a bandwidth limit (tests/tool_tap_link: a tap in each namespace, frames moved between
+# them in user space; this kernel has no netem).
 #
-#   tests/netns_hosts.sh up DIR [--delay MS] [--bandwidth BYTES_PER_S]
+#   tests/netns_hosts.sh up DIR [--delay MS] [--bandwidth BYTES_PER_S] [--mtu BYTES]
 #   tests/netns_hosts.sh down DIR                 stop everything by its pid file, delete the namespaces
 #   tests/netns_hosts.sh status DIR               exit 0 when both hosts answer over ssh
-#   tests/netns_hosts.sh exec DIR CMD [ARG...]    run CMD in nsA's network namespace: where ./launch runs
-#   tests/netns_hosts.sh exec-b DIR CMD [ARG...]  run CMD in nsB's network namespace (no ssh: a process
-#                                                 on host nsB, e.g. the bench's PyTorch rank 1)
+#   tests/netns_hosts.sh exec DIR CMD [ARG...]    run CMD in nsA's network namespace, on nsA's CPU: where
+#                                                 ./launch runs
+#   tests/netns_hosts.sh exec-b DIR CMD [ARG...]  run CMD in nsB's network namespace, on nsB's CPU (no
+#                                                 ssh: a process on host nsB, e.g. the bench's PyTorch rank 1)
 #   tests/netns_hosts.sh link DIR HOST up|down    set HOST's tap up or down (down cuts HOST off the link)
 #
-# Network: nsA is 10.213.0.1/24 and nsB 10.213.0.2/24 on a tap named bsgd0 in each namespace. The
-# namespaces hold only lo and that tap, no default route and no veth: nothing routes out of them,
-# and the addresses exist only inside them, so parallel runs (different DIRs) never collide. The
-# namespace names are bsgd<8 hex digits of DIR's path>-a/-b. The link: wirefilter -d MS (MS each
-# way, so the round trip grows by about 2*MS) and -b BYTES_PER_S (K, M, G suffixes as wirefilter).
-# The switches and wirefilter talk through unix sockets in DIR; they have no network.
+# Network: nsA is 10.213.0.1/24 and nsB 10.213.0.2/24 on a tap named bsgd0 in each namespace (MTU
+# --mtu, 1500 by default). The namespaces hold only lo and that tap, no default route and no veth:
+# nothing routes out of them, and the addresses exist only inside them, so parallel runs (different
+# DIRs) never collide. The namespace names are bsgd<8 hex digits of DIR's path>-a/-b. The link is
+# one process, tool_tap_link (built by make test-build; found in $BARESGD_TOOLS, else build/tests),
+# in the root namespace with no network of its own: --delay MS is added each way (the round trip
+# grows by 2*MS), --bandwidth BYTES_PER_S (K, M, G = 1e3, 1e6, 1e9) limits each direction, and a
+# 4 MiB queue per direction drops what overflows it. The taps offload checksums and TCP
+# segmentation as a virtual machine's NIC does, so the link moves up to 64 KB per frame.
+#
+# CPUs: a machine's ranks do not share its cores with another machine's. With two or more CPUs
+# allowed, nsA's processes (its sshd and all it starts, and `exec`) run on the first and nsB's on the
+# second (taskset), so each host's ranks see one CPU; the link process runs on any. DIR/cpus says
+# which. With one CPU the hosts share it.
 #
 # Hosts: each sshd runs inside its namespace (and its own UTS namespace, hostname nsA or nsB) on
 # port 22 of its tap address. DIR/ssh_config maps nsA/nsB to those addresses with throwaway keys.
@@ -38,7 +47,7 @@ HOSTS=(nsA nsB)
 
 die() { echo "netns_hosts.sh: $*" >&2; exit 1; }
 usage() {
-  echo "usage: tests/netns_hosts.sh up DIR [--delay MS] [--bandwidth BYTES_PER_S] | down DIR | status DIR | exec DIR CMD... | exec-b DIR CMD... | link DIR HOST up|down" >&2
+  echo "usage: tests/netns_hosts.sh up DIR [--delay MS] [--bandwidth BYTES_PER_S] [--mtu BYTES] | down DIR | status DIR | exec DIR CMD... | exec-b DIR CMD... | link DIR HOST up|down" >&2
   exit 2
 }
 
@@ -54,6 +63,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/proc_state.sh"
 # shellcheck source=tests/sshd_host.sh
 source "$(dirname "${BASH_SOURCE[0]}")/sshd_host.sh"
 
+TAP_LINK=${BARESGD_TOOLS:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/tests}/tool_tap_link
 PREFIX="bsgd$(printf '%s' "$DIR" | sha256sum | cut -c1-8)"
 netns_of() { case $1 in nsA) echo "$PREFIX-a" ;; nsB) echo "$PREFIX-b" ;; *) return 1 ;; esac; }
 addr_of() { case $1 in nsA) echo "$NET.1" ;; nsB) echo "$NET.2" ;; *) return 1 ;; esac; }
@@ -106,18 +116,15 @@ down() {
   [ -d "$DIR" ] || return 0
   local h ns
   for h in "${HOSTS[@]}"; do stop_pidfile "$DIR/sshd-$h.pid" sshd; done
-  stop_pidfile "$DIR/wirefilter.pid" wirefilter
-  for h in "${HOSTS[@]}"; do stop_pidfile "$DIR/tap-$h.pid" vde_plug2tap; done
-  for h in "${HOSTS[@]}"; do stop_pidfile "$DIR/switch-$h.pid" vde_switch; done
+  stop_pidfile "$DIR/link.pid" tool_tap_link
   for h in "${HOSTS[@]}"; do stop_leftovers "$h"; done
   for h in "${HOSTS[@]}"; do
     ns=$(netns_of "$h")
     if [ -e "/run/netns/$ns" ]; then
       ip netns del "$ns" 2>/dev/null || die "cannot delete network namespace $ns"
     fi
-    rm -rf "$DIR/switch-$h"
   done
-  rm -f "$DIR/env" "$DIR/ssh_config"
+  rm -f "$DIR/env" "$DIR/ssh_config" "$DIR/cpus"
 }
 
 # ---- up ----
@@ -128,8 +135,9 @@ need() {  # program package
 
 check_prerequisites() {
   [ "$(id -u)" -eq 0 ] || die "network namespaces need root (running as $(id -un))"
-  need ip iproute2; need vde_switch vde2; need vde_plug2tap vde2; need wirefilter vde2
-  need ssh openssh-client; need ssh-keygen openssh-client; need unshare util-linux; need ping iputils-ping
+  need ip iproute2; need ssh openssh-client; need ssh-keygen openssh-client; need unshare util-linux
+  need taskset util-linux; need ping iputils-ping
+  [ -x "$TAP_LINK" ] || die "$TAP_LINK not found (run: make test-build)"
   [ -x "$SSHD" ] || die "$SSHD not found (apt-get install openssh-server)"
   [ -c /dev/net/tun ] || die "/dev/net/tun is missing: no tap devices on this machine"
 }
@@ -144,32 +152,43 @@ make_namespace() {  # host: namespace with lo up, nothing else yet
   ip -n "$ns" link set lo up
 }
 
-start_switch() {  # host
-  local h=$1
-  vde_switch -d -s "$DIR/switch-$h" -p "$DIR/switch-$h.pid" </dev/null >"$DIR/switch-$h.log" 2>&1 \
-    || die "vde_switch for $h failed: $(head -1 "$DIR/switch-$h.log")"
-  wait_pidfile "$DIR/switch-$h.pid" vde_switch "vde_switch for $h" "$DIR/switch-$h.log"
+# ---- CPUs: one per host when there are two ----
+
+allowed_cpus() {  # the CPUs this script may run on, one per line
+  local list part
+  list=$(taskset -cp $$ | sed 's/.*: *//')
+  for part in ${list//,/ }; do
+    case $part in *-*) seq "${part%-*}" "${part#*-}" ;; *) echo "$part" ;; esac
+  done
 }
 
-start_tap() {  # host: tap bsgd0 inside the host's namespace, plugged into its switch, addressed
+write_cpus() {  # DIR/cpus: "nsA CPU" and "nsB CPU" lines; the same CPU twice when there is one
+  local cpus
+  mapfile -t cpus < <(allowed_cpus)
+  [ ${#cpus[@]} -ge 1 ] || die "cannot read this process's CPU affinity (taskset -cp $$)"
+  printf 'nsA %s\nnsB %s\n' "${cpus[0]}" "${cpus[$((${#cpus[@]} > 1 ? 1 : 0))]}" > "$DIR/cpus"
+}
+
+cpu_of() { sed -n "s/^$1 //p" "$DIR/cpus"; }
+
+# ---- the link ----
+
+start_link() {  # delay bandwidth: tool_tap_link makes the taps; then each is addressed and set up
+  local args=(--netns-a "/run/netns/$(netns_of nsA)" --netns-b "/run/netns/$(netns_of nsB)" --tap "$TAP"
+              --pidfile "$DIR/link.pid")
+  [ -n "$1" ] && args+=(--delay-ms "$1")
+  [ -n "$2" ] && args+=(--bandwidth "$2")
+  setsid "$TAP_LINK" "${args[@]}" </dev/null >"$DIR/link.log" 2>&1 &
+  wait_pidfile "$DIR/link.pid" tool_tap_link "the link (tool_tap_link)" "$DIR/link.log"
+}
+
+address_tap() {  # host mtu
   local h=$1 ns
   ns=$(netns_of "$h")
-  ip netns exec "$ns" vde_plug2tap -d -P "$DIR/tap-$h.pid" -s "$DIR/switch-$h" "$TAP" </dev/null \
-    >"$DIR/tap-$h.log" 2>&1 || die "vde_plug2tap for $h failed: $(head -1 "$DIR/tap-$h.log")"
-  wait_pidfile "$DIR/tap-$h.pid" vde_plug2tap "vde_plug2tap for $h" "$DIR/tap-$h.log"
-  for _ in $(seq 50); do ip -n "$ns" link show "$TAP" >/dev/null 2>&1 && break; sleep 0.05; done
   ip -n "$ns" addr add "$(addr_of "$h")/24" dev "$TAP" 2>"$DIR/ip.err" \
     || die "cannot give $TAP in $ns the address $(addr_of "$h"): $(head -1 "$DIR/ip.err")"
-  ip -n "$ns" link set "$TAP" up 2>"$DIR/ip.err" || die "cannot set $TAP up in $ns: $(head -1 "$DIR/ip.err")"
-}
-
-start_wirefilter() {  # delay bandwidth
-  local args=(--daemon --pidfile "$DIR/wirefilter.pid" -v "$DIR/switch-nsA:$DIR/switch-nsB")
-  [ -n "$1" ] && args+=(-d "$1")
-  [ -n "$2" ] && args+=(-b "$2")
-  wirefilter "${args[@]}" </dev/null >"$DIR/wirefilter.log" 2>&1 \
-    || die "wirefilter failed: $(head -1 "$DIR/wirefilter.log")"
-  wait_pidfile "$DIR/wirefilter.pid" wirefilter wirefilter "$DIR/wirefilter.log"
+  ip -n "$ns" link set "$TAP" mtu "$2" up 2>"$DIR/ip.err" \
+    || die "cannot set $TAP up with MTU $2 in $ns: $(head -1 "$DIR/ip.err")"
 }
 
 write_sshd_config() {  # host
@@ -190,7 +209,7 @@ start_sshd() {  # host: sshd in the host's namespace and its own UTS namespace (
   write_sshd_config "$h"
   "$SSHD" -t -f "$DIR/sshd-$h.config" 2>"$DIR/sshd-$h.log" || die "sshd rejects $DIR/sshd-$h.config: $(head -1 "$DIR/sshd-$h.log")"
   # shellcheck disable=SC2016  # $1..$4 are the inner shell's
-  ip netns exec "$ns" unshare --uts sh -c 'hostname "$1" && exec "$2" -f "$3" -E "$4"' sh "$h" "$SSHD" \
+  taskset -c "$(cpu_of "$h")" ip netns exec "$ns" unshare --uts sh -c 'hostname "$1" && exec "$2" -f "$3" -E "$4"' sh "$h" "$SSHD" \
     "$DIR/sshd-$h.config" "$DIR/sshd-$h.log" </dev/null || die "sshd for $h failed: $(head -1 "$DIR/sshd-$h.log")"
   wait_pidfile "$DIR/sshd-$h.pid" sshd "sshd for $h" "$DIR/sshd-$h.log"
 }
@@ -238,14 +257,17 @@ check_isolated() {  # no namespace routes anywhere but its /24
 }
 
 up() {
-  local delay="" band=""
+  local delay="" band="" mtu=1500
   while [ $# -gt 0 ]; do
     case $1 in
       --delay) [ $# -ge 2 ] || die "--delay needs MS"; delay=$2; shift 2
         [[ $delay =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--delay '$delay' is not a number of milliseconds" ;;
       --bandwidth) [ $# -ge 2 ] || die "--bandwidth needs BYTES_PER_S"; band=$2; shift 2
-        [[ $band =~ ^[1-9][0-9]*[KMG]?$ ]] || die "--bandwidth '$band' is not bytes per second (e.g. 12500000 or 100M)" ;;
-      *) die "unknown option '$1' (up takes --delay MS and --bandwidth BYTES_PER_S)" ;;
+        [[ $band =~ ^[1-9][0-9]{0,12}[KMG]?$ ]] || die "--bandwidth '$band' is not bytes per second (e.g. 12500000 or 100M)" ;;
+      --mtu) [ $# -ge 2 ] || die "--mtu needs BYTES"; mtu=$2; shift 2
+        [[ $mtu =~ ^[1-9][0-9]{2,4}$ ]] && [ "$mtu" -ge 576 ] && [ "$mtu" -le 65521 ] \
+          || die "--mtu '$mtu' is not 576 to 65521 bytes" ;;
+      *) die "unknown option '$1' (up takes --delay MS, --bandwidth BYTES_PER_S and --mtu BYTES)" ;;
     esac
   done
   check_prerequisites
@@ -257,9 +279,9 @@ up() {
   # shellcheck disable=SC2154  # rc is the trap's own
   trap 'rc=$?; trap - EXIT; [ $rc -eq 0 ] || down || true; exit $rc' EXIT  # a failed up leaves nothing
   for h in "${HOSTS[@]}"; do make_namespace "$h"; done
-  for h in "${HOSTS[@]}"; do start_switch "$h"; done
-  for h in "${HOSTS[@]}"; do start_tap "$h"; done
-  start_wirefilter "$delay" "$band"
+  write_cpus
+  start_link "$delay" "$band"
+  for h in "${HOSTS[@]}"; do address_tap "$h" "$mtu"; done
   for h in "${HOSTS[@]}"; do start_sshd "$h"; done
   write_client_files
   check_isolated
@@ -267,7 +289,7 @@ up() {
   for _ in $(seq 50); do
     if check_hosts; then
       echo "netns_hosts.sh: nsA=$(addr_of nsA) ($(netns_of nsA)) nsB=$(addr_of nsB) ($(netns_of nsB)) up;" \
-        "link delay ${delay:-0} ms, bandwidth ${band:-unlimited}; launcher: tests/netns_hosts.sh exec $DIR ..." >&2
+        "link delay ${delay:-0} ms, bandwidth ${band:-unlimited}, MTU $mtu; CPUs nsA $(cpu_of nsA), nsB $(cpu_of nsB); launcher: tests/netns_hosts.sh exec $DIR ..." >&2
       return 0
     fi
     sleep 0.1
@@ -281,9 +303,10 @@ case "$CMD" in
   down) [ $# -eq 0 ] || usage; down ;;
   status) [ $# -eq 0 ] || usage; [ -f "$DIR/ssh_config" ] && check_hosts ;;
   exec|exec-b) [ $# -ge 1 ] || usage
-    ns=$(netns_of "$([ "$CMD" = exec ] && echo nsA || echo nsB)")
-    [ -e "/run/netns/$ns" ] || die "no hosts in $DIR (run: tests/netns_hosts.sh up $DIR)"
-    exec ip netns exec "$ns" "$@" ;;
+    h=$([ "$CMD" = exec ] && echo nsA || echo nsB)
+    ns=$(netns_of "$h")
+    [ -e "/run/netns/$ns" ] && [ -s "$DIR/cpus" ] || die "no hosts in $DIR (run: tests/netns_hosts.sh up $DIR)"
+    exec taskset -c "$(cpu_of "$h")" ip netns exec "$ns" "$@" ;;
   link) [ $# -eq 2 ] || usage
     ns=$(netns_of "$1") || die "unknown host '$1' (nsA or nsB)"
     case $2 in up|down) ;; *) usage ;; esac

@@ -1,6 +1,7 @@
 // test_netns_hosts: the 4-rank 2-host jobs on test hosts that are separate machines on a network
 // (tests/netns_hosts.sh: one network namespace per host, each with its own sshd, joined by an
-// emulated link): the link exists and is the only route, its delay shows in the round trip, Gloo
+// emulated link, tests/tool_tap_link): the link exists and is the only route, each host has its own
+// CPU, the link's delay and bandwidth show in the round trip, Gloo
 // and Open MPI train over it to the bits of a loopback run (the TwoHosts suite's jobs, README
 // command included), and a host whose link is cut is named by the others within --comm-timeout
 // while the job exits non-zero and leaves nothing behind.
@@ -42,10 +43,20 @@ double min_rtt_ms(const std::string& dir) {
   return std::stod(m[1]);
 }
 
-// The pids in host's namespace other than the infrastructure's (its sshd listener and tap plug).
+// Minimum round trip in ms of `ping -c 3 -s 60000` (60 KB each way, in 41 IP fragments) from nsA to
+// nsB, or -1.
+double min_big_rtt_ms(const std::string& dir) {
+  auto r = run(kScript + ("exec " + dir) + " ping -c 3 -i 0.2 -W 2 -s 60000 10.213.0.2", 60);
+  std::smatch m;
+  static const std::regex re(R"(rtt min/avg/max/mdev = ([0-9.]+)/)");
+  if (r.status != 0 || !std::regex_search(r.out, m, re)) return -1;
+  return std::stod(m[1]);
+}
+
+// The pids in host's namespace other than the infrastructure's (its sshd listener; the link
+// process lives in the root namespace).
 std::set<std::string> job_pids_in(const std::string& dir, const std::string& ns, const std::string& host) {
-  std::set<std::string> infra = {testutil::read_file(dir + "/sshd-" + host + ".pid"),
-                                 testutil::read_file(dir + "/tap-" + host + ".pid")};
+  std::set<std::string> infra = {testutil::read_file(dir + "/sshd-" + host + ".pid")};
   std::set<std::string> left;
   std::istringstream in(run("ip netns pids " + ns, 30).out);
   std::string pid;
@@ -126,40 +137,103 @@ TEST_F(NetnsHosts, EveryRankRunsOnItsHost) {
   }
 }
 
-// A missing program and a bad option are one line naming them; nothing is created.
+// A missing program, a missing link tool and a bad option are one line naming them; nothing is
+// created.
 TEST_F(NetnsHosts, AMissingComponentIsOneLine) {
   const std::string bin = testutil::make_temp_dir("netns-bin"), d = testutil::make_temp_dir("netns-none");
   std::string links;
-  for (std::string prog : {"dirname", "sha256sum", "cut", "id", "ip", "vde_switch", "vde_plug2tap", "ssh", "ssh-keygen",
-                           "unshare", "ping", "tr", "head"})
+  for (std::string prog :
+       {"dirname", "sha256sum", "cut", "id", "ip", "ssh", "ssh-keygen", "unshare", "ping", "tr", "head"})
     links += "ln -s \"$(command -v " + prog + ")\" " + bin + "/ && ";
   ASSERT_EQ(run(links + "true", 30).status, 0);
   const std::string before = run("ip netns list", 30).out;
   auto r = run("PATH=" + bin + " /bin/bash tests/netns_hosts.sh up " + d, 60);
   EXPECT_EQ(r.status, 1);
-  EXPECT_EQ(r.err, "netns_hosts.sh: wirefilter not found (apt-get install vde2; .ci/install-deps installs it)\n");
+  EXPECT_EQ(r.err, "netns_hosts.sh: taskset not found (apt-get install util-linux; .ci/install-deps installs it)\n");
+  r = run("BARESGD_TOOLS=" + bin + " " + kScript + ("up " + d), 60);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "netns_hosts.sh: " + bin + "/tool_tap_link not found (run: make test-build)\n");
   r = run(kScript + ("up " + d) + " --delay soon", 60);
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.err, "netns_hosts.sh: --delay 'soon' is not a number of milliseconds\n");
+  r = run(kScript + ("up " + d) + " --mtu 100", 60);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "netns_hosts.sh: --mtu '100' is not 576 to 65521 bytes\n");
   EXPECT_EQ(run("ip netns list", 30).out, before) << "a failed up left a namespace";
   auto down = run(kScript + ("down " + d), 60);
   EXPECT_EQ(down.status, 0) << "down of hosts never made: " << down.err;
   std::system(("rm -rf '" + bin + "' '" + d + "'").c_str());
 }
 
-TEST_F(NetnsHosts, DelayShowsInTheRoundTrip) {
+// Each host's processes run on their own CPU (the second host on another one when the machine has
+// two), so a rank sees one CPU and computes with one thread; `exec` runs on nsA's.
+TEST_F(NetnsHosts, EachHostHasItsOwnCpu) {
+  const int cpus = std::atoi(run("nproc", 10).out.c_str());
+  std::string seen[2];
+  for (int i = 0; i < 2; ++i) {
+    const std::string host = i == 0 ? "nsA" : "nsB";
+    auto r = run(kScript + ("exec " + *dir) + " ssh -F " + *dir + "/ssh_config " + host +
+                     " 'nproc; taskset -cp $$ | sed \"s/.*: //\"'",
+                 60);
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::istringstream in(r.out);
+    std::string n;
+    in >> n >> seen[i];
+    EXPECT_EQ(n, "1") << host << " sees more than one CPU";
+  }
+  if (cpus >= 2) {
+    EXPECT_NE(seen[0], seen[1]) << "nsA and nsB share CPU " << seen[0];
+  }
+  EXPECT_EQ(run(kScript + ("exec " + *dir) + " nproc", 10).out, "1\n") << "exec is not on nsA's CPU";
+  auto rank =
+      run(launch_in_nsA("-np 2 --gloo -H nsA:1,nsB:1 env BARESGD_TIMING=1 " + testutil::train_bin() + " --max-steps 2"),
+          300);
+  ASSERT_EQ(rank.status, 0) << rank.err;
+  EXPECT_NE(rank.err.find("[0]<stderr>:timing: rank=0 "), std::string::npos) << rank.err;
+  EXPECT_TRUE(std::regex_search(rank.err, std::regex(R"(\[1\]<stderr>:timing: rank=1 .* threads=1\n)"))) << rank.err;
+}
+
+// The link process has no network of its own (the root namespace's, where it opens nothing), and
+// runs the link tool (down stopping it is DelayAndBandwidthShowInTheRoundTrip's).
+TEST_F(NetnsHosts, TheLinkProcessRunsOutsideTheHosts) {
+  const std::string pid = testutil::read_file(*dir + "/link.pid");
+  ASSERT_FALSE(pid.empty());
+  const std::string p = pid.substr(0, pid.find('\n'));
+  EXPECT_EQ(run("readlink /proc/" + p + "/ns/net", 10).out, run("readlink /proc/$$/ns/net", 10).out)
+      << "the link process is not in this test's (the root) network namespace";
+  EXPECT_NE(testutil::read_file("/proc/" + p + "/cmdline").find("tool_tap_link"), std::string::npos);
+}
+
+// --delay adds to each way and --bandwidth to every byte: a 60 KB ping at 10 MB/s spends 6 ms on
+// the link each way. down stops the link, which then reports the frames it carried.
+TEST_F(NetnsHosts, DelayAndBandwidthShowInTheRoundTrip) {
   const std::string slow = testutil::make_temp_dir("netns-slow");
   auto up = run(kScript + ("up " + slow) + " --delay 20 --bandwidth 10M", 120);
   ASSERT_EQ(up.status, 0) << up.err;
   const double fast_rtt = min_rtt_ms(*dir), slow_rtt = min_rtt_ms(slow);
-  std::printf("round trip nsA -> nsB: %.2f ms, with --delay 20: %.2f ms\n", fast_rtt, slow_rtt);
+  const double fast_big = min_big_rtt_ms(*dir), slow_big = min_big_rtt_ms(slow);
+  std::printf(
+      "round trip nsA -> nsB: %.2f ms (60 KB: %.2f ms), with --delay 20 --bandwidth 10M: %.2f ms (60 KB: %.2f ms)\n",
+      fast_rtt, fast_big, slow_rtt, slow_big);
   std::fflush(stdout);  // before run() forks again
-  EXPECT_GT(slow_rtt, 30.0) << "--delay 20 (each way) did not reach the link";
+  EXPECT_GT(slow_rtt, 40.0) << "--delay 20 (each way) did not reach the link";
+  EXPECT_LT(slow_rtt, 45.0) << "--delay 20 (each way) took much more";
+  EXPECT_GT(slow_big, 40.0 + 2 * 6.0) << "60 KB at 10 MB/s did not take 6 ms each way";
+  EXPECT_LT(slow_big, 40.0 + 2 * 6.0 + 5.0);
   EXPECT_GT(fast_rtt, 0);
   EXPECT_LT(fast_rtt, slow_rtt);
-  std::fflush(stdout);  // before run() forks again
+  EXPECT_GT(fast_big, 0);
+  EXPECT_LT(fast_big, 12.0) << "the unlimited link is slower than 10 MB/s";
+  const std::string link_pid = testutil::read_file(slow + "/link.pid");
   auto down = run(kScript + ("down " + slow), 120);
   EXPECT_EQ(down.status, 0) << down.err;
+  EXPECT_FALSE(link_pid.empty());
+  // Gone, or a zombie when this test is the subreaper of the setsid'd link process.
+  const std::string stat = testutil::read_file("/proc/" + link_pid.substr(0, link_pid.find('\n')) + "/stat");
+  EXPECT_TRUE(stat.empty() || stat.find(") Z ") != std::string::npos) << "down left the link process: " << stat;
+  const std::string log = testutil::read_file(slow + "/link.log");
+  EXPECT_TRUE(std::regex_search(log, std::regex(R"(tool_tap_link: A -> B: [1-9]\d* frames, \d+ bytes; 0 dropped)")))
+      << log;
   auto again = run(kScript + ("down " + slow), 120);
   EXPECT_EQ(again.status, 0) << "down is not idempotent: " << again.err;
   EXPECT_NE(run("ip netns list", 30).out.find(netns("nsA")), std::string::npos) << "the other hosts went too";
