@@ -34,19 +34,11 @@ std::string why_no_namespaces() {
   return "";
 }
 
-// Minimum round trip in ms of `ping -c 5` from nsA to nsB, or -1.
-double min_rtt_ms(const std::string& dir) {
-  auto r = run(kScript + ("exec " + dir) + " ping -c 5 -i 0.2 -W 2 10.213.0.2", 60);
-  std::smatch m;
-  static const std::regex re(R"(rtt min/avg/max/mdev = ([0-9.]+)/)");
-  if (r.status != 0 || !std::regex_search(r.out, m, re)) return -1;
-  return std::stod(m[1]);
-}
-
-// Minimum round trip in ms of `ping -c 3 -s 60000` (60 KB each way, in 41 IP fragments) from nsA to
-// nsB, or -1.
-double min_big_rtt_ms(const std::string& dir) {
-  auto r = run(kScript + ("exec " + dir) + " ping -c 3 -i 0.2 -W 2 -s 60000 10.213.0.2", 60);
+// Minimum round trip in ms of pings from nsA to nsB, or -1: `ping -c 5` by default; with
+// kBigPing, `ping -c 3 -s 60000` (60 KB each way, in 41 IP fragments).
+const char kBigPing[] = "-c 3 -s 60000";
+double min_rtt_ms(const std::string& dir, const std::string& ping_args = "-c 5") {
+  auto r = run(kScript + ("exec " + dir) + " ping " + ping_args + " -i 0.2 -W 2 10.213.0.2", 60);
   std::smatch m;
   static const std::regex re(R"(rtt min/avg/max/mdev = ([0-9.]+)/)");
   if (r.status != 0 || !std::regex_search(r.out, m, re)) return -1;
@@ -211,7 +203,7 @@ TEST_F(NetnsHosts, DelayAndBandwidthShowInTheRoundTrip) {
   auto up = run(kScript + ("up " + slow) + " --delay 20 --bandwidth 10M", 120);
   ASSERT_EQ(up.status, 0) << up.err;
   const double fast_rtt = min_rtt_ms(*dir), slow_rtt = min_rtt_ms(slow);
-  const double fast_big = min_big_rtt_ms(*dir), slow_big = min_big_rtt_ms(slow);
+  const double fast_big = min_rtt_ms(*dir, kBigPing), slow_big = min_rtt_ms(slow, kBigPing);
   std::printf(
       "round trip nsA -> nsB: %.2f ms (60 KB: %.2f ms), with --delay 20 --bandwidth 10M: %.2f ms (60 KB: %.2f ms)\n",
       fast_rtt, fast_big, slow_rtt, slow_big);
