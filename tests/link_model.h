@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "src/parse_int.h"
+
 namespace link_model {
 
 struct LinkSpec {
@@ -55,8 +57,9 @@ inline const char* link_usage() {
 
 namespace detail {
 
-// Decimal digits with at most one '.', e.g. "0.25": value * scale, or -1 when malformed or too big.
-inline int64_t scaled_decimal(const std::string& s, int64_t scale) {
+// "20", "0.25": milliseconds as whole nanoseconds (decimals past the 6th dropped), -1 when
+// malformed or too big.
+inline int64_t milliseconds_ns(const std::string& s) {
   if (s.empty() || s.size() > 15) return -1;
   int64_t whole = 0, frac = 0, frac_scale = 1;
   bool dot = false, any_digit = false;
@@ -67,7 +70,7 @@ inline int64_t scaled_decimal(const std::string& s, int64_t scale) {
       any_digit = true;
       if (!dot) {
         whole = whole * 10 + (c - '0');
-      } else if (frac_scale < 1000000000) {
+      } else if (frac_scale < 1000000) {
         frac = frac * 10 + (c - '0');
         frac_scale *= 10;
       }
@@ -75,16 +78,15 @@ inline int64_t scaled_decimal(const std::string& s, int64_t scale) {
       return -1;
     }
   }
-  if (!any_digit || s.back() == '.' || whole > INT64_MAX / scale / 2) return -1;
-  return whole * scale + int64_t((__int128)frac * scale / frac_scale);
+  if (!any_digit || s.back() == '.' || whole > INT64_MAX / 1000000 / 2) return -1;
+  return whole * 1000000 + frac * (1000000 / frac_scale);
 }
 
-// "12500000", "100M": bytes per second (K = 1e3, M = 1e6, G = 1e9, as wirefilter), at least 1, at
-// most 1e12; -1 when malformed.
+// "12500000", "100M": bytes per second (K = 1e3, M = 1e6, G = 1e9, as wirefilter), 1 to 1e12; -1
+// when malformed.
 inline int64_t bytes_per_s(const std::string& s) {
   if (s.empty()) return -1;
   int64_t scale = 1;
-  std::string digits = s;
   switch (s.back()) {
     case 'K':
       scale = 1000;
@@ -98,14 +100,10 @@ inline int64_t bytes_per_s(const std::string& s) {
     default:
       break;
   }
-  if (scale != 1) digits.pop_back();
-  if (digits.empty() || digits.size() > 13 || digits[0] == '0') return -1;
-  int64_t v = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return -1;
-    v = v * 10 + (c - '0');
-  }
-  return v * scale <= int64_t(1000000000000) ? v * scale : -1;
+  long long v = 0;
+  const std::string digits = scale == 1 ? s : s.substr(0, s.size() - 1);
+  if (parse_decimal(digits, IntSign::kNone, 1, 1000000000000LL / scale, &v) != IntText::kOk) return -1;
+  return v * scale;
 }
 
 }  // namespace detail
@@ -126,7 +124,7 @@ inline std::string parse_link_args(const std::vector<std::string>& args, LinkArg
         return "--tap '" + v + "' is not an interface name (1-15 characters, no '/', ':' or space)";
       a.tap = v;
     } else if (flag == "--delay-ms") {
-      const int64_t ns = detail::scaled_decimal(v, 1000000);
+      const int64_t ns = detail::milliseconds_ns(v);
       if (ns < 0 || ns > int64_t(10000) * 1000000) return "--delay-ms '" + v + "' is not 0 to 10000 milliseconds";
       a.spec.delay_ns = ns;
     } else if (flag == "--bandwidth") {
@@ -134,8 +132,8 @@ inline std::string parse_link_args(const std::vector<std::string>& args, LinkArg
       if (a.spec.bytes_per_s < 0)
         return "--bandwidth '" + v + "' is not bytes per second (e.g. 12500000 or 100M, at most 1000G)";
     } else if (flag == "--queue-bytes") {
-      const int64_t q = detail::scaled_decimal(v, 1);
-      if (q < 65536 || q > (int64_t(1) << 30) || v.find('.') != std::string::npos)
+      long long q = 0;
+      if (parse_decimal(v, IntSign::kNone, 65536, int64_t(1) << 30, &q) != IntText::kOk)
         return "--queue-bytes '" + v + "' is not 65536 to 1073741824 bytes";
       a.spec.queue_bytes = q;
     } else {

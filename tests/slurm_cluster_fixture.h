@@ -33,9 +33,8 @@ class SlurmClusterFixture : public ::testing::Test {  // helpers public: free fu
   }
   // True when /proc/pid names a live (not zombie) process.
   static bool pid_alive(int pid) {
-    std::string stat = testutil::read_file("/proc/" + std::to_string(pid) + "/stat");
-    size_t close = stat.rfind(')');
-    return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+    const char state = testutil::process_state(pid);
+    return state != 0 && state != 'Z';
   }
   static std::string& dir() {
     static std::string d;

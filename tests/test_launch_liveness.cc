@@ -58,13 +58,6 @@ std::string job_entry_of(pid_t pid) {
   return "";
 }
 
-// 'R', 'S', 'T', 'Z'... of a pid; 0 when there is no such process.
-char state_of(pid_t pid) {
-  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-  size_t rp = stat.rfind(')');
-  return rp == std::string::npos || rp + 2 >= stat.size() ? 0 : stat[rp + 2];
-}
-
 double wait_no_env_procs(const std::string& entry, const std::string& cmdline, double timeout_s) {
   auto t0 = Clock::now();
   while (secs_since(t0) < timeout_s) {
@@ -110,15 +103,20 @@ TEST_F(LaunchRemote, SigstopOfRemoteAgentNamesTheSilentHost) {
   // `launch --kill-job` over ssh).
   std::vector<pid_t> left = job_procs(job);
   EXPECT_TRUE(left.empty()) << left.size() << " process(es) of the job left after the launcher exited, first pid "
-                            << (left.empty() ? 0 : left[0]) << " state " << (left.empty() ? '-' : state_of(left[0]));
-  for (int r : {0, 1, 2}) EXPECT_TRUE(state_of(pids[r]) == 0 || state_of(pids[r]) == 'Z') << "rank " << r << " left";
-  const char agent_state = state_of(static_cast<pid_t>(agent));
+                            << (left.empty() ? 0 : left[0]) << " state "
+                            << (left.empty() ? '-' : testutil::process_state(left[0]));
+  for (int r : {0, 1, 2})
+    EXPECT_TRUE(testutil::process_state(pids[r]) == 0 || testutil::process_state(pids[r]) == 'Z')
+        << "rank " << r << " left";
+  const char agent_state = testutil::process_state(static_cast<pid_t>(agent));
   EXPECT_TRUE(agent_state == 0 || agent_state == 'Z') << "the stopped agent is left, state " << agent_state;
   // A SIGCONT now finds nothing to wake up.
   if (agent_state != 0) kill(static_cast<pid_t>(agent), SIGCONT);
   usleep(1000 * 1000);
   EXPECT_TRUE(job_procs(job).empty()) << "processes of the job after SIGCONT";
-  for (int r : {0, 1, 2}) EXPECT_TRUE(state_of(pids[r]) == 0 || state_of(pids[r]) == 'Z') << "rank " << r << " back";
+  for (int r : {0, 1, 2})
+    EXPECT_TRUE(testutil::process_state(pids[r]) == 0 || testutil::process_state(pids[r]) == 'Z')
+        << "rank " << r << " back";
   for (pid_t p : job_procs(job)) kill(p, SIGKILL);  // a failed run leaves nothing to later tests
   double gone = wait_no_procs(marker_, 10);
   EXPECT_GE(gone, 0) << "ranks survived";
@@ -144,8 +142,9 @@ TEST_F(LaunchRemote, SigstopOfAnAgentWhoseRankThenFinishesNamesTheHost) {
   const std::string job = job_entry_of(pids[2]);
   const auto stopped = Clock::now();
   ASSERT_EQ(kill(static_cast<pid_t>(agent), SIGSTOP), 0);
-  for (int i = 0; i < 1000 && state_of(pids[2]) != 'Z' && state_of(pids[2]) != 0; ++i) usleep(10 * 1000);
-  ASSERT_TRUE(state_of(pids[2]) == 'Z') << "rank 2 did not finish under its stopped agent";
+  for (int i = 0; i < 1000 && testutil::process_state(pids[2]) != 'Z' && testutil::process_state(pids[2]) != 0; ++i)
+    usleep(10 * 1000);
+  ASSERT_TRUE(testutil::process_state(pids[2]) == 'Z') << "rank 2 did not finish under its stopped agent";
   auto t0 = Clock::now();
   int code = l.code(hb + 60);
   double detect = secs_since(t0);

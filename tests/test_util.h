@@ -49,6 +49,13 @@ inline std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+// The state letter of a pid in /proc ('R', 'S', 'T', 'Z'...); 0 when there is no such process.
+inline char process_state(long pid) {
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const size_t close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? 0 : stat[close + 2];
+}
+
 // ---- processes with a deadline: output captured through temp files (no pipe deadlocks) ----
 
 // The suite's one way to start a child: forks a process that leads its own process group (so a
