@@ -62,12 +62,12 @@ inline bool skip_allowed(const std::string& reason) {
 
 // Skips the current test with the streamed reason, or fails it under CI when the reason is not on
 // the allowlist. Like GTEST_SKIP and FAIL it returns from the current (void) function.
-#define BARESGD_SKIP(reason_stream)                                                                  \
-  do {                                                                                               \
-    std::ostringstream baresgd_skip_os_;                                                             \
-    baresgd_skip_os_ << reason_stream;                                                               \
-    const std::string baresgd_skip_reason_ = baresgd_skip_os_.str();                                 \
-    if (testutil::skip_allowed(baresgd_skip_reason_)) GTEST_SKIP() << baresgd_skip_reason_;          \
+#define BARESGD_SKIP(reason_stream)                                                                    \
+  do {                                                                                                 \
+    std::ostringstream baresgd_skip_os_;                                                               \
+    baresgd_skip_os_ << reason_stream;                                                                 \
+    const std::string baresgd_skip_reason_ = baresgd_skip_os_.str();                                   \
+    if (testutil::skip_allowed(baresgd_skip_reason_)) GTEST_SKIP() << baresgd_skip_reason_;            \
     FAIL() << "skipped under CI, and the reason is not on " << testutil::skip_allowlist_path() << ": " \
-           << baresgd_skip_reason_;                                                                  \
+           << baresgd_skip_reason_;                                                                    \
   } while (0)

@@ -26,9 +26,12 @@ class SkipAudit : public testing::EmptyTestEventListener {
  public:
   void OnTestEnd(const testing::TestInfo& info) override {
     const testing::TestResult& result = *info.result();
-    if (result.Failed()) ++failed_;
-    else if (result.Skipped()) ++skipped_;
-    else ++passed_;
+    if (result.Failed())
+      ++failed_;
+    else if (result.Skipped())
+      ++skipped_;
+    else
+      ++passed_;
     if (!result.Skipped()) return;
     const std::string reason = skip_message(result);
     if (!testutil::skip_allowed(reason))

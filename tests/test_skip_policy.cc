@@ -82,7 +82,8 @@ TEST(SkipPolicy, AnUnlistedSkipFailsUnderCiAndSkipsOutsideIt) {
 TEST(SkipPolicy, AListedSkipPassesUnderCi) {
   const std::string dir = testutil::make_temp_dir("skip_policy");
   testutil::write_file(dir + "/allow.txt", "a listed 1 reason | the probe's component cannot run on a CI machine\n");
-  auto ci = rerun("CI=true BARESGD_SKIP_ALLOWLIST=" + dir + "/allow.txt", "SkipPolicyProbe.DISABLED_SkipsWithAListedReason");
+  auto ci =
+      rerun("CI=true BARESGD_SKIP_ALLOWLIST=" + dir + "/allow.txt", "SkipPolicyProbe.DISABLED_SkipsWithAListedReason");
   EXPECT_EQ(ci.status, 0) << ci.out;
   EXPECT_TRUE(has(ci.out, "0 passed, 0 failed, 1 skipped")) << ci.out;
   run("rm -rf '" + dir + "'");
@@ -111,7 +112,8 @@ TEST(SkipPolicy, NoTestSkipsAroundThePolicy) {
 // own words. The bad paths: a PATH without the Slurm daemons, a tap-link tool that is not there, a
 // debootstrap that is not there.
 TEST(SkipPolicy, ASlurmClusterThatCannotStartFailsUnderCi) {
-  auto ci = rerun("CI=true PATH=/nonexistent/slurm/bin:/usr/bin:/bin", "SlurmCluster.SbatchBatchStepIsWorldSizeOneWithNotice");
+  auto ci = rerun("CI=true PATH=/nonexistent/slurm/bin:/usr/bin:/bin",
+                  "SlurmCluster.SbatchBatchStepIsWorldSizeOneWithNotice");
   EXPECT_NE(ci.status, 0) << ci.out;
   EXPECT_TRUE(has(ci.out, "Slurm test cluster did not start: slurm_cluster.sh: slurmctld or munged not installed"))
       << ci.out;
@@ -132,6 +134,5 @@ TEST(SkipPolicy, AnInstallImageThatCannotBuildFailsUnderCi) {
   EXPECT_NE(ci.status, 0) << ci.out;
   EXPECT_TRUE(has(ci.out, " failed, 0 skipped")) << ci.out;
   EXPECT_FALSE(has(ci.out, " 0 failed")) << ci.out;
-  if (::geteuid() == 0)
-    EXPECT_TRUE(has(ci.out, "minimal_root: /nonexistent/debootstrap is not installed")) << ci.out;
+  if (::geteuid() == 0) EXPECT_TRUE(has(ci.out, "minimal_root: /nonexistent/debootstrap is not installed")) << ci.out;
 }
