@@ -280,7 +280,7 @@ void Trainer::finish() {
   dump_params(plan_.dump, net_.params);
 }
 
-// ---- Set-up ----
+// ---- Set-up: what the constructor runs, in the order of the Trainer's members. ----
 
 // torch.manual_seed(args.seed) on every rank, then model = Net().
 TorchStreams seeded_streams(int seed, Net* net) {
@@ -293,8 +293,10 @@ TorchStreams seeded_streams(int seed, Net* net) {
 // Horovod: the learning rate scaled by the number of ranks (not with Adasum on CPU).
 double scaled_lr(const Options& opts, int size) { return opts.use_adasum ? opts.lr : opts.lr * size; }
 
-// The observers set up before the gradient exchange: BARESGD_TIMING's line and the records
-// (--metrics' header is written here: a collective). The Trainer adds the rest after it.
+// The observers set up before the gradient exchange, the first that every call reaches:
+// BARESGD_TIMING's line (closing calls go in reverse, so its line follows the summary) and the
+// records (--metrics' header is a collective, made before the exchange opens its channels; their
+// byte counter passes the allreduce's events on to the timeline's, added after them).
 StepObservers first_observers(const Options& opts, Communicator& comm, const RunPlan& plan) {
   RunFacts facts;
   facts.lr = scaled_lr(opts, comm.size());
