@@ -3,7 +3,7 @@
 // update/parameter norm ratio, the bytes the rank sent and received, and a CRC-32 of its
 // parameters; rank 0 prints them as one table (layers as rows, ranks as column groups). With
 // --use-adasum also the combination coefficients of every level. Pure functions; the gathering
-// is in train_hooks.cc.
+// is in run_records.cc.
 #pragma once
 #include <cstddef>
 #include <cstdint>

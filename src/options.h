@@ -44,7 +44,7 @@ struct Options {
   std::string dump_params;         // --dump-params FILE: raw float32 parameters at the end (tests)
   std::string sample_record;       // --sample-record FILE: which samples made each step (src/sample_record.h)
   int threads = 0;                 // --threads: compute threads per rank (0: src/thread_policy.h)
-  // Seeing inside the run (src/train_hooks.h).
+  // Seeing inside the run (src/run_records.h).
   std::string metrics;                  // --metrics FILE: JSON Lines records (rank 0 writes)
   std::vector<uint64_t> inspect_steps;  // --inspect 0,100,500: 0-based optimizer steps, ascending
   std::string inspect_dump;             // --inspect-dump DIR: gradients at those steps (tests)

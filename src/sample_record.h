@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "src/sampler.h"
+#include "src/step_observer.h"
 
 class SampleRecord {
  public:
@@ -30,6 +31,24 @@ class SampleRecord {
   std::string path_;
   std::FILE* f_ = nullptr;
   std::vector<DistributedSampler> ranks_;
+};
+
+// --sample-record as the Trainer's observer (rank 0 only): each epoch's samplers, each step's line.
+class SampleRecorder : public StepObserver {
+ public:
+  // dataset_size: the training split's; world: the ranks; batch_size: --batch-size.
+  SampleRecorder(const std::string& path, uint64_t resume_step, size_t dataset_size, int world, int batch_size)
+      : record_(path, resume_step), dataset_size_(dataset_size), world_(world), batch_size_(size_t(batch_size)) {}
+  void epoch_begin(int epoch, size_t first_sample) override {
+    record_.begin_epoch(dataset_size_, world_, uint64_t(epoch), first_sample);
+  }
+  void step_begin(const StepAt& at) override { record_.record_step(at.step, at.epoch, at.batch, batch_size_); }
+
+ private:
+  SampleRecord record_;
+  size_t dataset_size_;
+  int world_;
+  size_t batch_size_;
 };
 
 // The step number of a record line ("12 1 0 ..."), or -1 when the line does not start with one.

@@ -19,7 +19,7 @@ namespace {
 
 using testutil::run;
 
-// Net's layers in backward order, as src/train.cc hands them to the overlapped averaging.
+// Net's layers in backward order, as src/gradient_exchange.cc hands them to the overlapped averaging.
 std::vector<Segment> net_backward_layers() {
   std::vector<Segment> layers;
   for (int layer = Net::kNumLayers - 1; layer >= 0; --layer)

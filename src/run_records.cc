@@ -1,5 +1,5 @@
-// train_hooks: runs the observability features around train.cc's steps (see train_hooks.h).
-#include "src/train_hooks.h"
+// run_records: the observability features around the Trainer's steps (see run_records.h).
+#include "src/run_records.h"
 
 #include <unistd.h>
 
@@ -58,7 +58,7 @@ PerturbSpec perturb_from_environment() {
 
 }  // namespace
 
-TrainHooks::TrainHooks(const Options& opts, Communicator& comm, const RunFacts& facts)
+RunRecords::RunRecords(const Options& opts, Communicator& comm, const RunFacts& facts)
     : opts_(opts),
       comm_(comm),
       facts_(facts),
@@ -93,17 +93,36 @@ TrainHooks::TrainHooks(const Options& opts, Communicator& comm, const RunFacts& 
   metrics_.flush();
 }
 
-void TrainHooks::begin_step(int epoch, size_t batch, uint64_t step, bool logged) {
-  epoch_ = epoch;
-  batch_ = batch;
-  step_ = step;
-  logged_ = logged;
-  inspecting_ =
-      !opts_.inspect_steps.empty() && std::binary_search(opts_.inspect_steps.begin(), opts_.inspect_steps.end(), step);
+void RunRecords::epoch_begin(int epoch, size_t first_sample) { epoch_start_ = std::chrono::steady_clock::now(); }
+
+void RunRecords::epoch_end(int epoch) {
+  train_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start_).count();
+}
+
+void RunRecords::step_begin(const StepAt& at) {
+  epoch_ = at.epoch;
+  batch_ = at.batch;
+  step_ = at.step;
+  logged_ = at.logged;
+  inspecting_ = !opts_.inspect_steps.empty() &&
+                std::binary_search(opts_.inspect_steps.begin(), opts_.inspect_steps.end(), at.step);
   clock_.begin();
 }
 
-void TrainHooks::before_averaging(const float* grads, const float* params) {
+void RunRecords::begin(Stretch s) {
+  if (s == Stretch::kRead) clock_.data_begin();
+  if (s == Stretch::kExchange) clock_.comm_begin();
+}
+
+void RunRecords::end(Stretch s) {
+  if (s == Stretch::kRead) clock_.data_done();
+  if (s != Stretch::kExchange) return;
+  clock_.comm_end();
+  for (const AdasumCoefficients& c : adasum_trace_) adasum_.push_back({c.level, c.segment, c.a_coef, c.b_coef});
+  adasum_trace_.clear();
+}
+
+void RunRecords::gradients_ready(const float* grads, const float* params) {
   clock_.compute_done();
   if (logged_ && !opts_.metrics.empty()) grad_norm_ = l2_norm(grads, Net::kNumParams);
   if (!inspecting_) return;
@@ -113,13 +132,15 @@ void TrainHooks::before_averaging(const float* grads, const float* params) {
   adasum_.clear();
 }
 
-AllreduceObserver* TrainHooks::allreduce_observer(AllreduceObserver* next) {
+AllreduceObserver* RunRecords::allreduce_observer(AllreduceObserver* next) {
   if (!inspecting_) return next;
   counter_.set_next(next);
   return &counter_;
 }
 
-void TrainHooks::after_step(const float* grads, float* params, float loss, int n) {
+std::vector<AdasumCoefficients>* RunRecords::adasum_trace() { return inspecting_ ? &adasum_trace_ : nullptr; }
+
+void RunRecords::step_end(const StepAt& at, const float* grads, float* params, float loss, int n) {
   clock_.end();
   ++steps_;
   samples_ += n;
@@ -130,7 +151,7 @@ void TrainHooks::after_step(const float* grads, float* params, float loss, int n
   inspecting_ = false;
 }
 
-std::vector<std::vector<AdasumLevelCoef>> TrainHooks::gather_adasum() {
+std::vector<std::vector<AdasumLevelCoef>> RunRecords::gather_adasum() {
   // Fixed capacity: one entry per (level, layer); slot 0 carries the count in its level field.
   int levels = 0;
   while ((1 << levels) < size_) ++levels;
@@ -149,7 +170,7 @@ std::vector<std::vector<AdasumLevelCoef>> TrainHooks::gather_adasum() {
   return per_rank;
 }
 
-void TrainHooks::inspect(const float* grads, const float* params) {
+void RunRecords::inspect(const float* grads, const float* params) {
   AllreduceBytes bytes = modelled_allreduce_bytes(backend_, facts_.algorithm, size_, rank_, Net::kNumParams,
                                                   facts_.elem_bytes, opts_.use_adasum);
   if (counter_.steps() > 0) {  // our own algorithm reported its sends and receives
@@ -181,13 +202,13 @@ void TrainHooks::inspect(const float* grads, const float* params) {
   metrics_.flush();
 }
 
-void TrainHooks::check_sync(const float* params) {
+void RunRecords::check_sync(const float* params) {
   const std::vector<uint32_t> all = allgather_of(comm_, layer_checksums(params));
   const std::string message = divergence_message(step_, all, size_);
   if (!message.empty()) throw std::runtime_error(message);
 }
 
-void TrainHooks::log_step(float loss, int n) {
+void RunRecords::log_step(float loss, int n) {
   const StepTimes& t = clock_.last();
   const int64_t bytes = size_ > 1 ? int64_t(Net::kNumParams * facts_.elem_bytes) : 0;
   const StepRecord mine{
@@ -199,7 +220,7 @@ void TrainHooks::log_step(float loss, int n) {
   metrics_.flush();
 }
 
-void TrainHooks::test_done(int epoch, uint64_t steps, double loss, double accuracy) {
+void RunRecords::test_end(int epoch, uint64_t steps, double loss, double accuracy) {
   ++epochs_;
   has_accuracy_ = true;
   accuracy_ = accuracy;
@@ -208,8 +229,8 @@ void TrainHooks::test_done(int epoch, uint64_t steps, double loss, double accura
   metrics_.flush();
 }
 
-void TrainHooks::finish(double train_s) {
-  double totals[3] = {train_s, clock_.comm_total_s(), samples_};
+void RunRecords::run_end() {
+  double totals[3] = {train_s_, clock_.comm_total_s(), samples_};
   comm_.allreduce_sum(totals, 3);
   const RunSummary s = make_run_summary(size_, backend_, facts_.algorithm, epochs_, steps_, totals[0], totals[1],
                                         totals[2], has_accuracy_, accuracy_);
