@@ -29,8 +29,8 @@ struct Command {
 struct Block {
   int line = 0;  // the opening fence's line
   std::string lang;
-  std::string not_run;     // the reason, when marked not run
-  std::string unchecked;   // the reason, when its output is marked not checked
+  std::string not_run;    // the reason, when marked not run
+  std::string unchecked;  // the reason, when its output is marked not checked
   std::vector<Command> commands;
 };
 
@@ -65,8 +65,10 @@ inline bool marker(const std::string& line, const std::string& kind, std::string
   const std::string t = trim(line), open = "<!-- " + kind;
   if (!starts_with(t, open) || t.size() < open.size() + 4 || t.compare(t.size() - 3, 3, "-->") != 0) return false;
   std::string rest = t.substr(open.size(), t.size() - 3 - open.size());
-  if (!rest.empty() && rest[0] == ':') rest = rest.substr(1);
-  else if (!rest.empty() && rest[0] != ' ') return false;  // "<!-- not running ..." is another comment
+  if (!rest.empty() && rest[0] == ':')
+    rest = rest.substr(1);
+  else if (!rest.empty() && rest[0] != ' ')
+    return false;  // "<!-- not running ..." is another comment
   *reason = trim(rest);
   return true;
 }
@@ -123,7 +125,8 @@ inline Page parse_page(const std::string& markdown) {
     const bool not_run = marker(l, "not run", &reason);
     if (not_run || marker(l, "output not checked", &reason)) {
       if (not_run ? have_not_run : have_unchecked) pending_dangles(i);
-      if (reason.empty()) error(i, "a marker without a reason: write <!-- not run: why --> or <!-- output not checked: why -->");
+      if (reason.empty())
+        error(i, "a marker without a reason: write <!-- not run: why --> or <!-- output not checked: why -->");
       (not_run ? pending_not_run : pending_unchecked) = reason;
       (not_run ? have_not_run : have_unchecked) = true;
       pending_line = int(i);
@@ -158,7 +161,8 @@ inline Page parse_page(const std::string& markdown) {
     b.unchecked = have_unchecked ? pending_unchecked : "";
     if (have_not_run && b.not_run.empty()) b.not_run = "(no reason)";
     if (have_unchecked && b.unchecked.empty()) b.unchecked = "(no reason)";
-    if (have_unchecked && lang != "console") error(size_t(pending_line), "output not checked marks only console blocks");
+    if (have_unchecked && lang != "console")
+      error(size_t(pending_line), "output not checked marks only console blocks");
     have_not_run = have_unchecked = false;
     for (size_t k = i + 1; k < close; ++k) {
       const std::string& c = lines[k];
@@ -193,7 +197,8 @@ inline bool shown_line_matches(const std::string& shown, const std::string& prin
   const std::string want = trim(shown), got = trim(printed);
   std::vector<std::string> parts;
   size_t pos = 0;
-  for (size_t at; (at = want.find("...", pos)) != std::string::npos; pos = at + 3) parts.push_back(want.substr(pos, at - pos));
+  for (size_t at; (at = want.find("...", pos)) != std::string::npos; pos = at + 3)
+    parts.push_back(want.substr(pos, at - pos));
   parts.push_back(want.substr(pos));
   if (parts.size() == 1) return want == got;
   if (!starts_with(got, parts.front())) return false;

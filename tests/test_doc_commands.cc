@@ -56,6 +56,7 @@ struct PageRun {
   std::vector<std::string> marked;    // "PAGE:LINE: reason"
   std::vector<std::string> failures;  // one message per failing command
   double seconds = 0;
+  std::string kept_dir;  // the scratch directory, kept when something failed
 };
 
 // The scratch directory a page runs in: the repository root's layout, its binaries the suite's.
@@ -75,91 +76,131 @@ std::string make_scratch() {
   return d;
 }
 
-// Runs the page's commands that are not marked, in order, in one bash; checks each one's status
-// and, in console blocks not marked otherwise, its shown output.
-PageRun run_page(const std::string& page_path, const std::string& hosts_dir, const std::string& ssh_config) {
-  PageRun res;
-  const Page page = docblocks::parse_page(read_file(src_dir() + "/" + page_path));
-  for (const std::string& e : page.errors) res.failures.push_back(page_path + ":" + e);
-  struct Item {
-    const Block* block;
-    const Command* cmd;
-  };
+// One command to run, with the block it stands in.
+struct Item {
+  const Block* block;
+  const Command* cmd;
+};
+
+// The page's commands in order, leaving out the blocks marked not run (counted in res).
+std::vector<Item> runnable(const std::string& name, const Page& page, PageRun* res) {
   std::vector<Item> items;
   for (const Block& b : page.blocks) {
     if (!b.not_run.empty()) {
-      ++res.not_run;
-      res.marked.push_back(page_path + ":" + std::to_string(b.line) + ": " + b.not_run);
+      ++res->not_run;
+      res->marked.push_back(name + ":" + std::to_string(b.line) + ": " + b.not_run);
       continue;
     }
     for (const Command& c : b.commands) items.push_back({&b, &c});
   }
+  return items;
+}
+
+// One bash script for the page: command n's output goes to OUT/n.out, its status to OUT/n.rc, and
+// the script stops after the first command that fails.
+std::string page_script(const std::string& name, const std::vector<Item>& items, const std::string& dir,
+                        const std::string& out) {
+  std::string script = "cd " + quoted(dir) + " || exit 99\n";
+  for (size_t n = 0; n < items.size(); ++n) {
+    const std::string id = quoted(out + "/" + std::to_string(n));
+    script += "# " + name + ":" + std::to_string(items[n].cmd->line) + "\n{\n" + items[n].cmd->text + "\n} > " + id +
+              ".out 2>&1 < /dev/null\nBARESGD_DOC_STATUS=$?\necho $BARESGD_DOC_STATUS > " + id +
+              ".rc\n[ $BARESGD_DOC_STATUS -eq 0 ] || exit 0\n";
+  }
+  return script;
+}
+
+// Command n's status and output against what the page shows; false when the page's run ended there.
+bool check_command(const std::string& name, const Item& item, const std::string& id, const testutil::RunAll& all,
+                   PageRun* res) {
+  const Command& c = *item.cmd;
+  const std::string where = name + ":" + std::to_string(c.line);
+  const std::string printed = read_file(id + ".out");
+  if (!exists(id + ".rc")) {
+    res->failures.push_back(where + ": never finished (" +
+                            (all.timed_out ? "the page's 900 s ran out" : "the page's bash stopped") + "): " + c.text +
+                            "\n--- its output:\n" + printed + "--- bash's stderr:\n" + all.procs[0].err);
+    return false;
+  }
+  ++res->ran;
+  const std::string status = docblocks::trim(read_file(id + ".rc"));
+  if (status != "0") {
+    res->failures.push_back(where + ": exited " + status + ": " + c.text + "\n--- its output:\n" + printed);
+    return false;
+  }
+  if (item.block->lang != "console" || !item.block->unchecked.empty()) return true;
+  res->checked_lines += int(c.expected.size());
+  const std::vector<std::string> missing = docblocks::unmatched_lines(c.expected, printed);
+  if (missing.empty()) return true;
+  std::string m = where + ": " + std::to_string(missing.size()) +
+                  " shown line(s) the command did not print: " + c.text + "\n--- shown, not printed:\n";
+  for (const std::string& line : missing) m += line + "\n";
+  res->failures.push_back(m + "--- printed:\n" + printed);
+  return true;
+}
+
+// Runs a page's commands that are not marked, in order, in one bash in a scratch directory, with
+// the test hosts; checks each one's status and, in console blocks not marked otherwise, its shown
+// output. The scratch directory stays when something failed (named in the failures).
+PageRun run_page(const std::string& name, const std::string& markdown, const std::string& hosts_dir,
+                 const std::string& ssh_config) {
+  PageRun res;
+  const Page page = docblocks::parse_page(markdown);
+  for (const std::string& e : page.errors) res.failures.push_back(name + ":" + e);
+  const std::vector<Item> items = runnable(name, page, &res);
   if (items.empty()) return res;
   const std::string scratch = make_scratch(), out = scratch + "/.doc-commands";
   testutil::run("mkdir -p " + quoted(out));
-  std::string script = "cd " + quoted(scratch) + " || exit 99\n";
-  for (size_t n = 0; n < items.size(); ++n) {
-    const std::string id = quoted(out + "/" + std::to_string(n));
-    script += "# " + page_path + ":" + std::to_string(items[n].cmd->line) + "\n{\n" + items[n].cmd->text + "\n} > " +
-              id + ".out 2>&1 < /dev/null\nBARESGD_DOC_STATUS=$?\necho $BARESGD_DOC_STATUS > " + id +
-              ".rc\n[ $BARESGD_DOC_STATUS -eq 0 ] || exit 0\n";
-  }
-  write_file(out + "/script.sh", script);
+  write_file(out + "/script.sh", page_script(name, items, scratch, out));
   std::vector<std::string> env = testutil::current_environment();
   env.push_back("BARESGD_SSH_CONFIG=" + ssh_config);
   env.push_back("IH=" + hosts_dir);
-  auto all = testutil::run_processes({{{"/bin/bash", out + "/script.sh"}, env}}, 900);
+  const testutil::RunAll all = testutil::run_processes({{{"/bin/bash", out + "/script.sh"}, env}}, 900);
   res.seconds = all.seconds;
-  for (size_t n = 0; n < items.size(); ++n) {
-    const Command& c = *items[n].cmd;
-    const std::string where = page_path + ":" + std::to_string(c.line);
-    const std::string id = out + "/" + std::to_string(n);
-    const std::string printed = read_file(id + ".out");
-    if (!exists(id + ".rc")) {
-      res.failures.push_back(where + ": never finished (" + (all.timed_out ? "the page's 900 s ran out" : "the page's bash stopped") +
-                             "): " + c.text + "\n--- its output:\n" + printed + "--- bash's stderr:\n" +
-                             all.procs[0].err);
-      break;
-    }
-    ++res.ran;
-    const std::string status = docblocks::trim(read_file(id + ".rc"));
-    if (status != "0") {
-      res.failures.push_back(where + ": exited " + status + ": " + c.text + "\n--- its output:\n" + printed);
-      break;
-    }
-    if (items[n].block->lang != "console" || !items[n].block->unchecked.empty()) continue;
-    res.checked_lines += int(c.expected.size());
-    const std::vector<std::string> missing = docblocks::unmatched_lines(c.expected, printed);
-    if (!missing.empty()) {
-      std::string m = where + ": " + std::to_string(missing.size()) + " shown line(s) the command did not print: " +
-                      c.text + "\n--- shown, not printed:\n";
-      for (const std::string& s : missing) m += s + "\n";
-      res.failures.push_back(m + "--- printed:\n" + printed);
-    }
+  for (size_t n = 0; n < items.size(); ++n)
+    if (!check_command(name, items[n], out + "/" + std::to_string(n), all, &res)) break;
+  if (res.failures.empty()) {
+    testutil::run("rm -rf " + quoted(scratch));
+  } else {
+    res.kept_dir = scratch;
+    res.failures.push_back(name + ": the commands ran in " + scratch + " (kept)");
   }
-  if (res.failures.empty()) testutil::run("rm -rf " + quoted(scratch));
   return res;
 }
 
 void report(const std::string& page, const PageRun& r) {
-  std::printf("DocCommands: %s: %d command(s) ran (%d shown output line(s) checked) in %.1f s; %d block(s) marked not run\n",
-              page.c_str(), r.ran, r.checked_lines, r.seconds, r.not_run);
+  std::printf(
+      "DocCommands: %s: %d command(s) ran (%d shown output line(s) checked) in %.1f s; %d block(s) marked not run\n",
+      page.c_str(), r.ran, r.checked_lines, r.seconds, r.not_run);
   for (const std::string& m : r.marked) std::printf("  not run: %s\n", m.c_str());
   std::fflush(stdout);
 }
 
 class DocCommands : public TestHostsFixture<> {
  protected:
-  void run_and_check(const std::string& page) {
-    const Page parsed = docblocks::parse_page(read_file(src_dir() + "/" + page));
+  // What a page's commands need beyond the build: ./reference, and jq (.ci/install-deps installs
+  // it); named once, before the page runs, rather than as a command's "not found".
+  static void expect_what_commands_need(const std::string& page, const Page& parsed) {
+    const bool have_jq = testutil::run("command -v jq").status == 0;
     for (const Block& b : parsed.blocks) {
+      if (!b.not_run.empty()) continue;
       for (const Command& c : b.commands) {
-        if (!b.not_run.empty() || !contains(c.text, "./reference")) continue;
-        EXPECT_TRUE(exists(reference_bin())) << page << ":" << c.line << " runs ./reference, and " << reference_bin()
-                                             << " does not exist (make builds it; BARESGD_REFERENCE names it)";
+        const std::string where = page + ":" + std::to_string(c.line);
+        if (contains(c.text, "./reference")) {
+          EXPECT_TRUE(exists(reference_bin())) << where << " runs ./reference, and " << reference_bin()
+                                               << " does not exist (make builds it; BARESGD_REFERENCE names it)";
+        }
+        if (contains(c.text, "jq ")) {
+          EXPECT_TRUE(have_jq) << where << " runs jq, which is not installed (apt-get install jq)";
+        }
       }
     }
-    const PageRun r = run_page(page, hosts_dir(), cfg());
+  }
+  void run_and_check(const std::string& page) {
+    const std::string markdown = read_file(src_dir() + "/" + page);
+    ASSERT_FALSE(markdown.empty()) << "no " << src_dir() << "/" << page << " (make test sets BARESGD_SRC)";
+    expect_what_commands_need(page, docblocks::parse_page(markdown));
+    const PageRun r = run_page(page, markdown, hosts_dir(), cfg());
     report(page, r);
     for (const std::string& f : r.failures) ADD_FAILURE() << f;
   }
@@ -231,6 +272,40 @@ TEST_F(DocCommands, ShownLinesMatchPrintedLinesWithEllipses) {
   EXPECT_FALSE(shown_line_matches("ssh ... -T hpc03 '...'", "ssh -o X -F c -T hpc01 'cd /a && exec b'"));
   EXPECT_FALSE(shown_line_matches("a ... b", "a b"));  // the parts may not overlap
   EXPECT_EQ(docblocks::unmatched_lines({"...", "x ...", "y"}, "x 1\nz\n"), std::vector<std::string>{"y"});
+}
+
+TEST_F(DocCommands, AFailingCommandOrAShownLineNotPrintedFailsThePage) {
+  const PageRun r = run_page("t.md",
+                             "```console\n"
+                             "$ echo one; echo two >&2\n"
+                             "two\n"
+                             "o...\n"
+                             "$ echo three\n"
+                             "four\n"
+                             "$ X=5\n"
+                             "```\n"
+                             "```sh\n"
+                             "[ \"$X\" = 5 ] && test -x ./train && test -d data\n"
+                             "false\n"
+                             "echo never > never.txt\n"
+                             "```\n"
+                             "<!-- not run: a reason -->\n"
+                             "```sh\n"
+                             "false\n"
+                             "```\n",
+                             hosts_dir(), cfg());
+  EXPECT_EQ(r.ran, 5);  // the fifth is `false`; the sixth never runs
+  EXPECT_EQ(r.not_run, 1);
+  EXPECT_EQ(r.marked, std::vector<std::string>{"t.md:15: a reason"});
+  ASSERT_EQ(r.failures.size(), 3u);
+  EXPECT_TRUE(contains(r.failures[0],
+                       "t.md:5: 1 shown line(s) the command did not print: echo three\n"
+                       "--- shown, not printed:\nfour\n--- printed:\nthree\n"))
+      << r.failures[0];
+  EXPECT_TRUE(contains(r.failures[1], "t.md:11: exited 1: false")) << r.failures[1];
+  EXPECT_TRUE(contains(r.failures[2], "t.md: the commands ran in ")) << r.failures[2];
+  EXPECT_FALSE(exists(r.kept_dir + "/never.txt"));
+  testutil::run("rm -rf " + quoted(r.kept_dir));
 }
 
 // ---- the pages --------------------------------------------------------------------------------
