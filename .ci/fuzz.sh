@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# .ci/fuzz.sh [SECONDS]: builds every libFuzzer target (make fuzz -> build-fuzz/fuzz_*) and runs
-# each for SECONDS (default 30), one after the other, printing one summary line per target:
+# .ci/fuzz.sh [SECONDS]: builds every libFuzzer target (make -j2 fuzz -> build-fuzz/fuzz_*, each
+# library object compiled once) and runs each for SECONDS (default 30), two at a time (one per
+# core: libFuzzer is single-threaded), printing one summary line per target, in name order:
 #   fuzz_<name>: ok|CRASH  execs=N  exec/s=N  cov=N  ft=N  corpus=N  crashes=N  [artifact]
 # Exits non-zero when any target crashed (a sanitizer report, a broken invariant, an uncaught
 # exception, a leak, an out-of-memory or a timeout); the reproducer is kept in
@@ -12,25 +13,27 @@
 #   BARESGD_FUZZ_SKIP_KNOWN=1  let targets steer around bugs already reported (see each target's
 #                              header comment), so the rest of the parser is still fuzzed
 #   FUZZ_ARGS="..."            extra libFuzzer flags
+#   FUZZ_JOBS=N                targets run at once (default 2)
 # Reproduce a crash: build-fuzz/fuzz_<name> build-fuzz/artifacts/<name>/crash-...
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-30}
 case "$SECONDS_EACH" in '' | *[!0-9]*) echo "usage: $0 [SECONDS]" >&2; exit 2 ;; esac
 
-make -s fuzz || { echo "fuzz.sh: make fuzz failed" >&2; exit 1; }
+make -s -j2 fuzz || { echo "fuzz.sh: make fuzz failed" >&2; exit 1; }
 
 targets=${FUZZ_TARGETS:-$(ls tests/fuzz/fuzz_*.cc | sed 's|tests/fuzz/fuzz_||; s|\.cc$||')}
-failed=0
-for t in $targets; do
-  bin=build-fuzz/fuzz_$t
-  corpus=build-fuzz/corpus/$t
-  art=build-fuzz/artifacts/$t
-  log=build-fuzz/logs/$t.log
+JOBS=${FUZZ_JOBS:-2}
+
+# Runs target $1 for SECONDS_EACH and writes its summary line(s) to build-fuzz/logs/$1.summary;
+# exits 1 when it crashed.
+fuzz_one() {
+  local t=$1 bin=build-fuzz/fuzz_$1 corpus=build-fuzz/corpus/$1 art=build-fuzz/artifacts/$1
+  local log=build-fuzz/logs/$1.log summary=build-fuzz/logs/$1.summary
+  local seeds=() dict=() before after crashes execs rate cov ft ncorpus rc newest why
   mkdir -p "$corpus" "$art" build-fuzz/logs
-  seeds=()
+  rm -f "$summary"
   [ -d "tests/fuzz/seeds/$t" ] && seeds=("tests/fuzz/seeds/$t")
-  dict=()
   [ -f "tests/fuzz/fuzz_$t.dict" ] && dict=("-dict=tests/fuzz/fuzz_$t.dict")
   before=$(ls "$art" | wc -l)
   # -timeout: one input may take at most 25 s; -rss_limit_mb/-malloc_limit_mb: 2 GB (the
@@ -47,17 +50,34 @@ for t in $targets; do
   ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | awk '{print $2}')
   ncorpus=$(ls "$corpus" | wc -l)
   if [ "$rc" -ne 0 ] || [ "$crashes" -ne 0 ]; then
-    failed=1
     newest=$(ls -t "$art" | head -1)
     why=$(grep -m1 -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|fuzz invariant violated|terminate called|threw:' "$log" | sed 's/^==[0-9]*==//')
-    printf 'fuzz_%s: CRASH  execs=%s  exec/s=%s  cov=%s  ft=%s  corpus=%s  crashes=%s  artifact=%s\n' \
-      "$t" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "$ncorpus" "$((crashes > 0 ? crashes : 1))" "$art/$newest"
-    printf '    %s\n' "${why:-see $log}"
-  else
-    printf 'fuzz_%s: ok  execs=%s  exec/s=%s  cov=%s  ft=%s  corpus=%s  crashes=0\n' \
-      "$t" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "$ncorpus"
+    {
+      printf 'fuzz_%s: CRASH  execs=%s  exec/s=%s  cov=%s  ft=%s  corpus=%s  crashes=%s  artifact=%s\n' \
+        "$t" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "$ncorpus" "$((crashes > 0 ? crashes : 1))" "$art/$newest"
+      printf '    %s\n' "${why:-see $log}"
+    } >"$summary"
+    return 1
   fi
+  printf 'fuzz_%s: ok  execs=%s  exec/s=%s  cov=%s  ft=%s  corpus=%s  crashes=0\n' \
+    "$t" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "$ncorpus" >"$summary"
+}
+
+failed=0
+running=0
+for t in $targets; do
+  if [ "$running" -ge "$JOBS" ]; then
+    wait -n || failed=1
+    running=$((running - 1))
+  fi
+  fuzz_one "$t" &
+  running=$((running + 1))
 done
+while [ "$running" -gt 0 ]; do
+  wait -n || failed=1
+  running=$((running - 1))
+done
+for t in $targets; do cat "build-fuzz/logs/$t.summary"; done
 # Targets that write temp files keep them in /dev/shm/bsgd-fuzz-*-<pid>; remove them.
 rm -rf /dev/shm/bsgd-fuzz-* 2>/dev/null
 exit $failed

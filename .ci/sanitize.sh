@@ -1,36 +1,15 @@
 #!/usr/bin/env bash
-# .ci/sanitize.sh: the whole GoogleTest suite under AddressSanitizer + LeakSanitizer +
-# UndefinedBehaviorSanitizer (make SANITIZE=1 -> build-san/, -fsanitize=address,undefined,
-# UB fatal), minus the long accuracy runs, so it fits in about 15 minutes on 2 cores.
+# .ci/sanitize.sh: the sanitized pass of `make check` (.ci/check.sh): tests under AddressSanitizer +
+# LeakSanitizer + UndefinedBehaviorSanitizer (make SANITIZE=1 -> build-san/, -fsanitize=address,
+# undefined, UB fatal). Which tests run here and which run optimized is .ci/sanitized-tests
+# (docs/testing.md): each test runs once per CI run.
 #
-#   .ci/sanitize.sh            build and run; exit 0 only if every test passed and no sanitized
-#                              process (test binary, ./train, ./launch and its agents, tools,
-#                              local, ssh and mpirun ranks) reported anything
-#   GTEST_EXTRA=--gtest_filter=Faults.* .ci/sanitize.sh     a subset instead
-#
-# Excluded (each trains to an accuracy target, minutes even unsanitized):
-#   TrainEndToEnd.TenEpochsReach98, TwoHosts.GlooFourRanksOnTwoHostsTrainOneEpoch,
-#   TwoHosts.MpiFourRanksOnTwoHostsTrainOneEpoch, NetnsHosts.GlooFourRanksOverTheLinkEqualALoopbackRun,
-#   NetnsHosts.MpiFourRanksOverTheLinkEqualALoopbackRun (the same epoch over the namespace hosts' link),
-#   and three that train several full epochs to compare whole runs, whose sanitized code paths
-#   shorter siblings in the pass cover: LaunchElasticGrow.ATrainerGrowsToTwoRanksSeeingEverySampleOnce
-#   (4 epochs; the growth's launcher side is LaunchElasticGrow's other tests, a resume at another
-#   world size LaunchElastic's), LaunchRestartsRemote.TwoKillNinesOverTwoHostsInAThreeEpochRunEndBitIdentical
-#   (LaunchRestartsRemote.KillNineOfARemoteRankRestartsAndResumesBitIdentical stays) and
-#   SlurmLaunchSteps.ReadmeSbatchScriptTrainsThroughJobSteps (the other SlurmLaunchSteps tests run
-#   job steps): 134 s of the sanitized suite's 1145 s in the CI of 2026-12-05.
-# and one that measures the optimized build's float arithmetic, not memory safety:
-#   TorchReplay.FirstEpochPrintedLinesEqualTorchs counts how many of the first epoch's printed
-#   losses equal torch's digit for digit; -O1 without vectorization sums in another order, so the
-#   drift starts earlier (10 of 95 equal lines at W = 1 sanitized, 16 optimized). The same test's
-#   siblings (20 steps within float rounding, the test pass bit-equal) stay in.
-# and two that run no sanitized code: BenchPrograms.CompileAgainstTheLibrary compiles bench/*.cc
-#   against the optimized build/libbaresgd.a (which a sanitize-only run has not built), and
-#   InstallMinimalImage.* builds and installs the optimized binaries into a debootstrap root (a
-#   sanitized binary needs libasan, which the minimal image lacks): about 3 minutes of the pass.
-# and the memory-bound tests, MemoryBounds.*: they run ./train under an RLIMIT_AS of 320 MiB to
-#   2 GiB, where AddressSanitizer cannot reserve its shadow memory (terabytes of address space), so
-#   a sanitized ./train would not start; what they prove is the optimized binary's peak RSS.
+#   SAN_TEST_FILES="tests/test_store.cc ..." GTEST_EXTRA=--gtest_filter=... .ci/sanitize.sh
+#        build build-san/tests/unit_tests from those test files (and tests/test_main.cc) and run the
+#        tests the filter names; exit 0 only if every test passed and no sanitized process (test
+#        binary, ./train, ./launch and its agents, tools, local, ssh and mpirun ranks) reported
+#        anything. make check passes both from .ci/split_tests.py's split.
+#   .ci/sanitize.sh            every test file, every test (a whole sanitized run, by hand)
 #
 # Sanitizer options are compiled into every sanitized binary (build-san/san_defaults.o, linked
 # through LDFLAGS, which the Makefile appends to), not only exported: ranks started over ssh
@@ -55,8 +34,8 @@ export OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_
 ROOT=$PWD
 LOGDIR=$ROOT/build-san/sanitizer-logs
 LOG=$ROOT/build-san/sanitize.log
-EXCLUDE='TrainEndToEnd.TenEpochsReach98:TwoHosts.GlooFourRanksOnTwoHostsTrainOneEpoch:TwoHosts.MpiFourRanksOnTwoHostsTrainOneEpoch:NetnsHosts.GlooFourRanksOverTheLinkEqualALoopbackRun:NetnsHosts.MpiFourRanksOverTheLinkEqualALoopbackRun:TorchReplay.FirstEpochPrintedLinesEqualTorchs:BenchPrograms.CompileAgainstTheLibrary:InstallMinimalImage.*:MemoryBounds.*:LaunchElasticGrow.ATrainerGrowsToTwoRanksSeeingEverySampleOnce:LaunchRestartsRemote.TwoKillNinesOverTwoHostsInAThreeEpochRunEndBitIdentical:SlurmLaunchSteps.ReadmeSbatchScriptTrainsThroughJobSteps'
-FILTER=${GTEST_EXTRA:---gtest_filter=-$EXCLUDE}
+FILTER=${GTEST_EXTRA:-}
+UNIT_TEST_SRC="tests/test_main.cc ${SAN_TEST_FILES:-$(ls tests/test_*.cc | grep -v test_main.cc | tr '\n' ' ')}"
 mkdir -p build-san
 
 ASAN_DEFAULTS="detect_leaks=1:fast_unwind_on_malloc=0:halt_on_error=1:abort_on_error=0:strict_string_checks=1:check_initialization_order=1:log_path=$LOGDIR/asan"
@@ -82,13 +61,13 @@ g++ -O1 -c build-san/san_defaults.cc -o "$DEFAULTS_O" || exit 1
 export LDFLAGS="$DEFAULTS_O"
 
 t0=$(date +%s)
-echo "sanitize.sh: building (make -j2 SANITIZE=1, defaults from $DEFAULTS_O) ..."
+echo "sanitize.sh: building (make -j2 SANITIZE=1, defaults from $DEFAULTS_O; test files: $UNIT_TEST_SRC) ..."
 tools=$(ls tests/tool_*.cc 2>/dev/null | sed 's|^tests/\(.*\)\.cc$|build-san/tests/\1|')
 # Relink so the defaults object is in every binary (make does not track LDFLAGS).
 # shellcheck disable=SC2086
 rm -f build-san/train build-san/launch build-san/tests/unit_tests $tools
 # shellcheck disable=SC2086
-if ! make -j2 SANITIZE=1 all build-san/tests/unit_tests $tools >build-san/make.log 2>&1; then
+if ! make -j2 SANITIZE=1 UNIT_TEST_SRC="$UNIT_TEST_SRC" all build-san/tests/unit_tests $tools >build-san/make.log 2>&1; then
   tail -40 build-san/make.log
   echo "sanitize.sh: build failed (build-san/make.log)" >&2
   exit 1
@@ -97,11 +76,11 @@ for b in build-san/train build-san/launch build-san/tests/unit_tests; do
   grep -q __lsan_default_suppressions <(nm "$b") || { echo "sanitize.sh: $b lacks the defaults" >&2; exit 1; }
 done
 t1=$(date +%s)
-echo "sanitize.sh: built in $((t1 - t0)) s; running the suite ($FILTER) ..."
+echo "sanitize.sh: built in $((t1 - t0)) s; running the sanitized tests ..."
 
 rm -rf "$LOGDIR" && mkdir -p "$LOGDIR"
 # The suite's own deadlines bound every child; this bounds the whole run.
-timeout 3600 make -j2 SANITIZE=1 test GTEST_ARGS="$FILTER" >"$LOG" 2>&1
+timeout 3600 make -j2 SANITIZE=1 UNIT_TEST_SRC="$UNIT_TEST_SRC" test GTEST_ARGS="$FILTER" >"$LOG" 2>&1
 rc=$?
 t2=$(date +%s)
 

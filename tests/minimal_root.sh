@@ -7,9 +7,11 @@
 # missing or cannot reach the package mirror, 1 on any other failure.
 set -euo pipefail
 [ $# -gt 0 ] || { echo "minimal_root: no packages given" >&2; exit 1; }
-command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] ||
-  { echo "minimal_root: debootstrap is not installed (apt-get install debootstrap)" >&2; exit 3; }
+# BARESGD_DEBOOTSTRAP: the debootstrap to run (default: debootstrap on PATH or /usr/sbin).
 export PATH="$PATH:/usr/sbin:/sbin"
+DEBOOTSTRAP=${BARESGD_DEBOOTSTRAP:-debootstrap}
+command -v "$DEBOOTSTRAP" >/dev/null 2>&1 ||
+  { echo "minimal_root: $DEBOOTSTRAP is not installed (apt-get install debootstrap)" >&2; exit 3; }
 
 # The mirror the machine's own apt uses (deb822 .sources first, then the one-line format).
 mirror=""
@@ -31,7 +33,7 @@ if [ -f "$root/.baresgd-complete" ]; then echo "$root"; exit 0; fi
 work=$(mktemp -d /var/tmp/baresgd-minroot-build.XXXXXX)
 log=$work.log
 trap 'rm -rf "$work"' EXIT
-if ! debootstrap --variant=minbase --include="$pkgs" bookworm "$work" "$mirror" >"$log" 2>&1; then
+if ! "$DEBOOTSTRAP" --variant=minbase --include="$pkgs" bookworm "$work" "$mirror" >"$log" 2>&1; then
   if grep -qiE "Failed getting release file|Couldn't download|Could not resolve|Temporary failure|Connection refused|Network is unreachable|Unable to fetch" "$log"; then
     echo "minimal_root: debootstrap cannot reach the package mirror $mirror: $(grep -iE 'Failed|download|resolve|unreachable' "$log" | head -1)" >&2
     exit 3

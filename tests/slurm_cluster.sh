@@ -14,9 +14,11 @@
 # linuxproc and task/none (no cgroups needed), auth/munge through DIR/munge/munge.socket.2
 # (AuthInfo=socket=...), no accounting. Daemons run as the caller (root in CI). The ports are the
 # first two free ones from $TEST_SLURM_PORT (default 16817) upward, recorded in DIR/port.
-# Clients need SLURM_CONF=DIR/slurm.conf (the munge socket comes from AuthInfo in it). Stop kills
-# only the pids in DIR/*.pid, each checked to be the daemon it names; start on a running cluster
-# re-checks it and returns 0.
+# Clients need SLURM_CONF=DIR/slurm.conf (the munge socket comes from AuthInfo in it). Stop cancels
+# every job, waits for each step's slurmstepd to exit (stopping any that stays through the pid that
+# holds its socket under DIR/spool), then kills only the pids in DIR/*.pid, each checked to be the
+# daemon it names; start on a running cluster re-checks it and returns 0. A daemon that fails to
+# start is named with the last lines of its own log.
 set -euo pipefail
 
 die() { echo "slurm_cluster.sh: $*" >&2; exit 1; }
@@ -54,9 +56,45 @@ cancel_jobs() {
   echo "slurm_cluster.sh: jobs still listed after scancel: $(timeout 5 squeue -h -o "%i %T" | tr '\n' ' ')" >&2
 }
 
+# The pids of the slurmstepds still serving a step: each listens on SlurmdSpoolDir/NODE_JOB.STEP,
+# so the pids are those holding the socket bound to such a path (found through /proc/net/unix's
+# inode and the processes' fd links), never a process name.
+stepd_pids() {
+  local sock inode
+  for sock in "$DIR"/spool/*_*.*; do
+    [ -S "$sock" ] || continue
+    for inode in $(awk -v path="$sock" '$8 == path { print $7 }' /proc/net/unix); do
+      find /proc/[0-9]*/fd -lname "socket:\[$inode\]" 2>/dev/null | cut -d/ -f3
+    done
+  done | sort -u
+}
+
+# Waits (10 s at most) for every step's slurmstepd to exit, then stops any that remains by its
+# socket's pid: a slurmstepd left running after slurmd stops would outlive the cluster.
+stop_stepds() {
+  local i pid left
+  for i in $(seq 100); do
+    left=$(stepd_pids)
+    [ -z "$left" ] && return 0
+    sleep 0.1
+  done
+  echo "slurm_cluster.sh: stopping slurmstepd pids still serving a step: $(echo $left)" >&2
+  for pid in $left; do kill -TERM "$pid" 2>/dev/null || true; done
+  for i in $(seq 50); do
+    left=$(for pid in $left; do running "$pid" && echo "$pid"; done)
+    [ -z "$left" ] && return 0
+    sleep 0.1
+  done
+  for pid in $left; do kill -KILL "$pid" 2>/dev/null || true; done
+}
+
+# The last lines of a daemon's log, on one line: the component's own words for why it failed.
+log_tail() { [ -s "$1" ] && tail -n 5 "$1" | tr '\n' ' ' || echo "(no log at $1)"; }
+
 stop_cluster() {
   local name pid i
   cancel_jobs
+  stop_stepds
   for name in "${DAEMONS[@]}"; do
     if pid=$(daemon_pid "$name"); then
       kill -TERM "$pid" 2>/dev/null || true
@@ -131,7 +169,7 @@ start_munged() {
   fi
   munged --force --socket="$DIR/munge/munge.socket.2" --pid-file="$DIR/munged.pid" \
     --key-file="$DIR/munge.key" --log-file="$DIR/munged.log" --seed-file="$DIR/munged.seed" ||
-    die "munged did not start (see $DIR/munged.log)"
+    die "munged did not start: $(log_tail "$DIR/munged.log")"
 }
 
 node_state() { SLURM_CONF="$DIR/slurm.conf" timeout 5 sinfo -h -N -o '%T' 2>/dev/null | head -1; }
@@ -162,14 +200,14 @@ start_cluster() {
   write_conf "$port"
   start_munged
   export SLURM_CONF="$DIR/slurm.conf"
-  slurmctld -i -f "$SLURM_CONF" || die "slurmctld did not start (see $DIR/slurmctld.log)"
-  slurmd -f "$SLURM_CONF" -N localhost || die "slurmd did not start (see $DIR/slurmd.log)"
+  slurmctld -i -f "$SLURM_CONF" || die "slurmctld did not start: $(log_tail "$DIR/slurmctld.log")"
+  slurmd -f "$SLURM_CONF" -N localhost || die "slurmd did not start: $(log_tail "$DIR/slurmd.log")"
   for i in $(seq $((START_TIMEOUT * 5))); do
     state=$(node_state)
     case "$state" in idle|mixed|allocated) print_env; return 0 ;; esac
     sleep 0.2
   done
-  die "node localhost not idle within ${START_TIMEOUT}s (sinfo says '${state:-nothing}'; see $DIR/slurmctld.log and $DIR/slurmd.log)"
+  die "node localhost not idle within ${START_TIMEOUT}s (sinfo says '${state:-nothing}'; slurmd.log: $(log_tail "$DIR/slurmd.log"))"
 }
 
 case "$CMD" in

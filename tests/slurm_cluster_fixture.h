@@ -6,8 +6,10 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
+#include "tests/skip_policy.h"
 #include "tests/test_util.h"
 
 class SlurmClusterFixture : public ::testing::Test {  // helpers public: free functions of a test file use them
@@ -22,10 +24,15 @@ class SlurmClusterFixture : public ::testing::Test {  // helpers public: free fu
     started() = r.status == 0;
     if (!started()) why() = r.out;
   }
-  static void TearDownTestSuite() { testutil::run("bash " + src_dir() + "/tests/slurm_cluster.sh stop " + dir(), 60); }
+  // Stops the cluster and shows what stop said (a slurmstepd it had to stop is named there).
+  static void TearDownTestSuite() {
+    testutil::RunResult r = testutil::run("bash " + src_dir() + "/tests/slurm_cluster.sh stop " + dir() + " 2>&1", 60);
+    if (!r.out.empty()) std::printf("%s", r.out.c_str());
+    EXPECT_EQ(r.status, 0) << "tests/slurm_cluster.sh stop failed: " << r.out;
+  }
   void SetUp() override {
-    if (!started()) GTEST_SKIP() << "Slurm test cluster did not start: " << why();
-    if (!testutil::have_mnist(data_dir())) GTEST_SKIP() << "no MNIST in " << data_dir() << " (make data)";
+    if (!started()) BARESGD_SKIP("Slurm test cluster did not start: " << why());
+    if (!testutil::have_mnist(data_dir())) BARESGD_SKIP("no MNIST in " << data_dir() << " (make data)");
   }
   // cmd with the cluster's environment.
   static testutil::RunResult slurm(const std::string& cmd, double timeout_s = 120) {

@@ -18,6 +18,7 @@
 #include "comm/allreduce.h"
 #include "comm/comm_internal.h"
 #include "src/options.h"
+#include "tests/skip_policy.h"
 #include "tests/allreduce_checks.h"
 #include "tests/comm_test_util.h"
 
@@ -192,9 +193,9 @@ TEST(AllreduceGloo, ExchangeTimeoutNamesThePeer) {
 
 TEST(AllreduceMpi, EveryAlgorithmWorlds1to8) {
   const std::string mpirun = commtest::find_in_path("mpirun");
-  if (mpirun.empty()) GTEST_SKIP() << "mpirun is not installed";
+  if (mpirun.empty()) BARESGD_SKIP("mpirun is not installed");
 #if !BARESGD_HAVE_MPI
-  GTEST_SKIP() << "built without MPI";
+  BARESGD_SKIP("built without MPI");
 #else
   for (int w = 1; w <= 8; ++w) {
     commtest::ProcSpec s{{mpirun, "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(w),
@@ -249,7 +250,7 @@ TEST_F(AllreduceTrain, RingAndHalvingDoublingSameBitsOnBothRanksAndAcrossRuns) {
 }
 
 TEST_F(AllreduceTrain, GlooUnderMpiIsRefusedBeforeTraining) {
-  if (commtest::find_in_path("mpirun").empty()) GTEST_SKIP() << "mpirun is not installed";
+  if (commtest::find_in_path("mpirun").empty()) BARESGD_SKIP("mpirun is not installed");
   auto r = testutil::run(
       testutil::launch_bin() + " -np 2 --mpi " + testutil::train_bin() + " --allreduce gloo --max-steps 1", 120);
   EXPECT_NE(r.status, 0);

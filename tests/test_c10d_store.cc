@@ -9,6 +9,7 @@
 
 #include "comm/c10d_store_client.h"
 #include "comm/c10d_wire.h"
+#include "tests/skip_policy.h"
 #include "tests/test_util.h"
 
 using namespace testutil;
@@ -62,7 +63,7 @@ TEST(C10dWire, RequestsAreTorchsLayout) {
 
 // Our set/check/get/add against torch.distributed.TCPStore, each side reading what the other wrote.
 TEST(C10dStore, TalksToPyTorchsTcpStore) {
-  if (!have_torch()) GTEST_SKIP() << kTorchPython << " cannot import torch.distributed (python3-torch not installed)";
+  if (!have_torch()) BARESGD_SKIP(kTorchPython << " cannot import torch.distributed (python3-torch not installed)");
   const std::string dir = make_temp_dir("c10d-real");
   write_file(dir + "/server.py",
              "import datetime, sys, torch.distributed as d\n"

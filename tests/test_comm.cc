@@ -28,6 +28,7 @@
 #include "comm/rendezvous_files.h"
 #include "comm/store_protocol.h"
 #include "comm/store_server.h"
+#include "tests/skip_policy.h"
 #include "tests/comm_checks.h"
 #include "tests/comm_test_util.h"
 #include "tests/rank_env_checks.h"
@@ -160,7 +161,7 @@ TEST(HalfConversion, MatchesCompilerFloat16) {
   }
   EXPECT_GT(checked, 60000u);
 #else
-  GTEST_SKIP() << "compiler has no _Float16";
+  BARESGD_SKIP("compiler has no _Float16");
 #endif
 }
 
@@ -507,7 +508,7 @@ TEST(SingleBackend, BackendsMissingFromTheBuildAreExplained) {
   EXPECT_TRUE(has(error_for("gloo"), "this ./train was built without Gloo (libgloo-dev missing)"));
 #endif
 #if BARESGD_HAVE_MPI && BARESGD_HAVE_GLOO
-  GTEST_SKIP() << "both backends are built in";
+  BARESGD_SKIP("both backends are built in");
 #endif
 }
 
@@ -1066,7 +1067,7 @@ TEST(GlooProcesses, NeedsARendezvous) {
 
 TEST(MpiProcesses, ClosedFormsUnderMpirun) {
   const std::string mpirun = commtest::find_in_path("mpirun");
-  if (mpirun.empty()) GTEST_SKIP() << "mpirun is not installed";
+  if (mpirun.empty()) BARESGD_SKIP("mpirun is not installed");
 #if !BARESGD_HAVE_MPI
   // Built without MPI: the tool must say so clearly.
   commtest::ProcSpec s{{mpirun, "--allow-run-as-root", "-np", "1", commtest::tool_path()}, {}};

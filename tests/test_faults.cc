@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "src/checkpoint.h"
+#include "tests/skip_policy.h"
 #include "tests/fault_harness.h"
 #include "tests/test_util.h"
 
@@ -548,8 +549,8 @@ TEST_F(Faults, DiskFullDuringCheckpointNamesTheFileAndTheError) {
   ASSERT_EQ(::mkdir(mnt.c_str(), 0755), 0);
   // 200 KiB: room for one 177,288-byte checkpoint, not for the next one's temp file.
   if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=200k") != 0)
-    GTEST_SKIP() << "cannot mount a 200k tmpfs on " << mnt << ": " << std::strerror(errno)
-                 << " (needs root / CAP_SYS_ADMIN)";
+    BARESGD_SKIP("cannot mount a 200k tmpfs on " << mnt << ": " << std::strerror(errno)
+                                                 << " (needs root / CAP_SYS_ADMIN)");
   mounts_.push_back(mnt);
   const std::string ckpt = mnt + "/ckpt";
   Proc p(train_argv(plus(ckpt_train_args(data, 2), {"--checkpoint-dir", ckpt, "--checkpoint-every", "10"})));

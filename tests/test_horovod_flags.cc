@@ -14,6 +14,7 @@
 #include "launcher/horovod_config.h"
 #include "launcher/horovod_flags.h"
 #include "launcher/options.h"
+#include "tests/skip_policy.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -365,7 +366,7 @@ TEST(HorovodFlags, OutputFilenamePadsTheRankAsHorovodrun) {
 
 // --gloo-timeout-seconds and --timeline-filename on a real 2-rank ./train job.
 TEST(HorovodFlags, GlooTimeoutAndTimelineReachTrain) {
-  if (!testutil::have_mnist()) GTEST_SKIP() << "no MNIST in ./data (run `make data`)";
+  if (!testutil::have_mnist()) BARESGD_SKIP("no MNIST in ./data (run `make data`)");
   std::string dir = testutil::make_temp_dir("hvd-train");
   auto r = run_launch({"-np", "2", "--gloo", "--gloo-timeout-seconds", "7", "--timeline-filename", dir + "/t.json",
                        testutil::train_bin(), "--max-steps", "2", "--threads", "1", "--metrics", dir + "/m.jsonl"},

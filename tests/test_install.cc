@@ -13,6 +13,7 @@
 #include "src/cpu_check.h"
 #include "src/data_dir.h"
 #include "src/version.h"
+#include "tests/skip_policy.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -141,9 +142,9 @@ const char kRuntimePackages[] = "libopenblas0-pthread libgloo0 libopenmpi3 libmu
 class InstallMinimalImage : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (getuid() != 0) GTEST_SKIP() << "needs root (debootstrap, chroot, mount)";
+    if (getuid() != 0) BARESGD_SKIP("needs root (debootstrap, chroot, mount)");
     auto r = run("bash '" + src_dir() + "/tests/minimal_root.sh' " + kRuntimePackages, 1500);
-    if (r.status == 3) GTEST_SKIP() << r.err;
+    if (r.status == 3) BARESGD_SKIP(r.err);
     ASSERT_EQ(r.status, 0) << r.err;
     root_ = r.out.substr(0, r.out.find('\n'));
     stage_ = testutil::make_temp_dir("install-image");

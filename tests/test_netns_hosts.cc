@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "tests/skip_policy.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -65,7 +66,7 @@ class NetnsHosts : public ::testing::Test {
     if (!skip_reason->empty()) return;
     auto r = run(kScript + ("up " + *dir), 120);
     started = r.status == 0;
-    if (!started) std::fprintf(stderr, "namespace hosts failed to start: %s%s\n", r.out.c_str(), r.err.c_str());
+    if (!started) *start_error = r.out + r.err;
   }
   static void TearDownTestSuite() {
     run(kScript + ("down " + *dir), 120);
@@ -74,8 +75,8 @@ class NetnsHosts : public ::testing::Test {
     delete skip_reason;
   }
   void SetUp() override {
-    if (!skip_reason->empty()) GTEST_SKIP() << "no namespace hosts: " << *skip_reason;
-    ASSERT_TRUE(started) << "namespace hosts did not start (tests/netns_hosts.sh up)";
+    if (!skip_reason->empty()) BARESGD_SKIP("no namespace hosts: " << *skip_reason);
+    ASSERT_TRUE(started) << "namespace hosts did not start (tests/netns_hosts.sh up): " << *start_error;
     ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
   }
   // The namespace of host ("nsA", "nsB"), read from the script's own line in DIR/sshd-HOST.config.
@@ -93,9 +94,11 @@ class NetnsHosts : public ::testing::Test {
   }
   static std::string* dir;
   static std::string* skip_reason;
+  static std::string* start_error;  // the script's own words when `up` failed
   static bool started;
 };
 std::string* NetnsHosts::dir = nullptr;
+std::string* NetnsHosts::start_error = new std::string;
 std::string* NetnsHosts::skip_reason = nullptr;
 bool NetnsHosts::started = false;
 

@@ -14,6 +14,7 @@
 #include "reporting/json.h"
 #include "reporting/metrics_reader.h"
 #include "reporting/timeline_reader.h"
+#include "tests/skip_policy.h"
 #include "tests/report_samples.h"
 #include "tests/test_util.h"
 
@@ -538,7 +539,7 @@ std::vector<std::string> console_errors(const std::string& err) {
     struct stat st_ {};                                                                              \
     if (::stat(kChromium, &st_) != 0) {                                                              \
       std::printf("skipped: %s is absent (Debian package chromium; .ci/install-deps)\n", kChromium); \
-      GTEST_SKIP() << kChromium << " is absent";                                                     \
+      BARESGD_SKIP(kChromium << " is absent");                                                       \
     }                                                                                                \
   } while (0)
 

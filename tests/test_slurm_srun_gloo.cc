@@ -21,6 +21,7 @@
 #include "comm/munge_store_client.h"
 #include "comm/store_munge.h"
 #include "comm/store_protocol.h"
+#include "tests/skip_policy.h"
 #include "tests/slurm_cluster_fixture.h"
 #include "tests/test_util.h"
 
@@ -91,7 +92,7 @@ TEST_F(SlurmSrunGloo, FourTasksTrainAsOneJobBitEqualToLaunch) {
 // Task 1 really runs as nobody: its credential carries uid 65534, and rank 0's store (root's
 // job) refuses it. Task 1 says so in one line; rank 0 then times out waiting for it.
 TEST_F(SlurmSrunGloo, CredentialOfAnotherUidIsRefusedAndEveryTaskFails) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run one task as nobody (setpriv)";
+  if (::geteuid() != 0) BARESGD_SKIP("needs root to run one task as nobody (setpriv)");
   const std::string d = make_temp_dir("srun_gloo_uid");
   RunResult r =
       srun(d, 2, "AS_NOBODY=1", write_task_script(d) + train_cmd() + " --epochs 1 --max-steps 1 --start-timeout 5");

@@ -501,7 +501,8 @@ TEST_F(TimelineRun, ObservedStepsGiveFlowArrowsThatPairUpAcrossRanks) {
 
 TEST_F(TimelineRun, RingAllreduceStepsShowAsFlowArrowsBetweenRanks) {
   auto help = run(train + " --help", 30);
-  if (help.out.find("--allreduce") == std::string::npos) GTEST_SKIP() << "needs comm/allreduce.cc";
+  ASSERT_EQ(help.status, 0) << help.err;
+  ASSERT_NE(help.out.find("--allreduce"), std::string::npos) << help.out;
   const std::string file = dir + "/ring.json";
   auto r = run(launch + " -np 4 --gloo " + train + " --allreduce ring --max-steps 3 --timeline " + file, 300);
   ASSERT_EQ(r.status, 0) << r.out << r.err;

@@ -285,12 +285,14 @@ TEST(TorchReplay, TestPassOverTheSameWeightsPrintsTorchsLineForW123) {
 // The first epoch's printed lines at W = 1, 2, 3 against what torch + Horovod print (fixture
 // lines per rank). Rounding drift lets later losses differ in the printed digits; the count of
 // identical lines is printed and must not fall below what was measured when this was written
-// (--threads 1: 16 of 95, 29 of 95, 3 of 97; the first line of every rank, from the initial
-// weights, always matches). At W = 3 the paths part at step 2, where rank 0's batch holds a
+// (--threads 1: 16 of 95, 29 of 95, 3 of 97 with OpenBLAS's Haswell sgemm kernel; 8 of 95, 30 of
+// 95, 3 of 97 with its SkylakeX (AVX-512) kernel, which OpenBLAS picks on this AMD EPYC when
+// OPENBLAS_CORETYPE is unset: the fc layers' sums run in another order, 2026-12-06; the first
+// line of every rank, from the initial weights, always matches). At W = 3 the paths part at step 2, where rank 0's batch holds a
 // max-pool near-tie: torch's own float32 and float64 gradients of it differ by 3-4.5%.
 TEST(TorchReplay, FirstEpochPrintedLinesEqualTorchs) {
   ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
-  const int min_equal[4] = {0, 12, 20, 3};  // per W: measured 16, 29, 3, less a margin for other CPUs' kernels
+  const int min_equal[4] = {0, 6, 20, 3};  // per W: the least measured over both kernels, less a margin
   for (const int W : {1, 2, 3}) {
     const std::string ref_text = testutil::read_file(fixture_path("example_epoch1_w" + std::to_string(W) + ".txt"));
     ASSERT_FALSE(ref_text.empty());

@@ -11,6 +11,7 @@
 
 #include "comm/comm_internal.h"
 #include "comm/communicator.h"
+#include "tests/skip_policy.h"
 #include "tests/test_util.h"
 #include "tests/rank_env_checks.h"
 
@@ -122,7 +123,7 @@ bool is_one_line(const std::string& s) { return !s.empty() && s.find('\n') == s.
 // Before issue 12, each of these trained alone as rank 0 of 1 and wrote the checkpoint. Gloo (the
 // default) now meets the other ranks in torchrun's store, here a closed port: named, one line.
 TEST(TorchrunTrain, WorldSizeTwoNeverTrainsAsDuplicateRankZero) {
-  if (!have_mnist()) GTEST_SKIP() << "needs data/MNIST (make data)";
+  if (!have_mnist()) BARESGD_SKIP("needs data/MNIST (make data)");
   const std::string dir = make_temp_dir("torchrun-refuse");
   for (const char* comm : {"", "BARESGD_COMM=gloo", "BARESGD_COMM=single", "BARESGD_COMM=mpi"}) {
     RunResult r = train_as_torchrun_rank(0, comm, "--start-timeout 2 --checkpoint-dir " + dir + "/ckpt");
@@ -158,8 +159,8 @@ TEST(TorchrunTrain, InconsistentVariablesStopTrain) {
 // Debian's real torchrun (python3-torch, a test-only dependency) starting 2 workers of ./train:
 // one 2-rank job through torchrun's c10d TCPStore, ending where ./launch -np 2 --gloo ends.
 TEST(TorchrunTrain, RealTorchrunTwoWorkersTrainAsOneJob) {
-  if (run("command -v torchrun").status != 0) GTEST_SKIP() << "torchrun not installed (python3-torch)";
-  if (!have_mnist()) GTEST_SKIP() << "needs data/MNIST (make data)";
+  if (run("command -v torchrun").status != 0) BARESGD_SKIP("torchrun not installed (python3-torch)");
+  if (!have_mnist()) BARESGD_SKIP("needs data/MNIST (make data)");
   const std::string dir = make_temp_dir("torchrun-real");
   RunResult port =
       run("python3 -c 'import socket;s=socket.socket();s.bind((\"127.0.0.1\",0));print(s.getsockname()[1])'");
