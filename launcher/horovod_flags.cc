@@ -1,5 +1,5 @@
 // horovod_flags: the table of horovodrun's flags and what ./launch does with each (see
-// horovod_flags.h). Reasons are one line each; README.md's flag table lists the same rows.
+// horovod_flags.h). Reasons are one line each; docs/horovod.md's flag table lists the same rows.
 #include "launcher/horovod_flags.h"
 
 #include <cstdlib>

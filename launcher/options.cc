@@ -248,7 +248,7 @@ const char kHelpText[] =
     "128+signal when the launcher itself is stopped by a signal, 2 for a bad command line,\n"
     "1 for other launch errors.\n"
     "\n"
-    "horovodrun's flags that are no-ops here (accepted) or refused, and why (README.md lists all):\n";
+    "horovodrun's flags that are no-ops here (accepted) or refused, and why (docs/horovod.md lists all):\n";
 }  // namespace
 
 const char* launch_help_text() {

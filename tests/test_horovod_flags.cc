@@ -1,7 +1,7 @@
 // test_horovod_flags: ./launch against horovodrun's flag list (launcher/horovod_flags.h), its
 // HOROVOD_* variables and its --config-file (launcher/horovod_config.h): every flag of Horovod's
 // horovod/runner/launch.py is in the table, refused ones are one line naming the flag and why,
-// implemented ones have their effect on the ranks, and README.md's table says what the code does.
+// implemented ones have their effect on the ranks, and docs/horovod.md's table says what the code does.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -580,9 +580,9 @@ TEST_F(HorovodConfig, HorovodsOwnTestConfigIsReadUpToItsFirstRefusedKey) {
   EXPECT_EQ(env_value(o, "HOROVOD_LOG_LEVEL"), "WARNING");
 }
 
-// ---- README.md -----------------------------------------------------------------------------------------
+// ---- docs/horovod.md -------------------------------------------------------------------------------
 
-// The table as README.md shows it: | names | status | variable | what ./launch does, or why not |.
+// The table as docs/horovod.md shows it: | names | status | variable | what ./launch does, or why not |.
 std::string markdown_row(const HorovodFlag& f) {
   std::string names;
   for (const std::string& n : f.names) names += (names.empty() ? "`" : ", `") + n + "`";
@@ -590,24 +590,25 @@ std::string markdown_row(const HorovodFlag& f) {
          f.meaning + " |";
 }
 
-TEST(HorovodFlags, ReadmeTableIsTheCodesTable) {
-  const std::string readme = read_file(testutil::env_or("BARESGD_SRC", ".") + "/README.md");
-  ASSERT_FALSE(readme.empty()) << "no README.md (set BARESGD_SRC)";
+TEST(HorovodFlags, DocsTableIsTheCodesTable) {
+  const std::string page = read_file(testutil::env_or("BARESGD_SRC", ".") + "/docs/horovod.md");
+  ASSERT_FALSE(page.empty()) << "no docs/horovod.md (set BARESGD_SRC)";
   const std::string head = "| horovodrun flag | status | HOROVOD_* variable | what ./launch does, or why not |";
-  size_t at = readme.find(head);
-  ASSERT_NE(at, std::string::npos) << "README.md has no horovodrun flag table";
+  size_t at = page.find(head);
+  ASSERT_NE(at, std::string::npos) << "docs/horovod.md has no horovodrun flag table";
   Strings rows;
-  size_t pos = readme.find('\n', readme.find('\n', at) + 1) + 1;  // past the header and |---| lines
-  while (pos < readme.size() && readme[pos] == '|') {
-    size_t nl = readme.find('\n', pos);
-    rows.push_back(readme.substr(pos, nl - pos));
+  size_t pos = page.find('\n', page.find('\n', at) + 1) + 1;  // past the header and |---| lines
+  while (pos < page.size() && page[pos] == '|') {
+    size_t nl = page.find('\n', pos);
+    rows.push_back(page.substr(pos, nl - pos));
     pos = nl + 1;
   }
   std::string want;
   for (const HorovodFlag& f : horovod_flags()) want += markdown_row(f) + "\n";
   std::string got;
   for (const std::string& r : rows) got += r + "\n";
-  EXPECT_EQ(got, want) << "README.md's horovodrun table differs from launcher/horovod_flags.cc; its rows should be:\n"
+  EXPECT_EQ(got, want) << "docs/horovod.md's horovodrun table differs from launcher/horovod_flags.cc; its rows should "
+                          "be:\n"
                        << want;
 }
 

@@ -134,9 +134,10 @@ TEST(InstallCpuCheck, NamesWhatTheCpuLacks) {
 }
 
 // ---- the minimal image -------------------------------------------------------------------
-// What `ldd` of the three binaries needs, as Debian packages (dpkg -S on its paths); apt brings
-// their dependencies, minbase the C and C++ runtimes.
-const char kRuntimePackages[] = "libopenblas0-pthread libgloo0 libopenmpi3 zlib1g";
+// What `ldd` of the three binaries needs, as Debian packages (dpkg -S on its paths; libmunge2 for
+// baresgd-train's MUNGE store handshake); apt brings their dependencies, minbase the C and C++
+// runtimes. docs/deploy.md lists the same packages.
+const char kRuntimePackages[] = "libopenblas0-pthread libgloo0 libopenmpi3 libmunge2 zlib1g";
 
 class InstallMinimalImage : public ::testing::Test {
  protected:

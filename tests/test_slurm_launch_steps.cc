@@ -154,13 +154,14 @@ void scancel_and_expect_gone(const std::string& job, const std::vector<int>& pid
 // ./launch, ./train (the wrapper) and ./data, as the README's repository root does.
 std::string readme_sbatch_script() {
   const std::string readme = read_file(src_dir() + "/README.md");
-  size_t at = readme.find("\n## On a Slurm cluster\n");
-  if (at == std::string::npos) return "";
-  size_t open = readme.find("```sh\n", at);
-  if (open == std::string::npos) return "";
-  open += 6;
-  size_t close = readme.find("```", open);
-  return close == std::string::npos ? "" : readme.substr(open, close - open);
+  for (size_t open = readme.find("```sh\n"); open != std::string::npos; open = readme.find("```sh\n", open)) {
+    open += 6;
+    size_t close = readme.find("```", open);
+    if (close == std::string::npos) return "";
+    const std::string block = readme.substr(open, close - open);
+    if (block.rfind("#!/bin/bash\n#SBATCH", 0) == 0) return block;
+  }
+  return "";
 }
 
 std::string readme_job_dir(const std::string& tag, bool long_run) {
@@ -176,7 +177,7 @@ std::string readme_job_dir(const std::string& tag, bool long_run) {
 TEST_F(SlurmLaunchSteps, ReadmeSbatchScriptTrainsThroughJobSteps) {
   const std::string script = readme_sbatch_script();
   ASSERT_NE(script.find("#SBATCH"), std::string::npos)
-      << "README.md has no sbatch script under '## On a Slurm cluster'";
+      << "README.md has no ```sh block that is an sbatch script (#!/bin/bash, then #SBATCH lines)";
   ASSERT_NE(script.find("./launch --gloo ./train"), std::string::npos) << script;
   const std::string d = readme_job_dir("slurm_steps_readme", false);
   // -n 2 and -o on the command line win over the script's #SBATCH lines (2 cores here).
