@@ -436,8 +436,9 @@ struct BatchReader : SliceInput {
 struct RunPlan {
   std::string dump;  // this rank's --dump-params file, empty for none (dump_path_of)
   AllreduceAlgorithm algorithm;
-  int threads;    // compute threads per rank (ThreadPolicy)
-  int max_batch;  // the samples a batch buffer holds
+  int threads;              // compute threads per rank (ThreadPolicy)
+  ThreadRule threads_rule;  // the rule that decided them (the timing line names it)
+  int max_batch;            // the samples a batch buffer holds
 };
 
 RunPlan plan_run(const Options& opts, const ThreadPolicy& threads, const TrainData& data, const Communicator& comm) {
@@ -450,6 +451,7 @@ RunPlan plan_run(const Options& opts, const ThreadPolicy& threads, const TrainDa
   if (std::string why = allreduce_unsupported_reason(plan.algorithm, comm.backend_name(), size); !why.empty())
     throw std::runtime_error(why);
   plan.threads = threads.compute_threads;  // the net splits each batch across them itself
+  plan.threads_rule = threads.rule;
   // Batch buffers hold no more samples than this rank's shard of the data set can fill.
   const int eval_chunk = std::min(opts.test_batch_size, std::max(opts.batch_size, 64));
   const int train_shard = int((int64_t(data.train.count) + size - 1) / size),
@@ -534,7 +536,8 @@ void dump_params(const std::string& dump, const std::vector<float>& params) {
 
 // BARESGD_TIMING=1: one machine-readable line per rank on stderr at the end (bench/; tests read
 // overlap_buckets, the number of buckets the overlapped averaging ran, 0 for the whole buffer, and
-// lane_rounds, the exchanges moved on Gloo's sync lane, and threads, the rank's compute threads).
+// lane_rounds, the exchanges moved on Gloo's sync lane, and threads, the rank's compute threads, then
+// in parentheses the rule that decided them: src/thread_policy.h thread_rule_name).
 struct Timing {
   using Clock = std::chrono::steady_clock;
   bool enabled = false;
@@ -786,10 +789,11 @@ void Trainer::finish() {
   if (timing_.enabled)
     std::fprintf(stderr,
                  "timing: rank=%d startup_s=%.4f train_s=%.4f test_s=%.4f comm_s=%.4f overlap_buckets=%zu "
-                 "lane_rounds=%llu threads=%d\n",
+                 "lane_rounds=%llu threads=%d (%s)\n",
                  rank_, timing_.startup_s, timing_.train_s, timing_.test_s, timing_.comm_s,
                  overlapped_ ? overlapped_->buckets().size() : size_t(0),
-                 static_cast<unsigned long long>(comm_.sync_lane_rounds()), net_.threads());
+                 static_cast<unsigned long long>(comm_.sync_lane_rounds()), net_.threads(),
+                 thread_rule_name(plan_.threads_rule));
   dump_params(plan_.dump, net_.params);
 }
 
