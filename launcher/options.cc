@@ -602,16 +602,18 @@ void check_flag_combinations(FlagPass& p, const EnvLookup& env) {
   LaunchOptions& o = p.o;
   if (p.saw_gloo && p.saw_mpi) throw UsageError("--gloo and --mpi are mutually exclusive: pick one", false);
   if (o.np_given && o.np <= 0) throw UsageError("-np must be >= 1 (got " + std::to_string(o.np) + ")", false);
+  std::string why;
   if (p.saw_gloo || p.saw_mpi) {
     o.transport = p.saw_gloo ? Transport::kGloo : Transport::kMpi;
   } else {
-    std::string why;
     o.transport = default_transport(o, env, &why);
     o.notices.push_back(std::string("neither --gloo nor --mpi: using ") +
                         (o.transport == Transport::kMpi ? "--mpi" : "--gloo") + ", as horovodrun does " + why);
   }
-  if (p.saw_gloo && !p.mpi_only.empty())
-    throw UsageError(p.mpi_only + " is for --mpi (mpirun's option); with --gloo set variables in the environment",
+  if (o.transport == Transport::kGloo && !p.mpi_only.empty())
+    throw UsageError(p.mpi_only + " is for --mpi (mpirun's option); " +
+                         (p.saw_gloo ? "with --gloo set variables in the environment"
+                                     : "without --gloo or --mpi ./launch picked --gloo " + why),
                      false);
   if (!o.hosts.empty() && !o.hostfile.empty())
     throw UsageError("-H and --hostfile are mutually exclusive: pick one", false);

@@ -703,6 +703,17 @@ TEST(LaunchOptions, WithoutGlooOrMpiPicksAsHorovodrunAndSaysWhich) {
   EXPECT_EQ(elastic.transport, Transport::kGloo);
   EXPECT_EQ(elastic.notices,
             std::vector<std::string>{"neither --gloo nor --mpi: using --gloo, as horovodrun does for an elastic job"});
+  // An mpirun flag with no mpirun to pass it to is refused, saying why Gloo was picked.
+  try {
+    parse_launch_options({"-np", "2", "-x", "FOO=1", "./train"}, with_path("/nonexistent"));
+    ADD_FAILURE() << "-x accepted with Gloo picked";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("-x is for --mpi (mpirun's option); without --gloo or --mpi ./launch picked "
+                                          "--gloo when MPI is not available",
+                                          0),
+              0u)
+        << e.what();
+  }
   for (const char* flag : {"--gloo", "--mpi"}) {
     LaunchOptions chosen = parse_launch_options({"-np", "2", flag, "./train"}, with_path(dir));
     EXPECT_EQ(chosen.transport, std::string(flag) == "--gloo" ? Transport::kGloo : Transport::kMpi);
