@@ -28,6 +28,7 @@
 
 #include "comm/comm_internal.h"
 #include "comm/communicator.h"
+#include "comm/slurm_step_id.h"
 #include "comm/torchrun_env.h"
 #include "src/parse_int.h"
 
@@ -212,13 +213,9 @@ bool slurm_non_task_step(const Env& env, std::string* step_var) {
   *step_var = env.has("SLURM_STEP_ID") ? "SLURM_STEP_ID" : env.has("SLURM_STEPID") ? "SLURM_STEPID" : "";
   if (step_var->empty()) return true;
   const std::string v = env.str(step_var->c_str());
-  if (v == "batch" || v == "extern" || v == "interactive") return true;
-  const bool negative = !v.empty() && v[0] == '-';
-  const std::string digits = negative ? v.substr(1) : v;
-  long long id = 0;
-  if (digits.size() > 10 || parse_decimal(digits, IntSign::kNone, 0, LLONG_MAX, &id) != IntText::kOk)
-    fail(*step_var + "=" + quoted(v.c_str()) + " is not a step id");
-  return negative || id >= 0xfffffff0LL;
+  const SlurmStepKind kind = slurm_step_kind(v.c_str());
+  if (kind == SlurmStepKind::kMalformed) fail(*step_var + "=" + quoted(v.c_str()) + " is not a step id");
+  return kind != SlurmStepKind::kSrunTask;
 }
 
 // The batch step of an sbatch job: world size 1, never rank 0 of the allocation's tasks.

@@ -3,6 +3,9 @@
 #include "launcher/horovod_flags.h"
 
 #include <cstdlib>
+#include <set>
+
+#include "src/shown_text.h"
 
 namespace {
 
@@ -135,14 +138,18 @@ std::string refusal_line(const HorovodFlag& f, const std::string& as_given) {
 
 const char* process_env(const char* name) { return std::getenv(name); }
 
-std::string refused_env_error(const EnvLookup& env) {
+std::vector<std::string> ignored_env_warnings(const EnvLookup& env) {
+  std::vector<std::string> lines;
+  std::set<std::string> named;
   for (const HorovodFlag& f : horovod_flags()) {
-    if (f.status != FlagStatus::kRefused || f.env.empty()) continue;
+    if (f.status != FlagStatus::kRefused || f.env.empty() || named.count(f.env)) continue;
     const char* v = env(f.env.c_str());
     if (!v || !*v || (!f.env_off.empty() && f.env_off == v)) continue;
-    return f.env + "=" + v + " is not supported (" + f.names[0] + "): " + f.meaning + "; unset it";
+    named.insert(f.env);
+    lines.push_back("warning: " + f.env + "=" + shown_text(v) + " is ignored (horovodrun's " + f.names[0] +
+                    "): " + f.meaning);
   }
-  return "";
+  return lines;
 }
 
 std::string horovod_flags_help() {

@@ -34,9 +34,12 @@ std::string refusal_line(const HorovodFlag& f, const std::string& as_given);
 using EnvLookup = std::function<const char*(const char*)>;
 const char* process_env(const char* name);
 
-// Refused rows whose variable is set (to anything but its env_off value): the one-line error
-// "HOROVOD_AUTOTUNE=1: autotune-only: ...; unset it" for the first, or "".
-std::string refused_env_error(const EnvLookup& env);
+// Refused rows whose variable is set (to anything but its env_off value), one warning line each
+// (without "launch: "), e.g. "warning: HOROVOD_FUSION_THRESHOLD=67108864 is ignored (horovodrun's
+// --fusion-threshold-mb): ./train sums ...". A refused flag is an error, but its variable is a
+// site's environment (a module may set it for every job, as horovodrun accepts it): ./launch goes
+// on without it and says so. A variable shared by several rows is named once.
+std::vector<std::string> ignored_env_warnings(const EnvLookup& env);
 
 // --help's section: one line per horovodrun flag that is a no-op or refused, with why.
 std::string horovod_flags_help();

@@ -131,6 +131,7 @@ int run_mpirun(const JobPlan& plan, const JobIdentity& id, Supervisor* sup) {
     return 1;
   }
   MpirunPlan mp = build_mpirun_plan(plan_mpirun(plan, id));
+  if (mp.yield_set) say_launch(mpi_yield_line(plan));
   if (plan.opts.verbose) say_launch("running: " + display_command(mp.argv));
   spec.argv = mp.argv;
   spec.env = mp.env;

@@ -15,6 +15,7 @@
 #include "launcher/fdio.h"
 #include "launcher/host_choice.h"
 #include "launcher/netaddr.h"
+#include "launcher/slurm_step.h"
 #include "launcher/srun.h"
 #include "src/thread_policy.h"
 
@@ -47,6 +48,20 @@ int parse_command_line(const std::vector<std::string>& args, LaunchOptions* o) {
     write_all(1, launch_help_text());
     return 0;
   }
+  return kGoOn;
+}
+
+// Not as a task of an srun step (launcher/slurm_step.h): one line saying what to do instead.
+int refuse_srun_task(JobPlan* plan) {
+  const std::string why = srun_step_refusal(plan->opts, env_map(current_environment()));
+  if (why.empty()) return kGoOn;
+  say_launch(why);
+  return 2;
+}
+
+// What the flags and the environment made ./launch decide on its own: a line each.
+int say_notices(JobPlan* plan) {
+  for (const std::string& line : plan->opts.notices) say_launch(line);
   return kGoOn;
 }
 
@@ -343,8 +358,8 @@ void say_launch(const std::string& msg) { write_all(2, "launch: " + msg + "\n");
 int make_job_plan(const std::vector<std::string>& args, JobPlan* plan) {
   int code = parse_command_line(args, &plan->opts);
   if (code != kGoOn) return code;
-  for (int (*step)(JobPlan*) : {lay_out_ranks, find_command, choose_srun_steps, check_mpi_ssh_files, resolve_addresses,
-                                read_environment, read_process_facts}) {
+  for (int (*step)(JobPlan*) : {refuse_srun_task, say_notices, lay_out_ranks, find_command, choose_srun_steps,
+                                check_mpi_ssh_files, resolve_addresses, read_environment, read_process_facts}) {
     code = step(plan);
     if (code != kGoOn) return code;
   }
@@ -383,6 +398,22 @@ RankStart plan_gloo_rank(const JobPlan& plan, const RankPlacement& p, const std:
   return r;
 }
 
+int busiest_host_ranks(const JobPlan& plan) {
+  if (plan.all_loopback) return std::max(1, plan.opts.np);  // loopback "hosts" all share this machine's cores
+  int max_local = 1;
+  for (const HostSlots& h : plan.used) max_local = std::max(max_local, h.slots);
+  return max_local;
+}
+
+std::string mpi_yield_line(const JobPlan& plan) {
+  const std::string ranks = std::to_string(busiest_host_ranks(plan)),
+                    cpus = std::to_string(plan.cores) + (plan.cores == 1 ? " CPU" : " CPUs");
+  return (plan.all_loopback
+              ? ranks + " ranks on this machine's " + cpus
+              : ranks + " ranks on one host, more than this machine's " + cpus + " (taken for every host's)") +
+         ": Open MPI yields when idle (OMPI_MCA_mpi_yield_when_idle=1)";
+}
+
 std::string find_mpirun() {
   std::string why, path = find_executable("mpirun", path_env(), &why);
   if (path.empty())
@@ -403,8 +434,7 @@ MpirunInputs plan_mpirun(const JobPlan& plan, const JobIdentity& id) {
   int max_local = 1;
   for (const HostSlots& h : plan.used) max_local = std::max(max_local, h.slots);
   in.openblas_threads = std::max(1, plan.cores / max_local);
-  // Loopback "hosts" all share this machine's cores.
-  in.oversubscribed = plan.all_loopback ? plan.opts.np > plan.cores : max_local > plan.cores;
+  in.oversubscribed = busiest_host_ranks(plan) > plan.cores;
   in.job_id = id.job_id;
   in.secret = id.secret;
   in.extra_env = plan.opts.mpi_env;

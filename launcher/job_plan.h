@@ -81,6 +81,13 @@ struct RankStart {
 RankStart plan_gloo_rank(const JobPlan& plan, const RankPlacement& p, const std::string& store_addr,
                          const JobIdentity& id);
 
+// The most ranks any one host runs (all ranks when every host is this machine: loopback).
+int busiest_host_ranks(const JobPlan& plan);
+// What ./launch says when it asks Open MPI to yield (MpirunPlan::yield_set: the busiest host's
+// ranks outnumber the cores), e.g. "4 ranks on this machine's 2 CPUs: Open MPI yields when idle
+// (OMPI_MCA_mpi_yield_when_idle=1)".
+std::string mpi_yield_line(const JobPlan& plan);
+
 // mpirun's path; throws std::runtime_error("--mpi: mpirun not found in PATH ...").
 std::string find_mpirun();
 // The inputs of build_mpirun_plan (mpirun.h) for this job.

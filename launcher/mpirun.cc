@@ -8,7 +8,7 @@ namespace {
 
 // The launcher's environment without stale per-rank BARESGD_*, plus Open MPI's settings for this
 // job (where the user did not choose) and the job's own variables.
-std::vector<std::string> mpirun_environment(const MpirunInputs& in) {
+std::vector<std::string> mpirun_environment(const MpirunInputs& in, bool* yield_set) {
   std::vector<std::string> env = in.base_env;
   env_remove_if(&env, is_launch_rank_env);
   auto set_default = [&](const std::string& name, const std::string& value) {
@@ -37,7 +37,8 @@ std::vector<std::string> mpirun_environment(const MpirunInputs& in) {
   set_default("OPENBLAS_NUM_THREADS", std::to_string(in.openblas_threads));
   // More ranks than cores on a host: Open MPI's busy-polling would starve the ranks; yield while
   // idle instead, as it does when it knows.
-  if (in.oversubscribed) set_default("OMPI_MCA_mpi_yield_when_idle", "1");
+  *yield_set = in.oversubscribed && !env_find(env, "OMPI_MCA_mpi_yield_when_idle", nullptr);
+  if (*yield_set) env_set(&env, "OMPI_MCA_mpi_yield_when_idle", "1");
   return env;
 }
 
@@ -80,7 +81,7 @@ const std::vector<std::pair<std::string, std::string>>& loopback_openmpi_env() {
 
 MpirunPlan build_mpirun_plan(const MpirunInputs& in) {
   MpirunPlan p;
-  p.env = mpirun_environment(in);
+  p.env = mpirun_environment(in, &p.yield_set);
   p.argv = mpirun_argv(in, p.env);
   return p;
 }

@@ -27,6 +27,7 @@ struct MpirunInputs {
 struct MpirunPlan {
   std::vector<std::string> argv;  // argv[0] = "mpirun"
   std::vector<std::string> env;   // mpirun's complete environment (secret only here, never in argv)
+  bool yield_set = false;         // oversubscribed: OMPI_MCA_mpi_yield_when_idle=1 is ours (the user set none)
 };
 
 // The Open MPI settings that keep a job on this machine's loopback: tcp and Open MPI's own
@@ -47,5 +48,7 @@ const std::vector<std::pair<std::string, std::string>>& loopback_openmpi_env();
 // --mpi-args words come after the launcher's own arguments, just before CMD. An
 // all-loopback job gets loopback_openmpi_env() (a single host keeps its shared-memory BTL) and
 // the ob1 pml (no UCX start-up inside one machine); --network-interface sets the tcp if_include
-// variables instead of lo. The user's own OMPI_MCA_* values win.
+// variables instead of lo. Oversubscribed hosts get OMPI_MCA_mpi_yield_when_idle=1 (mpirun's -H
+// slots hide the oversubscription from Open MPI, which would busy-poll; src/mpi_yield.h). The
+// user's own OMPI_MCA_* values win.
 MpirunPlan build_mpirun_plan(const MpirunInputs& in);

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "launcher/horovod_config.h"
+#include "launcher/process.h"
 #include "launcher/shell_words.h"
 #include "src/parse_int.h"
 #include "src/shown_text.h"
@@ -92,8 +93,7 @@ void apply_binding_args(const std::string& v, LaunchOptions* o) {
 // HOROVOD_* variables horovodrun reads for flags not given on the command line (or in the file).
 void read_horovod_env(const EnvLookup& env, const std::vector<std::string>& given, LaunchOptions* o) {
   auto is_given = [&](const char* f) { return std::find(given.begin(), given.end(), f) != given.end(); };
-  std::string refused = refused_env_error(env);
-  if (!refused.empty()) throw UsageError(refused, false);
+  for (const std::string& line : ignored_env_warnings(env)) o->notices.push_back(line);
   int n = 0;
   const char* v = env("HOROVOD_START_TIMEOUT");
   if (v && *v && !is_given("--start-timeout")) {
@@ -136,12 +136,12 @@ LaunchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup&
 }  // namespace
 
 const char* launch_usage_line() {
-  return "usage: launch -np N (--gloo|--mpi) [-H host:slots,...|--hostfile FILE] [options] CMD [ARGS...]";
+  return "usage: launch -np N [--gloo|--mpi] [-H host:slots,...|--hostfile FILE] [options] CMD [ARGS...]";
 }
 
 namespace {
 const char kHelpText[] =
-    "usage: launch -np N (--gloo|--mpi) [-H host:slots,...|--hostfile FILE] [options] CMD [ARGS...]\n"
+    "usage: launch -np N [--gloo|--mpi] [-H host:slots,...|--hostfile FILE] [options] CMD [ARGS...]\n"
     "\n"
     "Starts N ranks of CMD over the hosts' slots (filled in order) and tags their output.\n"
     "\n"
@@ -154,6 +154,9 @@ const char kHelpText[] =
     "      --mpi                 start the ranks with Open MPI's mpirun; every exported variable\n"
     "                            reaches every rank (-x NAME) except host-specific ones (HOSTNAME,\n"
     "                            PWD, OLDPWD, SHLVL, SSH_*, XDG_*, BASH_FUNC_*, DISPLAY, ...)\n"
+    "                            Neither given: as horovodrun, --mpi when this build has MPI and\n"
+    "                            mpirun is on PATH, else --gloo (elastic jobs: --gloo); one line\n"
+    "                            says which\n"
     "  -x VAR[=VALUE]            --mpi: send VAR (with VALUE, or this shell's value) to every\n"
     "                            rank (repeatable)\n"
     "      --mpi-args \"ARGS\"     --mpi: extra mpirun arguments, split as a shell would,\n"
@@ -241,14 +244,18 @@ const char kHelpText[] =
     "SLURM_TASKS_PER_NODE) and -np defaults to SLURM_NTASKS; a larger -np is refused.\n"
     "With --gloo every rank then starts as a job step of the allocation (srun --overlap ...\n"
     "launch --agent on its node), so scancel stops it and accounting counts it; --no-srun\n"
-    "starts them locally and over ssh instead, as -H does.\n"
+    "starts them locally and over ssh instead, as -H does. Run ./launch once per job, from the\n"
+    "batch script or the salloc shell: as a task of an srun step of more than one task it refuses\n"
+    "(every task would start the job), and in a one-task step it refuses to take the step's\n"
+    "SLURM_NTASKS for the allocation's (without -np, or a larger -np; -H/--hostfile still work).\n"
     "\n"
     "Exit status: the first failing rank's (128+signal for a signal; with --max-restarts, that of\n"
     "the last attempt's first failure), 124 on --timeout,\n"
     "128+signal when the launcher itself is stopped by a signal, 2 for a bad command line,\n"
     "1 for other launch errors.\n"
     "\n"
-    "horovodrun's flags that are no-ops here (accepted) or refused, and why (docs/horovod.md lists all):\n";
+    "horovodrun's flags that are no-ops here (accepted) or refused, and why (docs/horovod.md lists all);\n"
+    "a refused flag's HOROVOD_* variable in the environment is ignored, with one warning line:\n";
 }  // namespace
 
 const char* launch_help_text() {
@@ -566,15 +573,47 @@ const HorovodFlag* note_horovod_flag(const std::string& name, std::vector<std::s
   return row;
 }
 
+// Neither --gloo nor --mpi: horovodrun's choice (Horovod's horovod/runner/launch.py run_controller:
+// MPI when Horovod was built with it, else Gloo; elastic jobs only run on Gloo). Here "built with
+// MPI" is this build's MPI backend with an mpirun on PATH to start it. why: the reason, for the
+// notice ("when ...").
+Transport default_transport(const LaunchOptions& o, const EnvLookup& env, std::string* why) {
+  if (o.elastic.enabled()) {
+    *why = "for an elastic job";
+    return Transport::kGloo;
+  }
+#if BARESGD_HAVE_MPI
+  const char* path = env("PATH");
+  std::string not_found;
+  const std::string mpirun = find_executable("mpirun", path ? path : "", &not_found);
+  if (!mpirun.empty()) {
+    *why = "when MPI is built in (mpirun: " + shown_text(mpirun) + ")";
+    return Transport::kMpi;
+  }
+  *why = "when MPI is not available (mpirun is not on PATH)";
+#else
+  *why = "when MPI is not available (this build has no MPI)";
+#endif
+  return Transport::kGloo;
+}
+
 // The checks across flags, once they are all read (and the environment's defaults are in).
 void check_flag_combinations(FlagPass& p, const EnvLookup& env) {
   LaunchOptions& o = p.o;
   if (p.saw_gloo && p.saw_mpi) throw UsageError("--gloo and --mpi are mutually exclusive: pick one", false);
   if (o.np_given && o.np <= 0) throw UsageError("-np must be >= 1 (got " + std::to_string(o.np) + ")", false);
-  if (!p.saw_gloo && !p.saw_mpi) throw UsageError("choose how to start the ranks: --gloo or --mpi", false);
-  o.transport = p.saw_gloo ? Transport::kGloo : Transport::kMpi;
-  if (p.saw_gloo && !p.mpi_only.empty())
-    throw UsageError(p.mpi_only + " is for --mpi (mpirun's option); with --gloo set variables in the environment",
+  std::string why;
+  if (p.saw_gloo || p.saw_mpi) {
+    o.transport = p.saw_gloo ? Transport::kGloo : Transport::kMpi;
+  } else {
+    o.transport = default_transport(o, env, &why);
+    o.notices.push_back(std::string("neither --gloo nor --mpi: using ") +
+                        (o.transport == Transport::kMpi ? "--mpi" : "--gloo") + ", as horovodrun does " + why);
+  }
+  if (o.transport == Transport::kGloo && !p.mpi_only.empty())
+    throw UsageError(p.mpi_only + " is for --mpi (mpirun's option); " +
+                         (p.saw_gloo ? "with --gloo set variables in the environment"
+                                     : "without --gloo or --mpi ./launch picked --gloo " + why),
                      false);
   if (!o.hosts.empty() && !o.hostfile.empty())
     throw UsageError("-H and --hostfile are mutually exclusive: pick one", false);

@@ -56,6 +56,10 @@ struct LaunchOptions {
   // --log-level, --log-with[out]-timestamp), over the caller's.
   std::string config_file;
   std::vector<std::pair<std::string, std::string>> horovod_env;
+  // Lines ./launch says (as "launch: LINE") before it starts: one per ignored HOROVOD_* variable
+  // (horovod_flags.h ignored_env_warnings), and which of --gloo/--mpi it picked when neither was
+  // given (horovodrun's choice, options.cc default_transport).
+  std::vector<std::string> notices;
   bool version = false;  // -v, --version, -cb, --check-build: print the version and stop
   bool help = false;
   std::vector<std::string> command;  // CMD ARGS...
@@ -66,7 +70,10 @@ struct LaunchOptions {
 // missing (np_given false): inside a Slurm allocation the allocation sets it, else choose_hosts
 // (host_choice.h) refuses the command line.
 // `env` supplies HOROVOD_START_TIMEOUT and the other HOROVOD_* variables horovodrun reads (flags
-// and --config-file win; a malformed or refused one is a one-line error naming it).
+// and --config-file win; a malformed one is a one-line error naming it, a refused flag's one a
+// warning in notices), and PATH (where mpirun is looked for when neither --gloo nor --mpi is given:
+// then ./launch picks as horovodrun does, MPI when this build has it and mpirun is on PATH, else
+// Gloo; an elastic job always Gloo; the choice is a line in notices).
 LaunchOptions parse_launch_options(const std::vector<std::string>& args, const EnvLookup& env);
 LaunchOptions parse_launch_options(const std::vector<std::string>& args);  // env = getenv
 

@@ -66,6 +66,7 @@ RunPlan plan_run(const Options& opts, const ThreadPolicy& threads, int train_cou
   if (std::string why = allreduce_unsupported_reason(plan.algorithm, comm.backend_name(), size); !why.empty())
     throw std::runtime_error(why);
   plan.threads = threads.compute_threads;  // the net splits each batch across them itself
+  plan.threads_rule = threads.rule;
   // Batch buffers hold no more samples than this rank's shard of the data set can fill.
   const int eval_chunk = std::min(opts.test_batch_size, std::max(opts.batch_size, 64));
   const int train_shard = int((int64_t(train_count) + size - 1) / size),

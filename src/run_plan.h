@@ -13,8 +13,9 @@
 struct RunPlan {
   std::string dump;  // this rank's --dump-params file, empty for none (dump_path_of)
   AllreduceAlgorithm algorithm;
-  int threads;    // compute threads per rank (ThreadPolicy)
-  int max_batch;  // the samples a batch buffer holds
+  int threads;              // compute threads per rank (ThreadPolicy)
+  ThreadRule threads_rule;  // the rule that decided them (the timing line names it)
+  int max_batch;            // the samples a batch buffer holds
 };
 
 // train_count, test_count: the splits' samples. Throws std::runtime_error or

@@ -42,6 +42,7 @@ bool timing_enabled() {
 
 void TimingLine::run_begin(const RunShape& shape) {
   threads_ = shape.compute_threads;
+  threads_rule_ = shape.threads_rule;
   buckets_ = shape.bucket_layers.size();
 }
 
@@ -67,7 +68,7 @@ void TimingLine::test_end(int epoch, uint64_t step, double loss, double accuracy
 void TimingLine::run_end() {
   std::fprintf(stderr,
                "timing: rank=%d startup_s=%.4f train_s=%.4f test_s=%.4f comm_s=%.4f overlap_buckets=%zu "
-               "lane_rounds=%llu threads=%d\n",
+               "lane_rounds=%llu threads=%d (%s)\n",
                comm_.rank(), startup_s_, train_s_, test_s_, comm_s_, buckets_,
-               static_cast<unsigned long long>(comm_.sync_lane_rounds()), threads_);
+               static_cast<unsigned long long>(comm_.sync_lane_rounds()), threads_, threads_rule_);
 }

@@ -3,7 +3,8 @@
 // threads=" (startup: the process's age when the first epoch began; train and test: the epochs'
 // train steps and test passes; comm: the gradient exchanges; overlap_buckets: the buckets the
 // overlapped averaging ran, 0 for the whole buffer; lane_rounds: the exchanges moved on Gloo's
-// sync lane; threads: the rank's compute threads). Tests read the last three.
+// sync lane; threads: the rank's compute threads, then in parentheses the rule that decided them).
+// Tests read the last three.
 #pragma once
 #include <chrono>
 #include <cstddef>
@@ -32,6 +33,7 @@ class TimingLine : public StepObserver {
 
   const Communicator& comm_;
   int threads_ = 1;
+  const char* threads_rule_ = "";  // the rule that decided threads_, named after it in parentheses
   size_t buckets_ = 0;
   double startup_s_ = -1, train_s_ = 0, test_s_ = 0, comm_s_ = 0;
   Clock::time_point epoch_, test_, exchange_;

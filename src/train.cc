@@ -333,7 +333,8 @@ Trainer::Trainer(const Options& opts, const ThreadPolicy& threads, TrainData& da
     watch_.add(std::make_unique<SampleRecorder>(opts.sample_record, step_, size_t(data.train.count), comm.size(),
                                                 opts.batch_size));
   // --timeline starts here: clocks synced to rank 0's, tracks named, each bucket on its own track.
-  watch_.run_begin(RunShape{net_.threads(), exchange_.how(), exchange_.bucket_layers()});
+  watch_.run_begin(
+      RunShape{net_.threads(), thread_rule_name(plan_.threads_rule), exchange_.how(), exchange_.bucket_layers()});
   exchange_.set_overlap_observer(watch_.overlap_observer());
 }
 

@@ -19,6 +19,7 @@
 #include "kernels/blas.h"
 #include "src/data_dir.h"
 #include "src/mnist.h"
+#include "src/mpi_yield.h"
 #include "src/options.h"
 #include "src/shared_failure.h"
 #include "src/timeline.h"
@@ -159,21 +160,36 @@ CommOptions comm_options_of(const Options& opts) {
   return co;
 }
 
-// Compute threads per rank (src/thread_policy.h), decided here once; OpenBLAS is told its own count.
+// Compute threads per rank (src/thread_policy.h), decided here once from this process's CPUs, the
+// starter's binding and the environment; OpenBLAS is told its own count.
 ThreadPolicy thread_policy_of(const Options& opts, const RankInfo& info) {
   ThreadInputs in;
   in.cpus = affinity_cpu_count();
+  in.online_cpus = online_cpu_count();
   in.local_size = info.local_size;
   in.threads_flag = opts.threads;
+  in.bound_per_task = started_bound_per_task(info.source.c_str(), std::getenv("OMPI_MCA_orte_bound_at_launch"),
+                                             std::getenv("SLURM_CPU_BIND_TYPE"));
+  in.slurm_cpus_per_task = std::getenv("SLURM_CPUS_PER_TASK");
+  in.omp_num_threads = std::getenv("OMP_NUM_THREADS");
   in.openblas_num_threads = std::getenv("OPENBLAS_NUM_THREADS");
   in.goto_num_threads = std::getenv("GOTO_NUM_THREADS");
-  in.omp_num_threads = std::getenv("OMP_NUM_THREADS");
   const ThreadPolicy policy = decide_thread_policy(in);
   if (policy.blas_threads == 1)
     blas_single_threaded();
   else
     openblas_set_num_threads(policy.blas_threads);
   return policy;
+}
+
+// An MPI rank whose host has more ranks than CPUs asks Open MPI to yield when idle
+// (src/mpi_yield.h); Open MPI reads the variable in MPI_Init, so this runs before the communicator.
+void ask_mpi_to_yield_if_oversubscribed(const CommOptions& co, const RankInfo& info, const ThreadPolicy& threads) {
+  if ((co.backend.empty() ? info.backend : co.backend) != "mpi") return;
+  const char* name = "OMPI_MCA_mpi_yield_when_idle";
+  const MpiYield y = decide_mpi_yield(info.local_size, info.local_rank, threads.host_cpus, std::getenv(name));
+  if (y.set) ::setenv(name, "1", 0);
+  if (!y.line.empty()) std::fprintf(stderr, "train: %s\n", y.line.c_str());
 }
 
 // This rank's job: data, timeline file, communicator, training. Exits 1 on any failure with its one
@@ -189,6 +205,7 @@ void run_rank(Options& opts) {
     if (!info.notice.empty()) std::fprintf(stderr, "train: %s\n", info.notice.c_str());
     const ThreadPolicy threads = thread_policy_of(opts, info);
     co.spin_while_waiting = threads.spin_while_waiting;
+    ask_mpi_to_yield_if_oversubscribed(co, info, threads);
     resolve_data_dir(opts);
     TrainData data = load_train_data(opts);  // a bad file fails here, before any rendezvous
     timeline_open(opts, info);               // so does a timeline file this rank cannot write

@@ -4,6 +4,7 @@
 // implemented ones have their effect on the ranks, and docs/horovod.md's table says what the code does.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -415,26 +416,77 @@ TEST(HorovodFlags, HorovodVariablesAreReadAndTheCommandLineWins) {
                         {{"HOROVOD_GLOO_TIMEOUT_SECONDS", "0"}}),
             "");
   EXPECT_EQ(usage_error({"-np", "2", "--gloo", "--log-level", "INFO", "true"}, {{"HOROVOD_LOG_LEVEL", "LOUD"}}), "");
-  // A refused flag's variable set: one line naming it and why; its "off" value is fine.
+  // A refused flag's variable set (a site's module may set it for every job): accepted, one
+  // warning naming it, its flag and why; its "off" value says nothing.
   for (const HorovodFlag& f : horovod_flags()) {
     if (f.status != FlagStatus::kRefused || f.env.empty()) continue;
-    std::string err = usage_error(args, {{f.env, "1"}});
-    if (f.env_off == "1") {
-      EXPECT_EQ(err, "") << f.env;
-      err = usage_error(args, {{f.env, "0"}});
-    }
-    EXPECT_TRUE(one_line(err)) << f.env << ": " << err;
-    EXPECT_EQ(err.rfind(f.env + "=", 0), 0u) << err;
-    EXPECT_TRUE(contains(err, f.meaning)) << err;
+    const std::string on = f.env_off == "1" ? "0" : "1";
+    LaunchOptions o;
+    ASSERT_NO_THROW(o = parse_launch_options(args, env_of({{f.env, on}}))) << f.env;
+    ASSERT_EQ(o.notices.size(), 1u) << f.env;
+    EXPECT_TRUE(one_line(o.notices[0])) << o.notices[0];
+    EXPECT_EQ(o.notices[0],
+              "warning: " + f.env + "=" + on + " is ignored (horovodrun's " + f.names[0] + "): " + f.meaning);
     if (!f.env_off.empty()) {
-      EXPECT_EQ(usage_error(args, {{f.env, f.env_off}}), "") << f.env;
+      EXPECT_TRUE(parse_launch_options(args, env_of({{f.env, f.env_off}})).notices.empty()) << f.env;
     }
   }
-  // Through the binary: a refused variable stops the launcher with exit 2 before anything starts.
-  auto r = run_launch({"-np", "1", "--gloo", "sh", "-c", "echo started"}, {"HOROVOD_AUTOTUNE=1"});
-  EXPECT_EQ(r.status, 2);
-  EXPECT_FALSE(contains(r.out, "started"));
-  EXPECT_EQ(r.err.rfind("launch: HOROVOD_AUTOTUNE=1 is not supported (--autotune): autotune-only", 0), 0u) << r.err;
+}
+
+// Issue 25 case 6: a site module's HOROVOD_FUSION_THRESHOLD=67108864 stopped `./launch -np 2 --gloo`
+// with exit 2 (horovodrun accepts it). Now each such variable is one warning line and the job runs.
+TEST(HorovodFlags, SiteTuningVariablesAreWarningsNotErrors) {
+  auto r = run_launch({"-np", "2", "--gloo", "sh", "-c", "echo started"},
+                      {"HOROVOD_FUSION_THRESHOLD=67108864", "HOROVOD_CYCLE_TIME=5", "HOROVOD_CACHE_CAPACITY=1024",
+                       "HOROVOD_HIERARCHICAL_ALLREDUCE=0", "HOROVOD_START_TIMEOUT=20"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "[0]<stdout>:started\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "[1]<stdout>:started\n")) << r.out;
+  const std::string want =
+      "launch: warning: HOROVOD_FUSION_THRESHOLD=67108864 is ignored (horovodrun's --fusion-threshold-mb): " +
+      find_horovod_flag("--fusion-threshold-mb")->meaning +
+      "\nlaunch: warning: HOROVOD_CYCLE_TIME=5 is ignored (horovodrun's --cycle-time-ms): " +
+      find_horovod_flag("--cycle-time-ms")->meaning +
+      "\nlaunch: warning: HOROVOD_CACHE_CAPACITY=1024 is ignored (horovodrun's --cache-capacity): " +
+      find_horovod_flag("--cache-capacity")->meaning + "\n";
+  EXPECT_EQ(r.err, want);  // the "off" value and the implemented variable say nothing
+  // A refused flag on the command line is still refused: it asks for what baresgd does not have.
+  auto flag = run_launch({"-np", "1", "--gloo", "--fusion-threshold-mb", "64", "sh", "-c", "echo started"});
+  EXPECT_EQ(flag.status, 2);
+  EXPECT_FALSE(contains(flag.out, "started"));
+}
+
+// Issue 25 case 6: ./launch without --gloo or --mpi refused ("choose how to start the ranks");
+// horovodrun picks one. Now ./launch picks as horovodrun does and says which in one line.
+TEST(HorovodFlags, NeitherGlooNorMpiPicksAsHorovodrunAndSaysWhich) {
+  auto r = run_launch({"-np", "2", "sh", "-c", "echo comm=$BARESGD_COMM"});
+  EXPECT_EQ(r.status, 0) << r.err;
+#if BARESGD_HAVE_MPI
+  const std::string picked = "mpi";
+  EXPECT_EQ(r.err.rfind("launch: neither --gloo nor --mpi: using --mpi, as horovodrun does when MPI is built in "
+                        "(mpirun: ",
+                        0),
+            0u)
+      << r.err;
+#else
+  const std::string picked = "gloo";
+  EXPECT_EQ(r.err.rfind("launch: neither --gloo nor --mpi: using --gloo", 0), 0u) << r.err;
+#endif
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_TRUE(contains(r.out, "[0]<stdout>:comm=" + picked + "\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "[1]<stdout>:comm=" + picked + "\n")) << r.out;
+  // Without mpirun on PATH (only sh there): Gloo.
+  const std::string bin = testutil::make_temp_dir("no_mpirun");
+  ASSERT_EQ(symlink("/bin/sh", (bin + "/sh").c_str()), 0);
+  auto g = testutil::run("env PATH=" + bin + " " + testutil::launch_bin() + " -np 2 sh -c 'echo comm=$BARESGD_COMM'");
+  EXPECT_EQ(g.status, 0) << g.err;
+#if BARESGD_HAVE_MPI
+  EXPECT_EQ(g.err,
+            "launch: neither --gloo nor --mpi: using --gloo, as horovodrun does when MPI is not available (mpirun is "
+            "not on PATH)\n");
+#endif
+  EXPECT_TRUE(contains(g.out, "[1]<stdout>:comm=gloo\n")) << g.out;
+  testutil::run("rm -rf " + bin);
 }
 
 // ---- --config-file -----------------------------------------------------------------------------------

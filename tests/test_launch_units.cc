@@ -486,7 +486,7 @@ TEST(LaunchOptions, RejectsBadCommandLines) {
   EXPECT_TRUE(contains(usage_error({"-np", "-3", "--gloo", "x"}), "-np must be >= 1"));
   EXPECT_TRUE(contains(usage_error({"-np", "two", "--gloo", "x"}), "not a whole number"));
   EXPECT_TRUE(contains(usage_error({"-np", "2", "--gloo", "--mpi", "x"}), "--gloo and --mpi"));
-  EXPECT_TRUE(contains(usage_error({"-np", "2", "x"}), "--gloo or --mpi"));
+  EXPECT_EQ(usage_error({"-np", "2", "x"}), "");  // neither --gloo nor --mpi: picked as horovodrun does
   EXPECT_TRUE(contains(usage_error({"-np", "2", "--gloo"}), "missing CMD"));
   EXPECT_TRUE(contains(usage_error({"-np", "2", "--gloo", "-H"}), "-H needs a value"));
   EXPECT_TRUE(contains(usage_error({"-np", "2", "--gloo", "--tag-format", "xml", "x"}), "--tag-format 'xml'"));
@@ -640,6 +640,86 @@ TEST(LaunchMpirun, ForwardsTheEnvironmentAndTheUsersMpiFlags) {
   std::set<std::string> env(p.env.begin(), p.env.end());
   EXPECT_TRUE(env.count("BAZ=qux"));
   EXPECT_TRUE(env.count("FOO=bar"));
+}
+
+// Issue 25 case 5: hosts with more ranks than cores get OMPI_MCA_mpi_yield_when_idle=1 (Open MPI
+// busy-polls otherwise: mpirun's -H slots hide the oversubscription), and the plan says it set it
+// (./launch then says so in one line); a value of the user's, even 0 or through -x, wins silently.
+TEST(LaunchMpirun, OversubscribedHostsYieldUnlessTheUserChose) {
+  MpirunInputs in;
+  in.np = 4;
+  in.hosts = {{"localhost", 4}};
+  in.command = {"./train"};
+  in.base_env = {"PATH=/usr/bin"};
+  in.all_loopback = true;
+  in.oversubscribed = true;
+  MpirunPlan p = build_mpirun_plan(in);
+  EXPECT_TRUE(p.yield_set);
+  EXPECT_TRUE(std::count(p.env.begin(), p.env.end(), "OMPI_MCA_mpi_yield_when_idle=1"));
+  std::string cmd;
+  for (auto& a : p.argv) cmd += a + " ";
+  EXPECT_TRUE(contains(cmd, " -x OMPI_MCA_mpi_yield_when_idle ")) << cmd;
+  in.base_env = {"PATH=/usr/bin", "OMPI_MCA_mpi_yield_when_idle=0"};
+  MpirunPlan user = build_mpirun_plan(in);
+  EXPECT_FALSE(user.yield_set);
+  EXPECT_TRUE(std::count(user.env.begin(), user.env.end(), "OMPI_MCA_mpi_yield_when_idle=0"));
+  in.base_env = {"PATH=/usr/bin"};
+  in.extra_env = {"OMPI_MCA_mpi_yield_when_idle=0"};
+  EXPECT_FALSE(build_mpirun_plan(in).yield_set);
+  in.extra_env = {};
+  in.oversubscribed = false;
+  MpirunPlan fits = build_mpirun_plan(in);
+  EXPECT_FALSE(fits.yield_set);
+  for (const std::string& e : fits.env) EXPECT_NE(e.rfind("OMPI_MCA_mpi_yield_when_idle=", 0), 0u) << e;
+}
+
+// Issue 25 case 6: without --gloo or --mpi ./launch refused ("choose how to start the ranks");
+// now it picks as horovodrun's run_controller does (MPI when Horovod has it, else Gloo; an elastic
+// job Gloo), with MPI meaning this build's backend and an mpirun on PATH, and says which.
+TEST(LaunchOptions, WithoutGlooOrMpiPicksAsHorovodrunAndSaysWhich) {
+  const std::string dir = testutil::make_temp_dir("auto_transport");
+  testutil::write_file(dir + "/mpirun", "#!/bin/sh\nexit 99\n");  // found, never run
+  testutil::run("chmod +x " + dir + "/mpirun");
+  auto with_path = [](const std::string& path) -> EnvLookup {
+    return [path](const char* name) -> const char* { return std::string(name) == "PATH" ? path.c_str() : nullptr; };
+  };
+  const std::vector<std::string> args = {"-np", "2", "./train"};
+  LaunchOptions found = parse_launch_options(args, with_path(dir));
+  LaunchOptions missing = parse_launch_options(args, with_path("/nonexistent"));
+#if BARESGD_HAVE_MPI
+  EXPECT_EQ(found.transport, Transport::kMpi);
+  EXPECT_EQ(found.notices, std::vector<std::string>{"neither --gloo nor --mpi: using --mpi, as horovodrun does when "
+                                                    "MPI is built in (mpirun: " +
+                                                    dir + "/mpirun)"});
+  EXPECT_EQ(missing.notices, std::vector<std::string>{"neither --gloo nor --mpi: using --gloo, as horovodrun does "
+                                                      "when MPI is not available (mpirun is not on PATH)"});
+#else
+  EXPECT_EQ(found.transport, Transport::kGloo);
+  EXPECT_EQ(found.notices, std::vector<std::string>{"neither --gloo nor --mpi: using --gloo, as horovodrun does when "
+                                                    "MPI is not available (this build has no MPI)"});
+#endif
+  EXPECT_EQ(missing.transport, Transport::kGloo);
+  LaunchOptions elastic = parse_launch_options({"--min-np", "1", "-H", "localhost:2", "./train"}, with_path(dir));
+  EXPECT_EQ(elastic.transport, Transport::kGloo);
+  EXPECT_EQ(elastic.notices,
+            std::vector<std::string>{"neither --gloo nor --mpi: using --gloo, as horovodrun does for an elastic job"});
+  // An mpirun flag with no mpirun to pass it to is refused, saying why Gloo was picked.
+  try {
+    parse_launch_options({"-np", "2", "-x", "FOO=1", "./train"}, with_path("/nonexistent"));
+    ADD_FAILURE() << "-x accepted with Gloo picked";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("-x is for --mpi (mpirun's option); without --gloo or --mpi ./launch picked "
+                                          "--gloo when MPI is not available",
+                                          0),
+              0u)
+        << e.what();
+  }
+  for (const char* flag : {"--gloo", "--mpi"}) {
+    LaunchOptions chosen = parse_launch_options({"-np", "2", flag, "./train"}, with_path(dir));
+    EXPECT_EQ(chosen.transport, std::string(flag) == "--gloo" ? Transport::kGloo : Transport::kMpi);
+    EXPECT_TRUE(chosen.notices.empty()) << flag;
+  }
+  testutil::run("rm -rf " + dir);
 }
 
 TEST(ShellWords, SplitsAsAShellWouldWithoutExpanding) {

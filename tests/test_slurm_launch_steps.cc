@@ -288,6 +288,30 @@ TEST_F(SlurmLaunchSteps, MoreRanksThanTheAllocationAreStillRefused) {
   EXPECT_EQ(r.out.find("Train Epoch"), std::string::npos) << r.out;
 }
 
+// Issue 25 case 6 on the real cluster: `srun -n 2 ./launch` started two whole jobs side by side, and
+// `salloc -n 2 srun -n 1 ./launch` read the one-task step as the allocation and trained at world
+// size 1. Each task now refuses in one line saying what to do instead; nothing trains.
+TEST_F(SlurmLaunchSteps, LaunchAsATaskOfAnSrunStepIsRefusedWithWhatToDo) {
+  const std::string cmd = " " + launch_bin() + " --gloo " + train_bin() + " --data-dir " + data_dir() + " --epochs 1";
+  RunResult two = slurm("salloc -n 2 srun -n 2" + cmd + " 2>&1", 120);
+  EXPECT_NE(two.status, 0) << two.out;
+  EXPECT_EQ(lines_tagged(two.out, "launch: this is task "), 2) << two.out;
+  EXPECT_NE(two.out.find(" of the 2 tasks of Slurm step "), std::string::npos) << two.out;
+  EXPECT_NE(two.out.find(": every task would start the whole job; run ./launch once, from the batch script or the "
+                         "salloc shell, not under srun"),
+            std::string::npos)
+      << two.out;
+  EXPECT_EQ(two.out.find("Train Epoch"), std::string::npos) << two.out;
+  RunResult one = slurm("salloc -n 2 srun -n 1" + cmd + " 2>&1", 120);
+  EXPECT_NE(one.status, 0) << one.out;
+  EXPECT_EQ(lines_tagged(one.out, "launch: inside Slurm step "), 1) << one.out;
+  EXPECT_NE(one.out.find(" of 1 task, whose SLURM_NTASKS and SLURM_TASKS_PER_NODE are the step's, not allocation "),
+            std::string::npos)
+      << one.out;
+  EXPECT_NE(one.out.find("without -np the job would run 1 rank; run ./launch once"), std::string::npos) << one.out;
+  EXPECT_EQ(one.out.find("Train Epoch"), std::string::npos) << one.out;
+}
+
 // ---- no cluster: a made-up allocation's environment ----
 
 std::string fake_allocation() { return "SLURM_JOB_ID=77 SLURM_JOB_NODELIST=localhost SLURM_TASKS_PER_NODE=2 "; }
@@ -317,6 +341,47 @@ TEST(SrunStepsPlan, NoSrunAndHostsFlagStartRanksAsBefore) {
     EXPECT_NE(r.out.find("localhost  0/2    0/1    local"), std::string::npos) << flag << r.out;
     EXPECT_EQ(r.out.find("--overlap"), std::string::npos) << flag << r.out;
     EXPECT_EQ(r.out.find("  srun  "), std::string::npos) << flag << r.out;
+  }
+}
+
+// The step refusal (launcher/slurm_step.h) with a made-up step's environment, exactly as srun sets it.
+std::string fake_step(int tasks, const std::string& step_id = "0") {
+  const std::string n = std::to_string(tasks);
+  return "SLURM_JOB_ID=77 SLURM_JOB_NODELIST=localhost SLURM_STEP_ID=" + step_id + " SLURM_STEP_NUM_TASKS=" + n +
+         " SLURM_NTASKS=" + n + " SLURM_TASKS_PER_NODE=" + n + " SLURM_PROCID=0 ";
+}
+
+TEST(SrunStepsPlan, LaunchAsATaskOfAnSrunStepIsOneLine) {
+  const std::string launch = launch_bin() + " --gloo sh -c 'echo started'";
+  RunResult two = run("env PATH=/usr/bin:/bin " + fake_step(2) + launch);
+  EXPECT_EQ(two.status, 2) << two.err;
+  EXPECT_EQ(two.err,
+            "launch: this is task 0 of the 2 tasks of Slurm step 77.0: every task would start the whole job; run "
+            "./launch once, from the batch script or the salloc shell, not under srun (it starts each rank as a job "
+            "step itself)\n");
+  EXPECT_EQ(two.out, "");
+  // With -H too: the two tasks would still start two jobs.
+  EXPECT_EQ(run("env PATH=/usr/bin:/bin " + fake_step(2) + launch_bin() + " -np 1 -H localhost:1 --gloo true").status,
+            2);
+  RunResult one = run("env PATH=/usr/bin:/bin " + fake_step(1, "3") + launch);
+  EXPECT_EQ(one.status, 2) << one.err;
+  EXPECT_EQ(one.err,
+            "launch: inside Slurm step 77.3 of 1 task, whose SLURM_NTASKS and SLURM_TASKS_PER_NODE are the step's, "
+            "not allocation 77's: without -np the job would run 1 rank; run ./launch once, from the batch script or "
+            "the salloc shell, not under srun (it starts each rank as a job step itself), or give -H or --hostfile\n");
+  RunResult more = run("env PATH=/usr/bin:/bin " + fake_step(1, "3") + launch_bin() + " -np 2 --gloo true");
+  EXPECT_EQ(more.status, 2) << more.err;
+  EXPECT_NE(more.err.find(": -np 2 ranks do not fit in it; run ./launch once"), std::string::npos) << more.err;
+  // What still runs: a one-task step with -H (the hosts do not come from the step) or -np 1; the
+  // batch script (its step id is not an srun task's) and salloc's shell (no step id).
+  for (const std::string& ok : {fake_step(1, "3") + launch_bin() + " -np 2 -H localhost:2 --gloo",
+                                fake_step(1, "3") + launch_bin() + " -np 1 --no-srun --gloo",
+                                fake_step(2, "batch") + launch_bin() + " --no-srun --gloo",
+                                fake_step(2, "4294967294") + launch_bin() + " --no-srun --gloo",
+                                fake_allocation() + "SLURM_NTASKS=2 " + launch_bin() + " --no-srun --gloo"}) {
+    RunResult r = run("env PATH=/usr/bin:/bin " + ok + " sh -c 'echo started'");
+    EXPECT_EQ(r.status, 0) << ok << "\n" << r.err;
+    EXPECT_NE(r.out.find("<stdout>:started"), std::string::npos) << ok << "\n" << r.out;
   }
 }
 
