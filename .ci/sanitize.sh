@@ -7,8 +7,8 @@
 #   SAN_TEST_FILES="tests/test_store.cc ..." GTEST_EXTRA=--gtest_filter=... .ci/sanitize.sh
 #        build build-san/tests/unit_tests from those test files (and tests/test_main.cc) and run the
 #        tests the filter names; exit 0 only if every test passed and no sanitized process (test
-#        binary, ./train, ./launch and its agents, tools, local, ssh and mpirun ranks) reported
-#        anything. make check passes both from .ci/split_tests.py's split.
+#        binary, ./train, ./reference, ./launch and its agents, tools, local, ssh and mpirun
+#        ranks) reported anything. make check passes both from .ci/split_tests.py's split.
 #   .ci/sanitize.sh            every test file, every test (a whole sanitized run, by hand)
 #
 # Sanitizer options are compiled into every sanitized binary (build-san/san_defaults.o, linked
@@ -65,14 +65,14 @@ echo "sanitize.sh: building (make -j2 SANITIZE=1, defaults from $DEFAULTS_O; tes
 tools=$(ls tests/tool_*.cc 2>/dev/null | sed 's|^tests/\(.*\)\.cc$|build-san/tests/\1|')
 # Relink so the defaults object is in every binary (make does not track LDFLAGS).
 # shellcheck disable=SC2086
-rm -f build-san/train build-san/launch build-san/tests/unit_tests $tools
+rm -f build-san/train build-san/launch build-san/reference build-san/tests/unit_tests $tools
 # shellcheck disable=SC2086
 if ! make -j2 SANITIZE=1 UNIT_TEST_SRC="$UNIT_TEST_SRC" all build-san/tests/unit_tests $tools >build-san/make.log 2>&1; then
   tail -40 build-san/make.log
   echo "sanitize.sh: build failed (build-san/make.log)" >&2
   exit 1
 fi
-for b in build-san/train build-san/launch build-san/tests/unit_tests; do
+for b in build-san/train build-san/launch build-san/reference build-san/tests/unit_tests; do
   grep -q __lsan_default_suppressions <(nm "$b") || { echo "sanitize.sh: $b lacks the defaults" >&2; exit 1; }
 done
 t1=$(date +%s)

@@ -1,5 +1,6 @@
 // test_util: shared helpers for the suite: temp dirs, running a command with a deadline and
-// capturing its output, and locating the built binaries (BARESGD_TRAIN / BARESGD_LAUNCH).
+// capturing its output, and locating the built binaries (BARESGD_TRAIN / BARESGD_LAUNCH /
+// BARESGD_REFERENCE).
 #pragma once
 #include <fcntl.h>
 #include <signal.h>
@@ -27,6 +28,7 @@ inline std::string env_or(const char* name, const std::string& fallback) {
 }
 inline std::string train_bin() { return env_or("BARESGD_TRAIN", "./train"); }
 inline std::string launch_bin() { return env_or("BARESGD_LAUNCH", "./launch"); }
+inline std::string reference_bin() { return env_or("BARESGD_REFERENCE", "./reference"); }
 inline std::string tools_dir() { return env_or("BARESGD_TOOLS", "./build/tests"); }
 
 inline std::string make_temp_dir(const std::string& tag) {
