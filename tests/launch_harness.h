@@ -95,12 +95,6 @@ inline bool contains(const std::string& hay, const std::string& needle) {
   return hay.find(needle) != std::string::npos;
 }
 
-inline int count_of(const std::string& hay, const std::string& needle) {
-  int n = 0;
-  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
-}
-
 inline std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   std::ostringstream ss;
