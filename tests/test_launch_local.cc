@@ -155,6 +155,8 @@ TEST_F(LaunchLocal, FirstFailureDecides) {
   EXPECT_GE(wait_no_procs(marker_, 10), 0);
 }
 
+namespace {
+
 // The pid a rank wrote to path ("echo $$ > path"), once the whole line is there; 0 after timeout_s.
 pid_t rank_pid_from(const std::string& path, double timeout_s) {
   auto t0 = Clock::now();
@@ -164,6 +166,8 @@ pid_t rank_pid_from(const std::string& path, double timeout_s) {
   }
   return 0;
 }
+
+}  // namespace
 
 TEST_F(LaunchLocal, KilledRankIsTheCauseWhenItsPeerDiesInTheSameInstant) {
   // Rank 1 is killed by SIGKILL and rank 0 then exits 1 (as a peer that lost its connection does);
