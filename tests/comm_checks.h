@@ -144,16 +144,23 @@ struct Checker {
          [&](size_t i) { return r[i] == byte_val(peer, i); });
   }
 
-  // Rank 0 arrives late; everybody else must wait for it.
+  // Rank 0 arrives late; everybody else must leave the barrier after rank 0 entered it. The ranks
+  // share one machine's monotonic clock; rank 0's arrival time (whole microseconds, exact in a
+  // double) reaches them by an allreduce after the barrier.
   void barrier() {
     using namespace std::chrono;
+    const auto now_us = [] {
+      return double(duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count());
+    };
     comm.barrier();
-    auto t0 = steady_clock::now();
-    if (rank() == 0) std::this_thread::sleep_for(milliseconds(300));
+    if (rank() == 0) std::this_thread::sleep_for(milliseconds(300));  // late, so an early exit shows
+    const double arrived_us = now_us();
     comm.barrier();
-    double waited = duration<double>(steady_clock::now() - t0).count();
-    if (size() > 1 && waited < 0.25)
-      fail("barrier returned after " + std::to_string(waited) + " s, before rank 0 arrived");
+    const double left_us = now_us();
+    double rank0_arrived_us = rank() == 0 ? arrived_us : 0.0;
+    comm.allreduce_sum(&rank0_arrived_us, 1);
+    if (left_us < rank0_arrived_us)
+      fail("barrier returned " + std::to_string(rank0_arrived_us - left_us) + " us before rank 0 arrived");
   }
 
   void average(size_t n, float predivide, bool fp16) {

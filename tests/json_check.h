@@ -2,6 +2,8 @@
 // --metrics file (tests only; the report has its own parser).
 #pragma once
 #include <cctype>
+#include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <regex>
 #include <string>
@@ -116,11 +118,21 @@ inline std::string raw_field(const std::string& line, const std::string& name) {
   while (e < line.size() && line[e] != ',' && line[e] != '}') ++e;
   return line.substr(b, e - b);
 }
+// A missing field, or one that is not wholly a number, is NaN: every comparison with it fails
+// (0 would pass a check like "wait_s == 0" for a record without wait_s).
 inline double num_field(const std::string& line, const std::string& name) {
-  return std::strtod(raw_field(line, name).c_str(), nullptr);
+  const std::string raw = raw_field(line, name);
+  char* end = nullptr;
+  const double v = std::strtod(raw.c_str(), &end);
+  return raw.empty() || *end ? std::nan("") : v;
 }
+// A missing field, or one that is not wholly an integer, is kNoInt (far from any real value).
+constexpr long long kNoInt = LLONG_MIN;
 inline long long int_field(const std::string& line, const std::string& name) {
-  return std::strtoll(raw_field(line, name).c_str(), nullptr, 10);
+  const std::string raw = raw_field(line, name);
+  char* end = nullptr;
+  const long long v = std::strtoll(raw.c_str(), &end, 10);
+  return raw.empty() || *end ? kNoInt : v;
 }
 
 }  // namespace jsoncheck

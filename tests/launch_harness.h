@@ -44,7 +44,9 @@
 #include "launcher/proctree.h"
 #include "launcher/options.h"
 #include "launcher/tagger.h"
+#include "tests/go_file.h"
 #include "tests/test_hosts_fixture.h"
+#include "tests/test_util.h"
 
 extern char** environ;
 
@@ -119,6 +121,39 @@ inline double wait_no_procs(const std::string& text, double timeout_s) {
     usleep(50 * 1000);
   }
   return procs_with(text).empty() ? secs_since(t0) : -1;
+}
+
+// Waits until at least n processes carry text (true), or timeout_s passed (false).
+inline bool wait_procs(const std::string& text, size_t n, double timeout_s) {
+  auto t0 = Clock::now();
+  while (procs_with(text).size() < n) {
+    if (secs_since(t0) > timeout_s) return false;
+    usleep(10 * 1000);
+  }
+  return true;
+}
+
+// The parent pid of pid (from /proc/<pid>/stat), or 0.
+inline long ppid_of(pid_t pid) {
+  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  size_t close = stat.rfind(')');
+  long ppid = 0;
+  char state;
+  if (close == std::string::npos || sscanf(stat.c_str() + close + 1, " %c %ld", &state, &ppid) != 2) return 0;
+  return ppid;
+}
+
+// Waits until pid's /proc state letter (testutil::process_state; '-' for no such process) is one of
+// states (true), or timeout_s passed (false).
+inline bool wait_state(pid_t pid, const std::string& states, double timeout_s) {
+  auto t0 = Clock::now();
+  for (;;) {
+    const char s = testutil::process_state(pid);
+    if (states.find(s ? s : '-') != std::string::npos) break;
+    if (secs_since(t0) > timeout_s) return false;
+    usleep(5 * 1000);
+  }
+  return true;
 }
 
 inline void kill_procs_with(const std::string& text) {

@@ -10,8 +10,11 @@
 //                       --allreduce gloo under --mpi stops before training with the reason
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -170,18 +173,28 @@ TEST(AllreduceGloo, ExchangeWithTwoPeers) {
   for (const auto& e : res.errors) EXPECT_EQ(e, "");
 }
 
-// A peer that never sends: the exchange times out naming it.
+// A peer that never sends (and stays, until rank 0 has given up): the exchange times out naming it.
 TEST(AllreduceGloo, ExchangeTimeoutNamesThePeer) {
   CommOptions opts;
   opts.comm_timeout = std::chrono::milliseconds(500);
+  std::atomic<bool> gave_up{false};
   auto res = commtest::run_gloo_threads(
       2,
-      [](Communicator& comm) {
+      [&](Communicator& comm) {
         int x = 0;
-        if (comm.rank() == 0)
-          comm.exchange(nullptr, 0, -1, &x, sizeof x, 1);
-        else
-          std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        if (comm.rank() == 0) {
+          try {
+            comm.exchange(nullptr, 0, -1, &x, sizeof x, 1);
+          } catch (...) {
+            gave_up = true;
+            throw;
+          }
+          gave_up = true;
+        } else {
+          const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+          while (!gave_up && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
       },
       opts);
   EXPECT_TRUE(has(res.errors[0], "rank 0 (host localhost): gloo exchange timed out after 0.5 s waiting for rank 1"))

@@ -74,7 +74,7 @@ TEST(C10dStore, TalksToPyTorchsTcpStore) {
              "ok = s.get('from_c') == b'hello from baresgd' and s.add('counter', 0) == 7\n"
              "print('ok' if ok else 'bad', flush=True)\n"
              "s.set('done', '1')\n"
-             "import time; time.sleep(5)\n");
+             "s.wait(['seen'])\n");
   Background server(dir, std::string(kTorchPython) + " " + dir + "/server.py");
   const std::string port = server.first_line();
   ASSERT_FALSE(port.empty()) << server.err();
@@ -86,8 +86,11 @@ TEST(C10dStore, TalksToPyTorchsTcpStore) {
   EXPECT_EQ(c.add("counter", 2), 7);
   c.set("from_c", "hello from baresgd");
   c.set("bye", "1");
-  for (int i = 0; i < 300 && !c.check("done"); ++i) std::this_thread::sleep_for(milliseconds(100));
+  bool done = false;
+  for (int i = 0; i < 600 && !(done = c.check("done")); ++i) std::this_thread::sleep_for(milliseconds(100));
+  ASSERT_TRUE(done) << "the torch side never set 'done'\n" << read_file(dir + "/out") << server.err();
   EXPECT_NE(read_file(dir + "/out").find("\nok\n"), std::string::npos) << read_file(dir + "/out") << server.err();
+  c.set("seen", "1");  // the torch side (and its store) may go now
   run("rm -rf " + dir);
 }
 

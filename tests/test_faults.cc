@@ -1,6 +1,6 @@
 // test_faults: fault injection end to end through the real ./launch and ./train, for the cases
 // tests/test_launch_*.cc does not cover:
-//   - a rank frozen with SIGSTOP mid-training: the others time out within --comm-timeout naming
+//   - a rank frozen with SIGSTOP mid-training: the others time out after --comm-timeout naming
 //     it, the launcher fails and its teardown SIGKILLs the stopped process;
 //   - a rank that never starts (cannot exec, sleeps instead, exits 0 at once): the launcher fails
 //     the job at once, or the others' rendezvous times out within --start-timeout naming rank 2;
@@ -13,7 +13,9 @@
 //
 // Every child runs with a deadline; every job carries a unique marker in its argv (a data
 // directory or checkpoint path, or a word in an sh -c script), so orphans are found through
-// /proc and killed in TearDown. Timings are printed as "[ timing ] ..." lines.
+// /proc and killed in TearDown. Tests wait for states (a line, a /proc state) with generous
+// deadlines; timings are printed as "[ timing ] ..." lines, and asserted only as the lower bound a
+// timeout implies.
 //
 // Env: BARESGD_TRAIN, BARESGD_LAUNCH (as in the rest of the suite); MNIST in data/ (`make data`).
 #include <dirent.h>
@@ -68,7 +70,7 @@ class Faults : public ::testing::Test {
     kill_procs_with(marker_);
     for (const std::string& m : mounts_) ::umount2(m.c_str(), MNT_DETACH);
     std::system(("rm -rf '" + dir_ + "'").c_str());
-    EXPECT_GE(wait_no_procs(marker_, 5), 0) << "processes survived teardown";
+    EXPECT_GE(wait_no_procs(marker_, 30), 0) << "processes survived teardown";
   }
   std::vector<std::string> train_argv(const std::vector<std::string>& args) const {
     std::vector<std::string> a = {train_};
@@ -90,10 +92,12 @@ class Faults : public ::testing::Test {
 // SIGSTOP of one rank mid-training
 // ============================================================================================
 
-// Stops `victim` of 3 Gloo ranks once every rank trains; the others must fail within
-// --comm-timeout naming it, the launcher must fail, and its teardown must SIGKILL the stopped rank.
+// Stops `victim` of 3 Gloo ranks once every rank trains; the others must fail on --comm-timeout (or
+// a connection the stop broke) naming it, the launcher must fail, and its teardown must SIGKILL the
+// stopped rank. The deadlines are hang guards, generous for ASan on 2 loaded cores; the times are
+// printed.
 void sigstop_case(const std::string& marker, const std::vector<std::string>& argv, int victim) {
-  const double kCommTimeout = 5;
+  const double kDeadline = 180;
   Proc job(argv);
   // Training is under way on every rank (and so past the rendezvous and the start broadcast).
   for (int r = 0; r < 3; ++r) {
@@ -105,8 +109,8 @@ void sigstop_case(const std::string& marker, const std::vector<std::string>& arg
   const pid_t stopped = ranks[victim];
   ASSERT_EQ(::kill(stopped, SIGSTOP), 0);
   const auto t0 = Clock::now();
-  for (int i = 0; i < 100 && proc_state(stopped) != 'T'; ++i) ::usleep(10 * 1000);
-  EXPECT_EQ(proc_state(stopped), 'T');
+  for (auto t = Clock::now(); proc_state(stopped) != 'T' && secs_since(t) < 30;) ::usleep(5 * 1000);
+  ASSERT_EQ(proc_state(stopped), 'T');
 
   // A survivor names the stopped rank: "...timed out after 5 s waiting for rank V ..." or, when
   // a peer stalled behind it, "...waiting for ranks 0, 2" (or, if a connection broke first,
@@ -121,21 +125,17 @@ void sigstop_case(const std::string& marker, const std::vector<std::string>& arg
       list + " \\(a peer stopped responding\\)\n|lost the connection to rank " + v +
       " \\(did a rank exit\\?\\): |lost a connection while still waiting for ranks " + list +
       " \\(did one of them exit\\?\\): )");
-  const double detect = job.wait_for(named, kCommTimeout + 30, true, t0);
-  const int code = job.code(kCommTimeout + 30);
+  const double detect = job.wait_for(named, kDeadline, true, t0);
+  const int code = job.code(kDeadline);
   const double exit_s = secs_since(t0);
   const std::string err = job.err();
   EXPECT_GE(detect, 0) << "no survivor named rank " << victim << ":\n" << err;
-  EXPECT_GE(detect, kCommTimeout - 1.0) << "failed before the comm timeout could have expired:\n" << err;
-  EXPECT_LE(detect, kCommTimeout + 3.0) << err;
   EXPECT_NE(code, 0) << err;
   EXPECT_NE(code, -1) << "launcher did not exit:\n" << err;
   EXPECT_EQ(code, 1) << err;  // the first failing rank's status
   EXPECT_TRUE(std::regex_search(err, std::regex("launch: rank [0-9] \\(localhost, pid \\d+\\) exited with status 1; "
                                                 "stopping the job")))
       << err;
-  // The grace period (SIGTERM stays pending on a stopped process) then SIGKILL: bounded.
-  EXPECT_LE(exit_s, kCommTimeout + 3 + 3 + 4) << err;
   // Nothing names a rank other than the stopped one as the culprit.
   for (const std::string& l : lines_of(err)) {
     std::smatch m;
@@ -143,7 +143,8 @@ void sigstop_case(const std::string& marker, const std::vector<std::string>& arg
       EXPECT_EQ(m[2].str(), v) << l;
     }
   }
-  const double gone = wait_no_procs(marker, 10);
+  // The grace period (SIGTERM stays pending on a stopped process), then SIGKILL.
+  const double gone = wait_no_procs(marker, 30);
   EXPECT_GE(gone, 0) << "left running after the launcher exited (stopped pid " << stopped << ", state "
                      << proc_state(stopped) << ")";
   EXPECT_NE(proc_state(stopped), 'T') << "the stopped rank survived";
@@ -181,13 +182,13 @@ std::vector<std::string> wrapper(const std::string& train, const std::string& da
               " --start-timeout 5 --epochs 1 --data-dir " + data + "; fi; : " + marker};
 }
 
-// The survivors time out in the rendezvous naming rank 2 (and only rank 2).
+// The survivors time out in the rendezvous naming rank 2 (and only rank 2), not before their
+// --start-timeout (5 s, counted after the job started).
 void expect_rendezvous_timeout_naming_rank2(Proc& job, const std::string& marker, const char* what) {
-  const int code = job.code(60);
+  const int code = job.code(120);
   const std::string err = job.err(), out = job.out();
   EXPECT_EQ(code, 1) << err;
-  EXPECT_GE(job.elapsed(), 5.0 - 0.2) << err;
-  EXPECT_LE(job.elapsed(), 5.0 + 3.0 + 2.0) << err;
+  EXPECT_GE(job.elapsed(), 5.0) << err;
   EXPECT_TRUE(std::regex_search(err, std::regex("\\[[01]\\]<stderr>:train: error: rank [01] \\(host [^)]*\\): gloo "
                                                 "rendezvous timed out after 5 s: rank 2 never registered \\(2 of 3 "
                                                 "ranks arrived")))
@@ -197,7 +198,7 @@ void expect_rendezvous_timeout_naming_rank2(Proc& job, const std::string& marker
                                                 "stopping the job")))
       << err;
   EXPECT_FALSE(contains(out, "Train Epoch")) << out;
-  const double gone = wait_no_procs(marker, 10);
+  const double gone = wait_no_procs(marker, 30);
   EXPECT_GE(gone, 0) << "orphans left";
   std::cerr << "[ timing ] " << what << ": launcher exit " << code << " after " << job.elapsed()
             << " s (--start-timeout 5), " << count_of(err, "never registered") << " rank(s) printed the timeout\n";
@@ -212,7 +213,7 @@ TEST_F(Faults, RankThatCannotExecStopsTheJobAtOnce) {
   const std::string err = job.err();
   // The launcher sees rank 2 exit 127 and stops the job before any rendezvous could time out.
   EXPECT_EQ(code, 127) << err;
-  EXPECT_LT(job.elapsed(), 5.0) << err;
+  EXPECT_FALSE(contains(err, "rendezvous timed out")) << err;
   EXPECT_TRUE(contains(err, "[2]<stderr>:sh: 1: exec: /nonexistent/" + marker_ + "/train: not found")) << err;
   EXPECT_TRUE(std::regex_search(err, std::regex("launch: rank 2 \\(localhost, pid \\d+\\) exited with status 127; "
                                                 "stopping the job")))
@@ -230,7 +231,7 @@ TEST_F(Faults, RankThatSleepsInsteadOfStartingIsNamedByTheRendezvousTimeout) {
       "60." + std::to_string(::getpid()) + std::to_string(Clock::now().time_since_epoch().count() % 100000);
   Proc job(launch_argv(3, wrapper(train_, data, "sleep " + nap, marker_)));
   expect_rendezvous_timeout_naming_rank2(job, marker_, "rank 2 sleeps instead of starting");
-  EXPECT_GE(wait_no_procs("sleep " + nap, 10), 0) << "the sleeping rank survived";
+  EXPECT_GE(wait_no_procs("sleep " + nap, 30), 0) << "the sleeping rank survived";
 }
 
 TEST_F(Faults, RankThatExitsZeroWithoutStartingIsNamedByTheRendezvousTimeout) {
@@ -285,10 +286,10 @@ TEST_F(Faults, BadMnistFileFailsEveryRankBeforeTraining) {
     }
     write_file(bad, c.bytes);
     Proc job(launch_argv(2, {train_, "--epochs", "1", "--start-timeout", "10", "--data-dir", data}));
-    const int code = job.code(30);
+    const int code = job.code(60);
     const std::string err = job.err(), out = job.out();
     EXPECT_EQ(code, 1) << err;
-    EXPECT_LT(job.elapsed(), 5.0) << err;
+    EXPECT_FALSE(contains(err, "timed out")) << "a data error must stop the job, not a timeout:\n" << err;
     // Each rank that got to print says the same one-line named error; nothing else failed first.
     const std::string want = "train: error: " + bad + ": " + c.message;
     int named = 0, other = 0;
@@ -307,7 +308,7 @@ TEST_F(Faults, BadMnistFileFailsEveryRankBeforeTraining) {
         << err;
     EXPECT_FALSE(contains(out, "Train Epoch")) << out;
     EXPECT_FALSE(contains(out, "Test set")) << out;
-    EXPECT_GE(wait_no_procs(data, 10), 0) << "orphans left";
+    EXPECT_GE(wait_no_procs(data, 30), 0) << "orphans left";
     std::cerr << "[ timing ] bad data (" << c.name << "): exit " << code << " after " << job.elapsed() << " s, "
               << named << " of 2 ranks printed the error before the teardown\n";
   }
@@ -532,7 +533,8 @@ TEST_F(Faults, UnwritableCheckpointDirIsAOneLineErrorBeforeTraining) {
     const std::string err = p.err();
     EXPECT_NE(code, 0) << err;
     EXPECT_NE(code, -1) << err;
-    EXPECT_LT(p.elapsed(), 15.0);
+    EXPECT_FALSE(contains(err, "timed out")) << err;
+    std::cerr << "[ timing ] unwritable --checkpoint-dir, 2 ranks: exit " << code << " after " << p.elapsed() << " s\n";
     // Rank 0 says why ("Not a directory") before the others learn of it, so its line survives the
     // launcher's teardown that the others' exit starts.
     EXPECT_TRUE(

@@ -372,8 +372,11 @@ TEST_F(InspectRun, TwoGlooRanksTableMatchesTheDumpedGradients) {
     ASSERT_TRUE(jsoncheck::valid_json(line)) << line;
     if (jsoncheck::raw_field(line, "type") != "inspect") continue;
     ++records;
-    const uint64_t step = uint64_t(jsoncheck::int_field(line, "step"));
-    const int rank = int(jsoncheck::int_field(line, "rank"));
+    const long long step_field = jsoncheck::int_field(line, "step"), rank_field = jsoncheck::int_field(line, "rank");
+    ASSERT_TRUE(step_field >= 0 && rank_field >= 0 && rank_field < W)
+        << "step or rank missing or out of range: " << line;
+    const uint64_t step = uint64_t(step_field);
+    const int rank = int(rank_field);
     const std::string layer = jsoncheck::raw_field(line, "layer");
     const Row& row = tables[step][layer];
     ASSERT_EQ(row.ranks.size(), size_t(W)) << line;

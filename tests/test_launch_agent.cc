@@ -27,15 +27,15 @@ TEST_F(LaunchAgent, EofOnStdinStopsTheRankFamily) {
   Launch a({"--agent"}, {}, true);
   a.write_stdin(request({rank_tool(), "family", "120", marker_}));
   ASSERT_TRUE(a.wait_out("ready", 1, 30)) << a.err();
-  ASSERT_TRUE(a.wait_out("@@BSGD-AGENT testnonce pid ", 1, 5, true)) << a.err();
-  usleep(200 * 1000);
-  EXPECT_GE(procs_with(marker_).size(), 3u);
+  ASSERT_TRUE(a.wait_out("@@BSGD-AGENT testnonce pid ", 1, 30, true)) << a.err();
+  ASSERT_TRUE(wait_procs(marker_, 3, 30)) << "the rank's family (rank, child, grandchild) did not fork";
   auto t0 = Clock::now();
   a.close_stdin();  // the launcher died / the ssh session was lost
+  // The family sleeps 120 s: only the agent's stop ends it before code()'s deadline.
   EXPECT_EQ(a.code(30), 143) << a.err();
-  EXPECT_LT(secs_since(t0), 5.0);
+  std::cerr << "[ timing ] EOF on the agent's stdin -> agent exit in " << secs_since(t0) << " s\n";
   EXPECT_TRUE(contains(a.err(), "@@BSGD-AGENT testnonce signal 15\n")) << a.err();
-  EXPECT_GE(wait_no_procs(marker_, 5), 0);
+  EXPECT_GE(wait_no_procs(marker_, 30), 0);
   // The pid line comes first, before any output of the rank.
   EXPECT_EQ(a.err().rfind("@@BSGD-AGENT testnonce pid ", 0), 0u) << a.err();
 }
@@ -47,21 +47,24 @@ TEST_F(LaunchAgent, ControlBytesAndForwardedSignals) {
   a.write_stdin("I");  // SIGINT to the rank's group
   EXPECT_EQ(a.code(30), 130) << a.err();
   EXPECT_TRUE(contains(a.err(), "@@BSGD-AGENT testnonce signal 2\n")) << a.err();
-  EXPECT_GE(wait_no_procs(marker_, 5), 0);
+  EXPECT_GE(wait_no_procs(marker_, 30), 0);
 
   Launch b({"--agent"}, {}, true);
   b.write_stdin(request({rank_tool(), "sleep", "120", marker_}));
   ASSERT_TRUE(b.wait_out("ready", 1, 30)) << b.err();
   kill(b.pid(), SIGTERM);  // forwarded
   EXPECT_EQ(b.code(30), 143) << b.err();
-  EXPECT_GE(wait_no_procs(marker_, 5), 0);
+  EXPECT_GE(wait_no_procs(marker_, 30), 0);
 
   Launch c({"--agent"}, {}, true);
   c.write_stdin(request({rank_tool(), "ignore-term", "120", marker_}));
   ASSERT_TRUE(c.wait_out("ready", 1, 30)) << c.err();
+  ASSERT_EQ(c.out().rfind("ready ", 0), 0u) << c.out();  // the agent passes the rank's output untagged
+  const pid_t rank = static_cast<pid_t>(std::atol(c.out().c_str() + 6));
   c.write_stdin("T");
-  usleep(300 * 1000);
-  EXPECT_FALSE(procs_with(marker_).empty());  // ignored SIGTERM
+  ASSERT_TRUE(c.wait_out("ignored SIGTERM", 1, 30)) << c.out() << c.err();  // the rank got it...
+  const char state = testutil::process_state(rank);
+  EXPECT_TRUE(state != 0 && state != 'Z') << "state " << state;  // ...and lives on
   c.write_stdin("K");
   EXPECT_EQ(c.code(30), 137) << c.err();
 }
@@ -91,9 +94,8 @@ TEST_F(LaunchAgent, KillNineOfAgentTakesTheRankFamilyDown) {
   Launch a({"--agent"}, {}, true);
   a.write_stdin(request({rank_tool(), "family", "120", marker_}));
   ASSERT_TRUE(a.wait_out("ready", 1, 30)) << a.err();
-  usleep(200 * 1000);
-  EXPECT_GE(procs_with(marker_).size(), 3u);
+  ASSERT_TRUE(wait_procs(marker_, 3, 30)) << "the rank's family (rank, child, grandchild) did not fork";
   kill(a.pid(), SIGKILL);
   a.wait(10);
-  EXPECT_GE(wait_no_procs(marker_, 5), 0) << "the rank's processes outlived their agent";
+  EXPECT_GE(wait_no_procs(marker_, 30), 0) << "the rank's processes outlived their agent";
 }

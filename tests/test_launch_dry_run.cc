@@ -74,8 +74,7 @@ TEST_F(LaunchDryRun, GlooRankTableEnvironmentAndSshCommandsStartNothing) {
             "touch", flag},
            without_shown_variables());
   ASSERT_EQ(l.code(30), 0) << l.err();
-  EXPECT_LT(l.elapsed(), 5.0);  // no ssh connection was tried (ConnectTimeout 30 to a dead port)
-  EXPECT_EQ(l.err(), "");
+  EXPECT_EQ(l.err(), "");  // no ssh connection was tried (it would have been refused, and said so)
   char cwd[4096];
   ASSERT_TRUE(getcwd(cwd, sizeof cwd));
   std::string ssh_tail = " -T HOST 'cd " + std::string(cwd) + " && exec env BARESGD_JOB_ID=<job id> " +
@@ -157,7 +156,8 @@ TEST_F(LaunchDryRun, MpiShowsTheExactMpirunCommand) {
             "touch", flag},
            all_variables_but_path_and_home());
   ASSERT_EQ(l.code(30), 0) << l.err();
-  EXPECT_LT(l.elapsed(), 5.0);
+  // No mpirun and no ssh were run (they would have said something).
+  EXPECT_EQ(l.err(), "");
   bool oversubscribed = 4 > affinity_cores();  // all loopback: the 4 ranks share this machine's cores
   std::string mpirun =
       std::string("mpirun ") + (geteuid() == 0 ? "--allow-run-as-root " : "") +

@@ -26,6 +26,7 @@
 #include "launcher/options.h"
 #include "launcher/proctree.h"
 #include "tests/fault_harness.h"
+#include "tests/go_file.h"
 #include "tests/launch_usage.h"
 #include "tests/marked_job_test.h"
 #include "tests/test_hosts_fixture.h"
@@ -206,14 +207,19 @@ TEST_F(LaunchElasticRemote, ABlacklistedHostIsBackAfterItsCooldown) {
 
 // A cooldown longer than the restart's backoff (3 s against 2 s): the third start runs on hpc01
 // alone, and the running job, polling its -H hosts, lets hpc03 back (its line said); without
-// --checkpoint-dir it says it does not grow and finishes on its 1 rank.
+// --checkpoint-dir it says it does not grow and finishes on its 1 rank (which runs until the test
+// has seen that line: its go file).
 TEST_F(LaunchElasticRemote, AHostWhoseCooldownEndsWhileTheJobRunsIsBackForTheRunningJob) {
+  const std::string go = dir_ + "/go";
   const std::string rank =
-      "if [ \"$BARESGD_HOSTNAME\" = hpc03 ]; then exit 1; fi; [ \"$BARESGD_SIZE\" = 1 ] || exec sleep 60; "
-      "sleep 3; echo done alone";
+      "if [ \"$BARESGD_HOSTNAME\" = hpc03 ]; then exit 1; fi; [ \"$BARESGD_SIZE\" = 1 ] || exec sleep 60; " +
+      testutil::sh_wait_for(go) + "echo done alone";
   const std::vector<std::string> flags = {"--min-np", "1", "--blacklist-cooldown-range", "3", "3"};
   Proc job(cat({"/usr/bin/env", "BARESGD_ELASTIC_POLL_MS=200", launch_, "--gloo"},
                cat(on("hpc01:1,hpc03:1", flags), {"/bin/sh", "-c", rank, marker_})));
+  EXPECT_GE(job.wait_for(std::regex("the job does not grow without --checkpoint-dir"), 120, true, Clock::now()), 0)
+      << job.err();
+  ASSERT_TRUE(testutil::touch_file(go));
   ASSERT_EQ(job.code(120), 0) << job.err();
   const std::string err = job.err();
   EXPECT_TRUE(contains(err, "it gets no ranks for 3.0 s (blacklisting 1, --blacklist-cooldown-range 3 3)\n")) << err;

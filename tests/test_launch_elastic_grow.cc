@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tests/fault_harness.h"
+#include "tests/go_file.h"
 #include "tests/marked_job_test.h"
 #include "tests/test_util.h"
 
@@ -29,11 +30,13 @@ class LaunchElasticGrow : public MarkedJobTest {
   }
 };
 
-// A shell rank of the first world makes discovery report more and writes a checkpoint 2 s later;
-// a resumed rank says so and exits.
+// A shell rank of the first world makes discovery report more, then, as a trainer does, writes a
+// checkpoint every 0.1 s from step 40 on (every 20 steps) until it is stopped; a resumed rank says so
+// and exits. Whenever the launcher's rediscovery sees the growth, a newer checkpoint follows.
 std::string fake_trainer(const std::string& dir) {
   return "case \" $* \" in *\" --resume \"*) echo resumed size=$BARESGD_SIZE; exit 0;; esac; touch " + dir +
-         "/flag; sleep 2; touch " + dir + "/ck/ckpt-000000000040.bin; sleep 30; echo not stopped";
+         "/flag; s=40; while [ $s -le 12000 ]; do touch " + dir +
+         "/ck/ckpt-$(printf %012d $s).bin; s=$((s+20)); sleep 0.1; done; echo not stopped";
 }
 
 TEST_F(LaunchElasticGrow, GrowthIsCappedByMaxNp) {
@@ -41,11 +44,12 @@ TEST_F(LaunchElasticGrow, GrowthIsCappedByMaxNp) {
   Proc job({launch_, "--gloo", "--max-np", "2", "--host-discovery-script", discovery("localhost:1", "localhost:3"),
             "/bin/sh", "-c", fake_trainer(dir_), marker_, "--checkpoint-dir", dir_ + "/ck"});
   ASSERT_EQ(job.code(60), 0) << job.err();
-  EXPECT_EQ(job.err(),
-            "launch: elastic start 1: 1 rank on localhost:1\n"
-            "launch: elastic growth: discovery reports localhost:3; stopping after checkpoint step 40 to restart on 2 "
-            "ranks (was 1)\n"
-            "launch: elastic start 2: 2 ranks on localhost:2 (was 1)\n");
+  EXPECT_TRUE(std::regex_match(job.err(), std::regex("launch: elastic start 1: 1 rank on localhost:1\n"
+                                                     "launch: elastic growth: discovery reports localhost:3; stopping "
+                                                     "after checkpoint step [1-9][0-9]*0 to restart on 2 "
+                                                     "ranks \\(was 1\\)\n"
+                                                     "launch: elastic start 2: 2 ranks on localhost:2 \\(was 1\\)\n")))
+      << job.err();
   EXPECT_TRUE(contains(job.out(), "[1]<stdout>:resumed size=2")) << job.out();
   EXPECT_FALSE(contains(job.out(), "not stopped")) << job.out();
 }
@@ -59,9 +63,14 @@ TEST_F(LaunchElasticGrow, ABadRediscoveryIntervalIsNamed) {
 }
 
 TEST_F(LaunchElasticGrow, WithoutCheckpointsTheJobSaysSoOnceAndKeepsItsWorld) {
-  const std::string rank = "touch " + dir_ + "/flag; sleep 4; echo done size=$BARESGD_SIZE";
+  // The rank runs until the test has seen the launcher's line (its go file).
+  const std::string rank =
+      "touch " + dir_ + "/flag; " + testutil::sh_wait_for(dir_ + "/go") + "echo done size=$BARESGD_SIZE";
   Proc job({launch_, "--gloo", "--host-discovery-script", discovery("localhost:1", "localhost:2"), "/bin/sh", "-c",
             rank, marker_});
+  EXPECT_GE(job.wait_for(std::regex("the job does not grow without --checkpoint-dir"), 60, true, Clock::now()), 0)
+      << job.err();
+  ASSERT_TRUE(testutil::touch_file(dir_ + "/go"));
   ASSERT_EQ(job.code(60), 0) << job.err();
   EXPECT_EQ(job.err(),
             "launch: elastic start 1: 1 rank on localhost:1\n"

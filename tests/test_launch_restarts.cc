@@ -152,7 +152,7 @@ TEST_F(LaunchRestarts, AlwaysFailingJobUsesEveryRestartThenFailsWithItsCause) {
                                                 "restarts used \\(--max-restarts 2\\), the job fails\\n")))
       << err;
   EXPECT_EQ(count_of(err, "; stopping the job"), 3) << err;  // three attempts
-  EXPECT_LT(job.elapsed(), 15) << "1 s + 2 s of backoff and three quick attempts";
+  EXPECT_GE(job.elapsed(), 1.0 + 2.0) << "restarted without the 1 s and 2 s backoffs";
   std::cerr << "[ timing ] 2 restarts used: " << job.elapsed() << " s\n";
 }
 
@@ -184,7 +184,7 @@ TEST_F(LaunchRestarts, CleanExitTimeoutAndSigtermNeverRestart) {
   {
     Proc job(launch(2, {"--max-restarts", "3"}, sh("sleep 30")));
     auto t0 = Clock::now();
-    while (rank_pids(marker_).size() < 2 && secs_since(t0) < 10) ::usleep(10 * 1000);
+    while (rank_pids(marker_).size() < 2 && secs_since(t0) < 60) ::usleep(10 * 1000);
     ASSERT_EQ(rank_pids(marker_).size(), 2u);
     ASSERT_EQ(::kill(job.pid(), SIGTERM), 0);
     EXPECT_EQ(job.code(30), 128 + SIGTERM) << job.err();

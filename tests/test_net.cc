@@ -121,7 +121,8 @@ TEST(Net, InitMatchesPyTorchBounds) {
   for (int t = 0; t < Net::kNumTensors; ++t) {
     const ParamView& p = Net::kParams[t];
     double bound = 1.0 / std::sqrt(fan_in[t]), mx = 0;
-    for (size_t i = 0; i < p.count; ++i) mx = std::max(mx, double(std::fabs(net.params[p.offset + i])));
+    // worse_err: a NaN or an infinity among the weights makes mx HUGE_VAL (std::max would skip a NaN).
+    for (size_t i = 0; i < p.count; ++i) mx = testutil::worse_err(mx, std::fabs(double(net.params[p.offset + i])));
     EXPECT_LE(mx, bound) << p.name;
     if (p.count >= 50) {
       EXPECT_GT(mx, 0.8 * bound) << p.name;

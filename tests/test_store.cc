@@ -1,16 +1,20 @@
 // test_store: the rendezvous store — SHA-256 / HMAC-SHA256 against published vectors, the request
 // encoding, and a live StoreServer on 127.0.0.1 (ephemeral port) driven by StoreClient and by raw
 // sockets that misbehave (garbage, huge length prefixes, silent handshakes, unknown ops, clients
-// that never read). Only loopback traffic. Time bounds are generous "does not hang" checks.
+// that never read). Only loopback traffic. Tests wait for states (a close, a counter) with
+// deadlines; a time is asserted only as the lower bound a timeout implies.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <random>
@@ -32,6 +36,11 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+
+// How long a test waits for the server's verdict on a connection (a close, a counter): generous,
+// and below the default 10 s handshake window, so a close seen is the server's answer to what was
+// sent, not the window's end.
+constexpr std::chrono::milliseconds kVerdict = 8s;
 
 std::string hex(const std::string& raw) { return to_hex(raw); }
 
@@ -237,6 +246,15 @@ class RawConn {
     if (!recv_frame(&verdict)) return "<closed>";
     return verdict;
   }
+  // False once the server has closed this connection (EOF or reset; waiting data is discarded).
+  bool still_open() {
+    char buf[4096];
+    for (;;) {
+      ssize_t r = ::recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
+      if (r > 0) continue;
+      return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+    }
+  }
   // True if the server closes this connection within timeout (EOF or reset; data is discarded).
   bool closed_by_peer(std::chrono::milliseconds timeout) {
     const auto deadline = Clock::now() + timeout;
@@ -266,7 +284,8 @@ class StoreServerTest : public ::testing::Test {
   std::unique_ptr<StoreClient> client(std::chrono::milliseconds timeout = 3000ms) {
     return std::make_unique<StoreClient>(address(*server_), secret_, timeout);
   }
-  // A legitimate client connects, sets and reads back a key; must finish quickly.
+  // A legitimate client connects, sets and reads back a key (each request within the client's own
+  // limit, else it throws).
   void expect_legit_client_works(const std::string& tag) {
     const auto t0 = Clock::now();
     auto c = client();
@@ -275,7 +294,8 @@ class StoreServerTest : public ::testing::Test {
     ASSERT_TRUE(c->try_get("legit/" + tag, &v));
     EXPECT_EQ(v, "value-" + tag);
     EXPECT_EQ(c->add("legit/count/" + tag, 2), 2);
-    EXPECT_LT(Clock::now() - t0, 3s) << "legit client was held up (" << tag << ")";
+    std::cerr << "[ timing ] legit client (" << tag << ") served in "
+              << std::chrono::duration<double>(Clock::now() - t0).count() << " s\n";
   }
 
   const std::string secret_ = random_secret_hex();
@@ -309,18 +329,30 @@ TEST_F(StoreServerTest, SetGetAddRoundTrip) {
   EXPECT_EQ(server_->dropped_count(), 0u);
 }
 
+// Whether thread tid of this process is blocked in a sleep (its syscall, /proc/self/task/<tid>/syscall).
+bool thread_sleeping(pid_t tid) {
+  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/syscall");
+  long nr = -1;
+  return f >> nr && (nr == SYS_nanosleep || nr == SYS_clock_nanosleep);
+}
+
 TEST_F(StoreServerTest, WaitGetAcrossTwoClientsInTwoThreads) {
   std::string got;
   std::string error;
+  std::atomic<pid_t> waiter_tid{0};
   std::thread waiter([&] {
     try {
       auto c = client();
-      got = c->wait_get("late/key", 5000ms);
+      waiter_tid = pid_t(::syscall(SYS_gettid));
+      got = c->wait_get("late/key", 120000ms);
     } catch (const std::exception& e) {
       error = e.what();
     }
   });
-  std::this_thread::sleep_for(100ms);
+  // The key is set only once the waiter sleeps between polls inside wait_get: it has looked, not
+  // found the key, and must look again.
+  EXPECT_TRUE(wait_until([&] { return waiter_tid != 0 && thread_sleeping(waiter_tid); }, 60000ms))
+      << "the waiter never paused in wait_get";
   auto setter = client();
   setter->set("late/key", "arrived");
   waiter.join();
@@ -338,7 +370,7 @@ TEST_F(StoreServerTest, WaitGetTimesOutNamingTheKey) {
     EXPECT_NE(std::string(e.what()).find("never/set"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(address(*server_)), std::string::npos) << e.what();
   }
-  EXPECT_LT(Clock::now() - t0, 3s);
+  EXPECT_GE(Clock::now() - t0, 150ms) << "gave up before its timeout";
   c->set("still", "usable");  // a timeout is not a connection error
   EXPECT_EQ(c->wait_get("still", 100ms), "usable");
 }
@@ -455,8 +487,10 @@ TEST_F(StoreServerTest, WrongSecretIsRefusedAndLegitClientStillWorks) {
     EXPECT_NE(msg.find("refused the job secret"), std::string::npos) << msg;
     EXPECT_NE(msg.find(address(*server_)), std::string::npos) << msg;
   }
-  EXPECT_LT(Clock::now() - t0, 3s);  // denial is final: no retrying until the timeout
-  EXPECT_TRUE(wait_until([&] { return server_->denied_count() == 1; }, 2000ms));
+  // Denial is final: one attempt, no retrying until the timeout (each retry would be denied too).
+  std::cerr << "[ timing ] wrong secret refused in " << std::chrono::duration<double>(Clock::now() - t0).count()
+            << " s\n";
+  EXPECT_TRUE(wait_until([&] { return server_->denied_count() == 1; }, kVerdict));
   expect_legit_client_works("after-denial");
   EXPECT_EQ(server_->denied_count(), 1u);
 }
@@ -464,10 +498,10 @@ TEST_F(StoreServerTest, WrongSecretIsRefusedAndLegitClientStillWorks) {
 TEST_F(StoreServerTest, RawWrongMacGetsDeniedAndClosed) {
   RawConn raw(server_->port());
   EXPECT_EQ(raw.authenticate(secret_ + "x"), "DENIED");
-  EXPECT_TRUE(raw.closed_by_peer(2000ms));
+  EXPECT_TRUE(raw.closed_by_peer(kVerdict));
   RawConn good(server_->port());
   EXPECT_EQ(good.authenticate(secret_), "OK");
-  EXPECT_TRUE(wait_until([&] { return server_->denied_count() == 1; }, 2000ms));
+  EXPECT_TRUE(wait_until([&] { return server_->denied_count() == 1; }, kVerdict));
 }
 
 TEST_F(StoreServerTest, NearMissMacsAreDenied) {
@@ -488,9 +522,9 @@ TEST_F(StoreServerTest, NearMissMacsAreDenied) {
   std::string greeting;
   ASSERT_TRUE(longer.recv_frame(&greeting));
   longer.send_bytes(encode_frame(hmac_sha256(secret_, greeting.substr(12)) + "x"));
-  EXPECT_TRUE(longer.closed_by_peer(2000ms));
-  EXPECT_TRUE(wait_until([&] { return server_->denied_count() == 3; }, 2000ms));
-  EXPECT_TRUE(wait_until([&] { return server_->dropped_count() == 1; }, 2000ms));
+  EXPECT_TRUE(longer.closed_by_peer(kVerdict));
+  EXPECT_TRUE(wait_until([&] { return server_->denied_count() == 3; }, kVerdict));
+  EXPECT_TRUE(wait_until([&] { return server_->dropped_count() == 1; }, kVerdict));
 }
 
 TEST_F(StoreServerTest, RequestsBeforeAuthenticationAreNotServed) {
@@ -501,7 +535,7 @@ TEST_F(StoreServerTest, RequestsBeforeAuthenticationAreNotServed) {
   EXPECT_EQ(greeting.size(), std::strlen(kStoreGreeting) + kStoreNonceBytes);
   // A well-formed set, but sent instead of the HMAC: the connection is closed, nothing stored.
   raw.send_bytes(encode_frame(encode_set_request("sneaky", "value")));
-  EXPECT_TRUE(raw.closed_by_peer(2000ms));
+  EXPECT_TRUE(raw.closed_by_peer(kVerdict));
   auto c = client();
   EXPECT_FALSE(c->try_get("sneaky", nullptr));
   EXPECT_EQ(server_->dropped_count(), 1u);
@@ -528,13 +562,13 @@ TEST_F(StoreServerTest, GarbageBytes) {
     raws.back()->send_bytes(junk);
   }
   expect_legit_client_works("garbage");
-  for (auto& r : raws) EXPECT_TRUE(r->closed_by_peer(2000ms));
-  EXPECT_TRUE(wait_until([&] { return server_->dropped_count() == 4; }, 2000ms));
+  for (auto& r : raws) EXPECT_TRUE(r->closed_by_peer(kVerdict));
+  EXPECT_TRUE(wait_until([&] { return server_->dropped_count() == 4; }, kVerdict));
   // Garbage after authenticating is dropped too.
   RawConn authed(server_->port());
   ASSERT_EQ(authed.authenticate(secret_), "OK");
   authed.send_bytes(std::string("\x00\x00\x00\x05garbage-and-more", 20));
-  EXPECT_TRUE(authed.closed_by_peer(2000ms));
+  EXPECT_TRUE(authed.closed_by_peer(kVerdict));
   expect_legit_client_works("garbage-authed");
 }
 
@@ -554,10 +588,10 @@ TEST_F(StoreServerTest, GigabyteLengthPrefix) {
   put_u32be(&edge_prefix, kMaxFrameBytes + 1);
   edge.send_bytes(edge_prefix);
   expect_legit_client_works("gigabyte");
-  EXPECT_TRUE(pre.closed_by_peer(2000ms));
-  EXPECT_TRUE(post.closed_by_peer(2000ms));
-  EXPECT_TRUE(edge.closed_by_peer(2000ms));
-  EXPECT_TRUE(wait_until([&] { return server_->dropped_count() == 3; }, 2000ms));
+  EXPECT_TRUE(pre.closed_by_peer(kVerdict));
+  EXPECT_TRUE(post.closed_by_peer(kVerdict));
+  EXPECT_TRUE(edge.closed_by_peer(kVerdict));
+  EXPECT_TRUE(wait_until([&] { return server_->dropped_count() == 3; }, kVerdict));
 }
 
 TEST_F(StoreServerTest, SilentAndHalfOpenHandshakesDoNotBlockOthers) {
@@ -580,7 +614,10 @@ TEST_F(StoreServerTest, SilentAndHalfOpenHandshakesDoNotBlockOthers) {
   put_u32be(&head, 1000000);
   stuck.send_bytes(head + "S");
   expect_legit_client_works("half-open");
-  EXPECT_TRUE(half.closed_by_peer(2000ms));  // its frame can never complete
+  // Served while the silent and partial handshakes were still open: not after their window closed them.
+  EXPECT_TRUE(silent.still_open());
+  EXPECT_TRUE(partial.still_open());
+  EXPECT_TRUE(half.closed_by_peer(kVerdict));  // its frame can never complete
   EXPECT_EQ(server_->denied_count(), 0u);
   // The others stay open (their handshake window is 10 s) and are closed by the destructor.
 }
@@ -591,15 +628,19 @@ TEST(StoreServerLimits, UnfinishedHandshakeTimesOut) {
   const std::string secret = random_secret_hex();
   StoreServer server("127.0.0.1", 0, secret, limits);
   server.start();
+  const auto t0 = Clock::now();  // before the connect: the server's handshake clock starts later
   RawConn silent(server.port());
-  const auto t0 = Clock::now();
-  EXPECT_TRUE(silent.closed_by_peer(3000ms));
-  EXPECT_GE(Clock::now() - t0, 100ms);
-  EXPECT_TRUE(wait_until([&] { return server.dropped_count() == 1; }, 2000ms));
-  // An authenticated but idle connection is not subject to the handshake timeout.
+  EXPECT_TRUE(silent.closed_by_peer(kVerdict));
+  EXPECT_GE(Clock::now() - t0, limits.auth_timeout) << "closed before the handshake timeout";
+  EXPECT_TRUE(wait_until([&] { return server.dropped_count() == 1; }, kVerdict));
+  // An authenticated but idle connection is not subject to the handshake timeout: a silent one
+  // opened after it is dropped (so the server has passed the idle one's handshake deadline too),
+  // and the idle one still works.
   RawConn idle(server.port());
   ASSERT_EQ(idle.authenticate(secret), "OK");
-  std::this_thread::sleep_for(400ms);
+  RawConn later(server.port());
+  EXPECT_TRUE(later.closed_by_peer(kVerdict));
+  EXPECT_TRUE(wait_until([&] { return server.dropped_count() == 2; }, kVerdict));
   ASSERT_TRUE(idle.send_bytes(encode_frame(encode_get_request("x"))));
   std::string reply;
   ASSERT_TRUE(idle.recv_frame(&reply));
@@ -619,10 +660,10 @@ TEST_F(StoreServerTest, UnknownOpAndMalformedRequests) {
   ASSERT_EQ(empty.authenticate(secret_), "OK");
   empty.send_bytes(encode_frame(""));
   expect_legit_client_works("unknown-op");
-  EXPECT_TRUE(unknown.closed_by_peer(2000ms));
-  EXPECT_TRUE(keylen.closed_by_peer(2000ms));
-  EXPECT_TRUE(empty.closed_by_peer(2000ms));
-  EXPECT_TRUE(wait_until([&] { return server_->dropped_count() == 3; }, 2000ms));
+  EXPECT_TRUE(unknown.closed_by_peer(kVerdict));
+  EXPECT_TRUE(keylen.closed_by_peer(kVerdict));
+  EXPECT_TRUE(empty.closed_by_peer(kVerdict));
+  EXPECT_TRUE(wait_until([&] { return server_->dropped_count() == 3; }, kVerdict));
 }
 
 TEST_F(StoreServerTest, PipelinedRequestsFromAClientThatDoesNotRead) {
@@ -637,7 +678,13 @@ TEST_F(StoreServerTest, PipelinedRequestsFromAClientThatDoesNotRead) {
   std::string burst;
   for (int i = 0; i < kGets; ++i) burst += encode_frame(encode_get_request("one-mib"));
   ASSERT_TRUE(greedy.send_bytes(burst));
-  std::this_thread::sleep_for(100ms);
+  // The server is answering the burst (replies wait unread) while the legitimate client comes.
+  EXPECT_TRUE(wait_until(
+      [&] {
+        int unread = 0;
+        return ::ioctl(greedy.fd(), FIONREAD, &unread) == 0 && unread > 0;
+      },
+      kVerdict));
   expect_legit_client_works("pipelined");
   // Now read everything: every reply arrives, in order, intact.
   for (int i = 0; i < kGets; ++i) {
@@ -660,13 +707,11 @@ TEST(StoreServerLimits, ConnectionCapEvictsUnauthenticatedFirst) {
   // A fifth, legitimate client gets in by evicting the oldest squatter.
   StoreClient c(address(server), secret, 3000ms);
   c.set("k", "v");
-  EXPECT_TRUE(squatters[0]->closed_by_peer(2000ms));
+  EXPECT_TRUE(squatters[0]->closed_by_peer(kVerdict));
   // Fill all slots with authenticated clients: a newcomer is then refused (not an old rank).
   std::vector<std::unique_ptr<StoreClient>> ranks;
   for (int i = 0; i < 3; ++i) ranks.push_back(std::make_unique<StoreClient>(address(server), secret, 3000ms));
-  const auto t0 = Clock::now();
   EXPECT_THROW(StoreClient(address(server), secret, 300ms), std::runtime_error);
-  EXPECT_LT(Clock::now() - t0, 3s);
   EXPECT_EQ(c.wait_get("k", 100ms), "v");
   for (auto& r : ranks) EXPECT_EQ(r->add("n", 1) > 0, true);
   EXPECT_GE(server.dropped_count(), 4u);  // 3 more squatters evicted + the refused newcomer
@@ -696,9 +741,7 @@ TEST(StoreClientErrors, NothingListeningFailsWithinTimeout) {
     EXPECT_NE(msg.find("not reachable within 300 ms"), std::string::npos) << msg;
     EXPECT_NE(msg.find("refused"), std::string::npos) << msg;
   }
-  const auto elapsed = Clock::now() - t0;
-  EXPECT_GE(elapsed, 250ms);  // it retried until the timeout
-  EXPECT_LT(elapsed, 3s);
+  EXPECT_GE(Clock::now() - t0, 300ms);  // it retried until the timeout
   ::close(holder);
 }
 
@@ -768,10 +811,19 @@ TEST(StoreServerLifecycle, StopClosesClientsWhoThenFailInsteadOfHanging) {
   c.set("a", "b");
   server.stop();
   server.stop();  // idempotent
-  const auto t0 = Clock::now();
-  EXPECT_THROW(c.set("a", "c"), std::runtime_error);
-  EXPECT_THROW(c.set("a", "d"), std::runtime_error);  // closed after the first error
-  EXPECT_LT(Clock::now() - t0, 7s);
+  // The client learns of the close: it does not wait out its request limit ("timed out").
+  try {
+    c.set("a", "c");
+    ADD_FAILURE() << "a set succeeded on a stopped server";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()).find("timed out"), std::string::npos) << e.what();
+  }
+  try {
+    c.set("a", "d");
+    ADD_FAILURE() << "a set succeeded after an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("closed after an earlier error"), std::string::npos) << e.what();
+  }
   EXPECT_THROW(server.start(), std::runtime_error);
   // Destroying a server that never started is fine too.
   StoreServer idle("127.0.0.1", 0, s);

@@ -3,10 +3,15 @@
 // CPUs shared by the ranks on the host; how a per-task binding is told from an inherited mask; and
 // ./train's timing line naming the rule, under real starters (a single process, mpirun).
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "src/thread_policy.h"
 #include "tests/comm_test_util.h"
@@ -14,6 +19,27 @@
 #include "tests/test_util.h"
 
 namespace {
+
+// The number of CPUs in the calling thread's Cpus_allowed_list ("0-3,6") in
+// /proc/thread-self/status: the affinity mask as the kernel reports it, not through
+// sched_getaffinity. -1 when it cannot be read.
+int cpus_allowed_listed() {
+  std::ifstream status("/proc/thread-self/status");
+  const std::string key = "Cpus_allowed_list:";
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind(key, 0) != 0) continue;
+    std::stringstream list(line.substr(key.size()));
+    int n = 0;
+    for (std::string range; std::getline(list, range, ',');) {
+      int first = 0, last = 0;
+      const int got = std::sscanf(range.c_str(), "%d-%d", &first, &last);
+      if (got < 1) return -1;
+      n += got == 2 ? last - first + 1 : 1;
+    }
+    return n;
+  }
+  return -1;
+}
 
 ThreadInputs inputs(int cpus, int local_size) {
   ThreadInputs in;
@@ -176,7 +202,28 @@ TEST(ThreadPolicy, CoresPerRankIsTheLaunchersDefault) {
   EXPECT_EQ(cores_per_rank(16, 4), 4);
   EXPECT_EQ(cores_per_rank(3, 2), 1);
   EXPECT_EQ(cores_per_rank(1, 8), 1);
-  EXPECT_GE(affinity_cpu_count(), 1);
+}
+
+TEST(ThreadPolicy, AffinityCpuCountIsTheAffinityMasksCpuCount) {
+  const int listed = cpus_allowed_listed();
+  ASSERT_GE(listed, 1) << "no Cpus_allowed_list in /proc/thread-self/status";
+  EXPECT_EQ(affinity_cpu_count(), listed);
+  // A thread narrowed to one CPU (the first it may use) counts that one: the count follows the mask.
+  int narrowed = 0, narrowed_listed = 0;
+  std::thread one_cpu([&] {
+    cpu_set_t set, one;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return;
+    int first = 0;
+    while (first < CPU_SETSIZE && !CPU_ISSET(first, &set)) ++first;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) return;  // this thread only
+    narrowed = affinity_cpu_count();
+    narrowed_listed = cpus_allowed_listed();
+  });
+  one_cpu.join();
+  EXPECT_EQ(narrowed_listed, 1) << "could not narrow a thread to one CPU";
+  EXPECT_EQ(narrowed, 1);
 }
 
 TEST(ThreadPolicy, SpinsWhileWaitingOnlyWhenEveryComputeThreadHasACpu) {

@@ -33,6 +33,12 @@ std::vector<Value> events_of(const std::string& text) {
   return v.arr;
 }
 
+// The event's tid, which every trace event has (a missing one must not read as 0).
+int tid_of(const Value& e) {
+  EXPECT_EQ(e["tid"].type, Value::kNumber) << "an event without a numeric tid: " << e["name"].s();
+  return e["tid"].type == Value::kNumber ? int(e["tid"].n()) : -1;
+}
+
 bool is_slice(const Value& e, int pid, long long step) {
   return e["ph"].s() == "X" && int(e["pid"].n()) == pid && (long long)e["args"]["step"].n() == step;
 }
@@ -42,7 +48,7 @@ const Value* one_slice(const std::vector<Value>& ev, int pid, int tid, long long
   const Value* found = nullptr;
   int n = 0;
   for (const Value& e : ev)
-    if (is_slice(e, pid, step) && int(e["tid"].n()) == tid && e["name"].s() == name) found = &e, ++n;
+    if (is_slice(e, pid, step) && tid_of(e) == tid && e["name"].s() == name) found = &e, ++n;
   EXPECT_EQ(n, 1) << name << " on rank " << pid << " tid " << tid << " step " << step;
   return n == 1 ? found : nullptr;
 }
@@ -51,8 +57,10 @@ const Value* one_slice(const std::vector<Value>& ev, int pid, int tid, long long
 std::map<int, const Value*> bucket_slices(const std::vector<Value>& ev, int pid, long long step) {
   std::map<int, const Value*> m;
   for (const Value& e : ev)
-    if (is_slice(e, pid, step) && e["tid"].n() >= kFirstBucketTid && e["name"].s().rfind("allreduce ", 0) == 0)
+    if (is_slice(e, pid, step) && tid_of(e) >= kFirstBucketTid && e["name"].s().rfind("allreduce ", 0) == 0) {
+      EXPECT_EQ(e["args"]["bucket"].type, Value::kNumber) << "a bucket slice without its bucket index";
       m[int(e["args"]["bucket"].n())] = &e;
+    }
   return m;
 }
 
@@ -198,7 +206,7 @@ TEST_F(TimelineBucketRun, OverlapOffHasNoBucketSlicesOrTracks) {
       one_slice(ev, r, kCommTid, step, "allreduce");
     }
   }
-  for (const Value& e : ev) EXPECT_LT(e["tid"].n(), kFirstBucketTid) << e["name"].s();
+  for (const Value& e : ev) EXPECT_LT(tid_of(e), kFirstBucketTid) << e["name"].s();
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 //   tool_launch_rank binary             every byte value except \n and \r on one line, then UTF-8
 //   tool_launch_rank family SECS        forks a child (and it a grandchild) that sleep SECS,
 //                                       prints "ready <pid>" and sleeps SECS itself
-//   tool_launch_rank ignore-term SECS   ignores SIGTERM, prints "ready <pid>", sleeps SECS
+//   tool_launch_rank ignore-term SECS   survives SIGTERM (prints "ignored SIGTERM" for each one),
+//                                       prints "ready <pid>", sleeps SECS
 //   tool_launch_rank sleep SECS         prints "ready <pid>", sleeps SECS
 //   tool_launch_rank exit CODE          exits with CODE
 #include <signal.h>
@@ -52,6 +53,11 @@ int rank_env() {
   const char* r = getenv("BARESGD_RANK");
   if (!r) r = getenv("OMPI_COMM_WORLD_RANK");
   return r ? atoi(r) : -1;
+}
+
+void say_ignored_sigterm(int) {
+  static const char kLine[] = "ignored SIGTERM\n";
+  if (write(1, kLine, sizeof kLine - 1) < 0) {}
 }
 
 void sleep_secs(double s) {
@@ -115,7 +121,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "ignore-term") {
-    signal(SIGTERM, SIG_IGN);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = say_ignored_sigterm;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &sa, nullptr);
     printf("ready %d\n", static_cast<int>(getpid()));
     fflush(stdout);
     sleep_secs(arg);
