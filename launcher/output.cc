@@ -80,7 +80,10 @@ void OutputSink::emit(int rank, Stream stream, const Line& line) {
     b += line.end;
     file_pending_ += line.text.size() + line.end.size();
   }
-  if (line.continuation) return;
+  if (line.continuation) {
+    if (line.at_eof) append_console(stream, "\n");  // the stream ended after a '\r' line shown earlier
+    return;
+  }
   std::string host = rank >= 0 && rank < static_cast<int>(hosts_.size()) ? hosts_[rank] : "?";
   std::string& buf = stream == Stream::kStdout ? out_buf_ : err_buf_;
   if (timestamp_) buf += timestamp_prefix(std::time(nullptr));

@@ -125,6 +125,14 @@ void LineSplitter::flush_cr(std::vector<Line>* out) {
 }
 
 void LineSplitter::finish(std::vector<Line>* out) {
+  if (skip_lf_) {
+    // The stream ended right after a '\r' line flush_cr() emitted already: an empty continuation
+    // at end of stream, so a console ends that line as it ends an at_eof '\r' line.
+    Line l;
+    l.continuation = true;
+    l.at_eof = true;
+    out->push_back(std::move(l));
+  }
   skip_lf_ = false;
   if (pending_cr_) {
     pending_cr_ = false;

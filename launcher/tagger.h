@@ -21,7 +21,8 @@ std::string make_tag(TagFormat format, int rank, Stream stream, const std::strin
 // One line of a stream: its bytes without the terminator, and the terminator as it was written:
 // "\n", "\r", "\r\n", or "" for a last fragment at end of stream (or a line cut at max_line).
 // continuation: an "\n" that followed an "\r" already emitted by flush_cr() (text is empty);
-// a console sink skips it, a file sink writes it so files keep the bytes exactly.
+// a console sink skips it, a file sink writes it so files keep the bytes exactly. With at_eof (and
+// end ""), the stream ended right after that flushed '\r' line: a console sink ends it with '\n'.
 // at_eof: the stream ended right after this line (a console sink ends a '\r' line with '\n' then,
 // so the next line does not overwrite it).
 // cut: the line was longer than max_line and this piece ends at the cut (end ""); the next piece

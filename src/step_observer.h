@@ -28,7 +28,7 @@ struct StepAt {
 struct RunShape {
   int compute_threads = 1;
   const char* threads_rule = "";  // the rule that decided them (src/thread_policy.h thread_rule_name)
-  GradientAveraging how;  // the gradient averaging (its algorithm, fp16, Adasum)
+  GradientAveraging how;          // the gradient averaging (its algorithm, fp16, Adasum)
   // --overlap's buckets by their layers in backward order ("fc2+fc1", "conv2", "conv1"); empty:
   // the whole buffer is averaged after backward.
   std::vector<std::string> bucket_layers;

@@ -4,6 +4,7 @@
 // test_launch_dry_run.cc, test_launch_agent.cc, test_launch_remote.cc and test_launch_liveness.cc.
 #include <gtest/gtest.h>
 
+#include "launcher/output.h"
 #include "tests/launch_harness.h"
 #include "tests/launch_usage.h"
 
@@ -240,6 +241,43 @@ TEST(LaunchTagger, CrLfSplitAcrossReads) {
   EXPECT_TRUE(out[1].continuation);
   EXPECT_EQ(out[1].end, "\n");
   EXPECT_EQ(out[2].text, "q");
+  // A stream that ends right after a flushed '\r' line (a slow rank's exit, the launcher's 100 ms
+  // flush first): an empty continuation at end of stream, so the console still ends the line.
+  LineSplitter u;
+  out.clear();
+  u.feed("done\r", 5, &out);
+  u.flush_cr(&out);
+  u.finish(&out);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].end, "\r");
+  EXPECT_FALSE(out[0].at_eof);
+  EXPECT_TRUE(out[1].continuation);
+  EXPECT_TRUE(out[1].at_eof);
+  EXPECT_EQ(out[1].text + out[1].end, "");
+}
+
+// The console shows "done\r\n" for a last line "done\r" whether the stream's end came with it or
+// after the launcher had flushed the '\r' line; the rank's file keeps the bytes.
+TEST(LaunchTagger, ConsoleEndsAFlushedCarriageReturnLineAtEndOfStream) {
+  Line shown;
+  shown.text = "done";
+  shown.end = "\r";
+  Line end_of_stream;
+  end_of_stream.continuation = true;
+  end_of_stream.at_eof = true;
+  int out_pipe[2];
+  ASSERT_EQ(::pipe(out_pipe), 0);
+  {
+    OutputSink sink(TagFormat::kHorovod, false, out_pipe[1], 2);
+    sink.emit(0, Stream::kStdout, shown);
+    sink.emit(0, Stream::kStdout, end_of_stream);
+    sink.flush();
+  }
+  ::close(out_pipe[1]);
+  char buf[64] = {};
+  const ssize_t n = ::read(out_pipe[0], buf, sizeof buf);
+  ::close(out_pipe[0]);
+  EXPECT_EQ(std::string(buf, n > 0 ? size_t(n) : 0), "[0]<stdout>:done\r\n");
 }
 
 TEST(LaunchTagger, LastLineWithoutNewline) {
