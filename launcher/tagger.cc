@@ -205,6 +205,7 @@ std::vector<MpiPiece> split_mpi_line(const Line& line) {
   size_t off;
   if (!parse_mpi_tag(line.text, &rank, &stream, &off)) return out;
   const std::string& t = line.text;
+  MpiPiece piece{rank, stream, Line()};
   while (true) {
     // Look for the next embedded tag after off.
     size_t search = off, next = std::string::npos;
@@ -220,15 +221,17 @@ std::vector<MpiPiece> split_mpi_line(const Line& line) {
       }
       search = b + 1;
     }
-    MpiPiece piece{rank, stream, Line()};
     if (next == std::string::npos) {
-      piece.line.text = t.substr(off);
+      piece.line.text += t.substr(off);
       piece.line.end = line.end;
       out.push_back(std::move(piece));
       return out;
     }
-    piece.line.text = t.substr(off, next - off);
-    out.push_back(std::move(piece));
+    piece.line.text += t.substr(off, next - off);
+    if (nrank != rank || nstream != stream) {  // another rank's (or stream's) line begins here
+      out.push_back(std::move(piece));
+      piece = MpiPiece{nrank, nstream, Line()};
+    }
     rank = nrank;
     stream = nstream;
     off = noff;

@@ -82,8 +82,11 @@ bool parse_mpi_tag(const std::string& line, int* rank, Stream* stream, size_t* t
 bool parse_mpi_tag_at(const std::string& line, size_t pos, int* rank, Stream* stream, size_t* text_offset);
 // mpirun does not end a rank's partial last line, so the next rank's tag can follow it on the same
 // line: "[1,0]<stdout>:c[1,1]<stdout>:a". Splits such a line into (rank, stream, text) pieces; the
-// last piece keeps the line's terminator, earlier ones get end "" (an unterminated line). A line
-// that does not start with a tag gives an empty result.
+// last piece keeps the line's terminator, earlier ones get end "" (an unterminated line). A tag of
+// the same rank and stream as the piece it follows is not a split: Open MPI tags each chunk it reads
+// from a rank's pipe, so a line read in two chunks comes as "[1,0]<stdout>:Train ...\t[1,0]<stdout>:
+// Loss ...", and the piece goes on across the repeated tag. A line that does not start with a tag
+// gives an empty result.
 struct MpiPiece {
   int rank;
   Stream stream;

@@ -404,6 +404,24 @@ TEST(LaunchTagger, ParsesMpirunTags) {
   auto b = split_mpi_line(brackets);
   ASSERT_EQ(b.size(), 1u);
   EXPECT_EQ(b[0].line.text, "array [1, 2] fine");
+  // Open MPI tags each chunk it reads from a rank's pipe: a line read in two chunks comes with the
+  // same rank's tag repeated mid-line (seen from a ./reference rank under --mpi), and stays one line.
+  Line chunks;
+  chunks.text = "[1,0]<stdout>:Train Epoch: 1 [640/30000 (2%)]\t[1,0]<stdout>:Loss: 2.335096";
+  chunks.end = "\n";
+  auto one = split_mpi_line(chunks);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].rank, 0);
+  EXPECT_EQ(one[0].line.text, "Train Epoch: 1 [640/30000 (2%)]\tLoss: 2.335096");
+  EXPECT_EQ(one[0].line.end, "\n");
+  // The same rank's other stream is another line.
+  Line streams;
+  streams.text = "[1,0]<stdout>:a[1,0]<stderr>:b[1,0]<stderr>:c";
+  auto two = split_mpi_line(streams);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].line.text, "a");
+  EXPECT_EQ(two[1].stream, Stream::kStderr);
+  EXPECT_EQ(two[1].line.text, "bc");
 }
 
 TEST(LaunchTagger, TimestampPrefix) {
