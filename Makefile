@@ -160,23 +160,21 @@ bench: all $(BUILD)/tests/tool_tap_link
 
 # ---- install ---------------------------------------------------------------------------------
 # Installed names: baresgd-train, baresgd-launch, baresgd-report (baresgd-train finds
-# baresgd-launch beside itself, as ./train finds ./launch). Binaries stripped; man pages made from
-# --help/--version by help2man; the manifest lists every file written, and uninstall removes those.
+# baresgd-launch beside itself, as ./train finds ./launch). Binaries stripped; the man pages are
+# written by hand in man/ (roff), with the version from src/version.h put in for @VERSION@; the
+# manifest lists every file written, and uninstall removes those.
 BINDIR   := $(PREFIX)/bin
 MAN1DIR  := $(PREFIX)/share/man/man1
 MANIFEST := $(PREFIX)/share/baresgd/install-manifest
 PROGRAMS := train launch report
 MANPAGES := $(patsubst %,$(BUILD)/man/baresgd-%.1,$(PROGRAMS))
 INSTALLED := $(patsubst %,$(BINDIR)/baresgd-%,$(PROGRAMS)) $(patsubst %,$(MAN1DIR)/baresgd-%.1,$(PROGRAMS)) $(MANIFEST)
-MAN_DESC_train  := distributed data-parallel MNIST training (the Horovod PyTorch MNIST example)
-MAN_DESC_launch := start N ranks of a program over hosts, like horovodrun
-MAN_DESC_report := turn a baresgd-train --metrics file into an HTML report
+VERSION  := $(shell sed -n 's/.*kBaresgdVersion\[\] = "\(.*\)";/\1/p' src/version.h)
 
 man: $(MANPAGES)
-$(BUILD)/man/baresgd-%.1: $(TRAIN) $(LAUNCH) $(REPORT)
-	@command -v help2man >/dev/null 2>&1 || { echo "make: help2man is needed for the man pages: apt-get install help2man" >&2; exit 1; }
+$(BUILD)/man/baresgd-%.1: man/baresgd-%.1.in src/version.h
 	@mkdir -p $(dir $@)
-	help2man --no-info --no-discard-stderr --name="$(MAN_DESC_$*)" --output=$@ $(abspath $(if $(filter train,$*),$(TRAIN),$(if $(filter launch,$*),$(LAUNCH),$(REPORT))))
+	sed 's/@VERSION@/$(VERSION)/g' $< > $@
 
 install: all $(MANPAGES)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(dir $(MANIFEST))

@@ -17,6 +17,7 @@
 #include "launcher/netaddr.h"
 #include "launcher/slurm_step.h"
 #include "launcher/srun.h"
+#include "src/program_name.h"
 #include "src/thread_policy.h"
 
 namespace {
@@ -41,11 +42,12 @@ int parse_command_line(const std::vector<std::string>& args, LaunchOptions* o) {
     *o = parse_launch_options(args);
   } catch (const UsageError& e) {
     say_launch(e.what());
-    if (e.show_usage) write_all(2, std::string(launch_usage_line()) + "\n");
+    if (e.show_usage)
+      write_all(2, with_program_name(std::string(launch_usage_line()) + "\n", "launch", invoked_name("launch")));
     return 2;
   }
   if (o->help) {
-    write_all(1, launch_help_text());
+    write_all(1, with_program_name(launch_help_text(), "launch", invoked_name("launch")));
     return 0;
   }
   return kGoOn;

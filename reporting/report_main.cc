@@ -11,6 +11,7 @@
 
 #include "reporting/file_io.h"
 #include "reporting/html_report.h"
+#include "src/program_name.h"
 #include "src/version_text.h"
 
 namespace {
@@ -24,7 +25,7 @@ const char* const kUsage =
     "                     recorded step after the first); a step not in TIMELINE is an error\n"
     "      --section timeline  the page holds only the header and the timeline section\n"
     "  -h, --help         this text\n"
-    "  --version          print the version and exit\n";
+    "      --version      print the version and the CPU it was built for, and exit\n";
 
 struct Args {
   std::vector<std::string> inputs;
@@ -51,11 +52,11 @@ Args parse_args(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
+      std::fputs(with_program_name(kUsage, "report", invoked_name("report")).c_str(), stdout);
       std::exit(0);
     }
     if (arg == "--version") {
-      std::fputs(version_text("report").c_str(), stdout);
+      std::fputs(version_text("report", /*uses_backends=*/false).c_str(), stdout);
       std::exit(0);
     }
     if (arg == "-o" || arg == "--output") {

@@ -26,6 +26,7 @@
 #include "src/thread_policy.h"
 #include "src/train.h"
 #include "src/shown_text.h"
+#include "src/program_name.h"
 #include "src/version_text.h"
 
 namespace {
@@ -121,6 +122,9 @@ bool take_gloo_timeout(const std::vector<std::string>& args, Options* opts) {
   return true;
 }
 
+// --help's text under the name this program was started as ("usage: baresgd-train ..." installed).
+std::string usage_as_invoked() { return with_program_name(usage_text(), "train", invoked_name("train")); }
+
 // The flags, or the exit code when the program ends here (--version, --help, a usage error,
 // a flag this build refuses); -1 to go on.
 int parse_command_line(const std::vector<std::string>& args, Options* opts) {
@@ -132,12 +136,12 @@ int parse_command_line(const std::vector<std::string>& args, Options* opts) {
   try {
     *opts = parse_options(args);
   } catch (const TrainUsageError& e) {
-    std::fprintf(stderr, "%strain: error: %s\n", usage_text().substr(0, usage_text().find("\n\n") + 1).c_str(),
-                 e.message.c_str());
+    const std::string usage = usage_as_invoked();
+    std::fprintf(stderr, "%strain: error: %s\n", usage.substr(0, usage.find("\n\n") + 1).c_str(), e.message.c_str());
     return 2;
   }
   if (opts->help) {
-    std::fputs(usage_text().c_str(), stdout);
+    std::fputs(usage_as_invoked().c_str(), stdout);
     return 0;
   }
   if (!take_gloo_timeout(args, opts)) return 2;

@@ -1,7 +1,8 @@
 // test_install: `make install` / `make uninstall` into a DESTDIR (stripped binaries, man pages,
 // --version, the installed baresgd-train finding baresgd-launch, nothing left after uninstall), the
 // data directory's lookup order and message, the start-up CPU check, and the installed programs
-// in a minimal Debian root (debootstrap --variant=minbase bookworm + the runtime packages only).
+// in a minimal Debian root (debootstrap --variant=minbase bookworm + .ci/install-deps's runtime
+// set only).
 // Env: BARESGD_SRC (the source tree; make test sets it), MNIST in data/.
 #include <gtest/gtest.h>
 #include <sys/mount.h>
@@ -52,11 +53,16 @@ TEST(InstallDestdir, InstallsStrippedProgramsManPagesAndUninstallsAll) {
     auto v = run("'" + exe + "' --version");
     EXPECT_EQ(v.status, 0);
     EXPECT_EQ(v.out.substr(0, v.out.find('\n')), std::string("baresgd-") + p + " " + kBaresgdVersion);
-    EXPECT_TRUE(has(v.out, "\nbackends: ")) << v.out;
-    std::string page = testutil::read_file(man + "baresgd-" + p + ".1");
+    EXPECT_EQ(has(v.out, "\nbackends: "), std::string(p) != "report") << v.out;  // report links none
+    // The page written in man/, with the version put in; ManPages.* check its contents.
+    const std::string page_file = man + "baresgd-" + p + ".1";
+    std::string page = testutil::read_file(page_file);
     EXPECT_TRUE(has(page, ".TH BARESGD-")) << p;
-    EXPECT_TRUE(has(page, kBaresgdVersion)) << p;
-    EXPECT_TRUE(has(page, "\\-\\-help")) << p;  // the options, from --help
+    EXPECT_TRUE(has(page, "\"baresgd " + std::string(kBaresgdVersion) + "\"")) << p;
+    EXPECT_FALSE(has(page, "@VERSION@")) << p;
+    EXPECT_FALSE(has(page, "help2man")) << p;
+    auto shown = run("LC_ALL=C MANWIDTH=200 man -l '" + page_file + "'");
+    EXPECT_TRUE(has(shown.out, "\nSYNOPSIS\n       baresgd-" + std::string(p))) << shown.out.substr(0, 400);
   }
   EXPECT_TRUE(
       has(testutil::read_file(d + "/usr/local/share/baresgd/install-manifest"), "/usr/local/bin/baresgd-train\n"));
@@ -134,16 +140,23 @@ TEST(InstallCpuCheck, NamesWhatTheCpuLacks) {
 }
 
 // ---- the minimal image -------------------------------------------------------------------
-// What `ldd` of the three binaries needs, as Debian packages (dpkg -S on its paths; libmunge2 for
-// baresgd-train's MUNGE store handshake); apt brings their dependencies, minbase the C and C++
-// runtimes. docs/deploy.md lists the same packages.
-const char kRuntimePackages[] = "libopenblas0-pthread libgloo0 libopenmpi3 libmunge2 zlib1g";
+// .ci/install-deps's runtime set, the one list of what a machine needs to run baresgd: the
+// packages of what the binaries link and start (InstallDeps.* check it against ldd); apt brings
+// their dependencies. docs/deploy.md and the README list the same packages.
+std::string runtime_packages() {
+  auto r = run("bash '" + src_dir() + "/.ci/install-deps' --list runtime");
+  std::string words;
+  for (char c : r.out) words += c == '\n' ? ' ' : c;
+  return r.status == 0 ? words : "";
+}
 
 class InstallMinimalImage : public ::testing::Test {
  protected:
   void SetUp() override {
     if (getuid() != 0) BARESGD_SKIP("needs root (debootstrap, chroot, mount)");
-    auto r = run("bash '" + src_dir() + "/tests/minimal_root.sh' " + kRuntimePackages, 1500);
+    const std::string packages = runtime_packages();
+    ASSERT_NE(packages, "") << ".ci/install-deps --list runtime printed nothing";
+    auto r = run("bash '" + src_dir() + "/tests/minimal_root.sh' " + packages, 1500);
     if (r.status == 3) BARESGD_SKIP(r.err);
     ASSERT_EQ(r.status, 0) << r.err;
     root_ = r.out.substr(0, r.out.find('\n'));
@@ -188,6 +201,21 @@ TEST_F(InstallMinimalImage, TrainsAndLaunchesTwoRanksInTheRoot) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out, "[0]<stdout>:Train Epoch: 1")) << r.out << r.err;
   EXPECT_TRUE(has(r.out, "[1]<stdout>:")) << r.out;
+  // --mpi: the runtime set's mpirun starts the ranks (as root, so --allow-run-as-root).
+  r = in_root(
+      "OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo baresgd-launch -np 2 --mpi "
+      "baresgd-train --epochs 1 --max-steps 4 --data-dir .",
+      600);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "[1]<stdout>:Train Epoch: 1")) << r.out << r.err;
+  // ssh hosts: the runtime set's ssh gives the host's address (--dry-run runs only ssh -G).
+  r = in_root(
+      "echo Host hpc01 > ssh_config && echo HostName 127.0.0.11 >> ssh_config && "
+      "baresgd-launch --dry-run -F ssh_config -np 2 --gloo -H hpc01:2 baresgd-train",
+      60);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "127.0.0.11")) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "ssh -o BatchMode=yes")) << r.out << r.err;
   auto size = run("du -sm --exclude=./proc --exclude=./dev '" + root_ + "' | cut -f1");
   std::printf("minimal root: %s MiB (%s)\n", size.out.substr(0, size.out.find('\n')).c_str(), root_.c_str());
   std::fflush(stdout);  // before TearDown forks
