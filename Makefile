@@ -6,6 +6,7 @@
 #                 and fault paths under ASan+UBSan: .ci/sanitized-tests), every fuzzer 20 s, the counts
 #   make bench    side-by-side benchmark against PyTorch (bench/)
 #   make fixtures regenerate tests/fixtures/*.bin with Debian's python3-torch
+#   make man      the man pages (man/*.1.in, written by hand, with the version put in) into build/man/
 #   make install PREFIX=/usr/local DESTDIR=   baresgd-train, -launch, -report (stripped) + man pages
 #   make uninstall PREFIX=/usr/local DESTDIR= removes exactly what install wrote (its manifest)
 # Options: SANITIZE=1 (ASan+UBSan build in build-san/), NO_MPI=1, NO_GLOO=1, NO_MUNGE=1.
