@@ -58,7 +58,8 @@ TEST(InstallDeps, ListsEachSet) {
     EXPECT_FALSE(runtime.count(heavy)) << heavy << " is not needed to run baresgd: " << joined(runtime);
   for (const char* p : {"g++", "make", "libgloo-dev", "libopenmpi-dev", "libmunge-dev", "libopenblas-dev"})
     EXPECT_TRUE(build.count(p)) << p << ": " << joined(build);
-  for (const char* p : {"python3-torch", "chromium", "slurm-wlm", "munge", "clang", "googletest", "debootstrap"})
+  for (const char* p :
+       {"python3-torch", "chromium", "slurm-wlm", "munge", "clang", "googletest", "debootstrap", "man-db"})
     EXPECT_TRUE(test.count(p)) << p << ": " << joined(test);
   EXPECT_FALSE(test.count("help2man")) << "the man pages are written by hand now";
   // No set is the union of all three, as `all` is.
