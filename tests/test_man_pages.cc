@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 #include <string>
@@ -237,7 +240,7 @@ Rendered render(const std::string& page) {
   auto r = run("LC_ALL=C MANWIDTH=250 man --warnings --no-hyphenation --no-justification -l '" + page + "'");
   Rendered out{r.status, "", r.err};
   for (const std::string& l : lines_of(r.out)) {
-    if (!out.text.empty() && out.text.size() >= 2 && out.text[out.text.size() - 2] == '-' &&
+    if (out.text.size() >= 3 && out.text[out.text.size() - 2] == '-' &&
         std::isalpha(static_cast<unsigned char>(out.text[out.text.size() - 3]))) {
       out.text.pop_back();  // the newline after "word-"
       const size_t word = l.find_first_not_of(' ');
