@@ -124,8 +124,8 @@ $(LAUNCH): $(CPU_CHECK) $(call obj,launcher/launch_main.cc) $(LAUNCH_OBJ) $(BUIL
 $(REFERENCE): $(CPU_CHECK) $(call obj,src/reference.cc) $(BUILD)/libbaresgd.a
 	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-# ./report needs neither OpenBLAS nor a backend: it links only its own objects.
-$(REPORT): $(CPU_CHECK) $(call obj,reporting/report_main.cc) $(REPORT_OBJ)
+# ./report needs neither OpenBLAS nor a backend: it links only its own objects (and safe_file's).
+$(REPORT): $(CPU_CHECK) $(call obj,reporting/report_main.cc src/safe_file.cc) $(REPORT_OBJ)
 	$(CXX) $(LDFLAGS) $^ -o $@ -pthread
 
 $(BUILD)/tests/unit_tests: $(CPU_CHECK) $(call obj,$(UNIT_TEST_SRC)) $(LAUNCH_OBJ) $(REPORT_OBJ) $(BUILD)/libbaresgd.a

@@ -5,14 +5,20 @@
 // process wrote are remembered, so that once every rank has connected each rank removes its own
 // and a finished job leaves the directory as it found it (remove_own_files).
 #pragma once
+struct stat;
 #include <string>
 #include <vector>
 
 class RendezvousFiles {
  public:
-  explicit RendezvousFiles(std::string dir) : dir_(std::move(dir)) {}
+  // Throws when dir is writable by other users and not sticky, or owned by another user.
+  explicit RendezvousFiles(std::string dir);
+  ~RendezvousFiles();  // removes the files this process wrote
+  RendezvousFiles(const RendezvousFiles&) = delete;
+  RendezvousFiles& operator=(const RendezvousFiles&) = delete;
   void set(const std::string& key, const std::vector<char>& value);  // throws naming the file
-  bool get(const std::string& key, std::vector<char>* value) const;  // false: not there (yet)
+  bool get(const std::string& key, std::vector<char>* value) const;  // false: not there (yet); throws
+                                                                     // for a file of another user
   bool has(const std::string& key) const;
   bool claim(const std::string& name);  // true for the first process only; throws on I/O errors
   void remove_own_files();              // best effort: a file already gone is fine
@@ -20,6 +26,7 @@ class RendezvousFiles {
 
  private:
   std::string path_of(const std::string& key) const;
+  void check_owner(const std::string& file, const struct stat& st) const;
   std::string dir_;
   std::vector<std::string> own_;
 };

@@ -1,5 +1,6 @@
 // hosts: parsing -H and hostfiles, and laying ranks out over the hosts' slots (see hosts.h).
 #include "launcher/hosts.h"
+#include "src/safe_file.h"
 
 #include <unistd.h>
 
@@ -124,13 +125,16 @@ std::vector<HostSlots> parse_hostfile_text(const std::string& text, const std::s
   return out;
 }
 
+// A hostfile of a million bytes lists some 50,000 hosts: more is not a hostfile.
+constexpr size_t kMaxHostfileBytes = 1 << 20;
+
 std::vector<HostSlots> read_hostfile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw HostError("--hostfile " + path + ": " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) throw HostError("--hostfile " + path + ": read error");
-  return parse_hostfile_text(ss.str(), path);
+  // A regular file of at most 1 MiB (a FIFO or /dev/zero is named, never read: src/safe_file.h).
+  try {
+    return parse_hostfile_text(read_regular_file(path, kMaxHostfileBytes, "--hostfile"), path);
+  } catch (const SafeFileError& e) {
+    throw HostError(e.what());
+  }
 }
 
 std::vector<RankPlacement> layout_ranks(const std::vector<HostSlots>& hosts, int np) {

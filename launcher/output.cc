@@ -1,5 +1,6 @@
 // output: tagged console output and --output-filename files for ./launch (see output.h).
 #include "launcher/output.h"
+#include "src/safe_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -53,6 +54,7 @@ std::string padded_rank(int rank, int nranks) {
 
 void OutputSink::open_files(const std::string& dir, int nranks) {
   make_dirs(dir);
+  check_write_dir(dir, "--output-filename");  // the rank directories go here: no other user's
   files_.resize(nranks);
   for (int r = 0; r < nranks; ++r) {
     std::string rd = dir + "/rank." + padded_rank(r, nranks);
@@ -60,8 +62,8 @@ void OutputSink::open_files(const std::string& dir, int nranks) {
     const char* names[2] = {"stdout", "stderr"};
     for (int s = 0; s < 2; ++s) {
       std::string p = rd + "/" + names[s];
-      int fd = open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd < 0) throw std::runtime_error("--output-filename: cannot open " + p + ": " + std::strerror(errno));
+      // Never through a symlink, never in a directory another user can write (src/safe_file.h).
+      int fd = create_output_file(p, "--output-filename file");
       files_[r].fd[s] = fd;
       files_[r].path[s] = p;
     }

@@ -1,5 +1,6 @@
 // file_io: whole-file read and write with errno-based one-line messages (see reporting/file_io.h).
 #include "reporting/file_io.h"
+#include "src/safe_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -43,9 +44,11 @@ bool read_whole_file(const std::string& path, size_t max_bytes, std::string& out
 }
 
 bool write_whole_file(const std::string& path, const std::string& bytes, std::string& error) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    error = "cannot write " + path + ": " + std::strerror(errno);
+  int fd = -1;
+  try {
+    fd = create_output_file(path, "report output");  // never through a symlink (src/safe_file.h)
+  } catch (const SafeFileError& e) {
+    error = e.what();
     return false;
   }
   size_t done = 0;

@@ -2,6 +2,7 @@
 #include "src/checkpoint.h"
 #include "src/checkpoint_names.h"
 #include "src/crc32.h"
+#include "src/safe_file.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 
@@ -77,22 +79,36 @@ std::vector<Listed> list_checkpoints(const std::string& dir) {
 }
 
 // The file's bytes, or false with a warning naming it.
-bool read_checkpoint_file(const std::string& p, std::string* bytes, std::vector<std::string>* warnings) {
-  int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    warnings->push_back(err(p, "cannot open checkpoint"));
+// A regular file only (a FIFO or a device is named, never read), and no larger than its header's
+// world size allows (at most one momentum buffer per rank): a huge or sparse file is refused
+// before its bytes are read.
+bool read_checkpoint_file(const std::string& p, size_t expect_params, std::string* bytes,
+                          std::vector<std::string>* warnings) {
+  try {
+    size_t size = 0;
+    const int fd = open_regular_for_read(p, SIZE_MAX, "checkpoint", &size);
+    int32_t world = 1;
+    if (size >= 16 && ::pread(fd, &world, sizeof world, 12) != ssize_t(sizeof world)) world = 1;
+    const size_t buffers = 1 + size_t(std::max(world, 1));
+    const size_t max_bytes =
+        kHeaderBytesV4 + kMaxRunConfigBytes + buffers * expect_params * sizeof(float) + kGeneratorBytes + 4;
+    if (size > max_bytes) {
+      ::close(fd);
+      warnings->push_back(p + ": checkpoint is " + std::to_string(size) + " bytes, more than the " +
+                          std::to_string(max_bytes) + " its header's world size allows; skipping it");
+      return false;
+    }
+    *bytes = read_open_file(fd, size, p, "checkpoint");
+    return true;
+  } catch (const SafeFileError& e) {
+    warnings->push_back(std::string(e.what()) + "; skipping it");
     return false;
   }
-  char buf[1 << 16];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) bytes->append(buf, size_t(n));
-  ::close(fd);
-  return true;
 }
 
 bool decode_file(const std::string& p, size_t expect_params, TrainState* out, std::vector<std::string>* warnings) {
   std::string bytes;
-  if (!read_checkpoint_file(p, &bytes, warnings)) return false;
+  if (!read_checkpoint_file(p, expect_params, &bytes, warnings)) return false;
   try {
     *out = decode_checkpoint(bytes, expect_params);
     return true;
@@ -296,6 +312,7 @@ void prepare_checkpoint_dir(const std::string& dir) {
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     throw std::runtime_error(err(dir, "checkpoint directory is not writable"));
+  check_write_dir(dir, "--checkpoint-dir");
 }
 
 std::vector<std::string> remove_stale_temp_files(const std::string& dir) {
@@ -320,8 +337,11 @@ std::string save_checkpoint(const std::string& dir, const TrainState& s, int kee
   const std::string path = dir + "/" + name;
   const std::string tmp = dir + "/." + name + ".tmp";
   const std::string bytes = encode_checkpoint(s);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(err(tmp, "cannot create checkpoint"));
+  // A temp file left by a writer that died at this step is removed first (never one a live writer
+  // holds); the new one is created O_EXCL | O_NOFOLLOW in the checked directory (src/safe_file.h).
+  struct stat left;
+  if (::lstat(tmp.c_str(), &left) == 0) remove_stale_temp_files(dir);
+  int fd = create_temp_file(tmp, "checkpoint temp file");
   // Locked until renamed, so another run's remove_stale_temp_files leaves it alone.
   try {
     if (::flock(fd, LOCK_EX) != 0) throw std::runtime_error(err(tmp, "cannot lock checkpoint"));

@@ -1,5 +1,6 @@
 // inspect: per-layer statistics of one step and their table for stderr.
 #include "src/inspect.h"
+#include "src/safe_file.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -167,8 +168,7 @@ void check_dump_dir(const std::string& dir) {
 
 namespace {
 void write_floats(const std::string& path, const float* v, size_t n) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) throw std::runtime_error(path + ": cannot write: " + std::strerror(errno));
+  std::FILE* f = create_output_stream(path, "--inspect-dump file", "wb");
   const size_t w = std::fwrite(v, sizeof(float), n, f);
   if (std::fclose(f) != 0 || w != n) throw std::runtime_error(path + ": write failed: " + std::strerror(errno));
 }

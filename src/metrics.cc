@@ -1,5 +1,6 @@
 // metrics: builds the --metrics records and writes them, one per line.
 #include "src/metrics.h"
+#include "src/safe_file.h"
 
 #include <cblas.h>
 
@@ -172,8 +173,7 @@ MetricsFile::~MetricsFile() {
 
 void MetricsFile::open(const std::string& path) {
   path_ = path;
-  f_ = std::fopen(path.c_str(), "w");
-  if (!f_) throw std::runtime_error("--metrics " + path + ": cannot write: " + std::strerror(errno));
+  f_ = create_output_stream(path, "--metrics file");  // no symlink followed (src/safe_file.h)
 }
 
 void MetricsFile::line(const std::string& record) {

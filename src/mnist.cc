@@ -1,5 +1,6 @@
 // mnist: IDX parsing and validation for MNIST, raw (pread) and gzip (zlib) files.
 #include "src/mnist.h"
+#include "src/safe_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -26,9 +27,11 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// Present as anything: a FIFO or a directory in a data file's place is found here and named as
+// what it is when opened (FileBytes::open), not reported as missing.
 bool exists(const std::string& path) {
   struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  return ::stat(path.c_str(), &st) == 0;
 }
 
 std::string hex32(uint32_t v) {
@@ -98,6 +101,19 @@ void FileBytes::read(uint64_t offset, size_t n, uint8_t* out) const {
 
 namespace {
 
+// A data file opened for reading: a regular file of at most max_bytes (a FIFO, a directory or a
+// device in its place is named as what it is; a FIFO never blocks the open: src/safe_file.h).
+int open_data_file(const std::string& path, size_t max_bytes, size_t* size = nullptr) {
+  size_t got = 0;
+  try {
+    const int fd = open_regular_for_read(path, max_bytes, "MNIST file", &got);
+    if (size) *size = got;
+    return fd;
+  } catch (const SafeFileError& e) {
+    throw DataError(e.what());
+  }
+}
+
 // A gzFile closed on every way out.
 struct GzFile {
   gzFile gz;
@@ -109,8 +125,12 @@ struct GzFile {
 // The inflated bytes of a .gz file. Inflation stops as soon as the header is wrong or the data
 // pass the size it announces (idx_magic != 0): a gzip bomb costs one chunk, not gigabytes.
 std::vector<uint8_t> inflate_file(const std::string& path, uint32_t idx_magic) {
-  GzFile file{gzopen(path.c_str(), "rb")};
-  if (!file.gz) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  const int fd = open_data_file(path, kMaxInflated);
+  GzFile file{gzdopen(fd, "rb")};
+  if (!file.gz) {
+    ::close(fd);
+    fail(path, std::string("cannot open: ") + std::strerror(errno));
+  }
   std::vector<uint8_t> buf;
   uint8_t chunk[1 << 16];
   uint64_t announced = 0;
@@ -201,14 +221,9 @@ FileBytes FileBytes::open(const std::string& path, bool whole, uint32_t idx_magi
     fb.data_ = fb.owned_.get();
     return fb;
   }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, "not a regular file");
-  }
-  fb.size_ = size_t(st.st_size);
+  size_t size = 0;
+  const int fd = open_data_file(path, kMaxInflated, &size);
+  fb.size_ = size;
   fb.fd_ = fd;
   if (whole) {
     fb.owned_.reset(new uint8_t[fb.size_ ? fb.size_ : 1]);

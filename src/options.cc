@@ -115,6 +115,8 @@ const char* const kBaresgdFlagsHelp =
     "                                 configuration (a newer one of another is refused)\n"
     "  --resume-any-config            with --resume: continue it even when its --seed, --lr,\n"
     "                                 --batch-size, ... differ (named in one line)\n"
+    "  --resume-fresh                 with --resume: start from the beginning when checkpoints\n"
+    "                                 are there but none is usable (else that is an error)\n"
     "  --threads N                    compute threads per rank (default: cores / ranks on\n"
     "                                 this host, or OPENBLAS_NUM_THREADS)\n"
     "  --timeline FILE                record a Chrome trace (Perfetto, chrome://tracing) of\n"
@@ -241,6 +243,7 @@ void add_inspection_flags(Options& o, FlagTable* t) {
       {"--timeline", [&](auto&, auto& v) { o.timeline = v; }},
       {"--timeline-steps",
        [&](auto& f, auto& v) {
+         o.timeline_steps_given = true;
          if (!parse_step_range(v, &o.timeline_steps))
            throw TrainUsageError{"argument " + f + ": invalid step range " + quote(v) +
                                  " (expected A-B or A: 0-based optimizer steps, A <= B)"};
@@ -256,6 +259,7 @@ std::map<std::string, bool*> switch_flags(Options& o) {
       {"--use-adasum", &o.use_adasum},
       {"--resume", &o.resume},
       {"--resume-any-config", &o.resume_any_config},
+      {"--resume-fresh", &o.resume_fresh},
       {"--no-dropout", &o.no_dropout},
       {"--help", &o.help},
       {"-h", &o.help},
@@ -267,6 +271,7 @@ void check_flag_pairs(const Options& o) {
   if ((!o.hosts.empty() || !o.communication.empty()) && o.num_proc == 0)
     throw TrainUsageError{"--hosts and --communication need --num-proc"};
   if (o.resume_any_config && !o.resume) throw TrainUsageError{"--resume-any-config needs --resume"};
+  if (o.resume_fresh && !o.resume) throw TrainUsageError{"--resume-fresh needs --resume"};
   if (!o.inspect_dump.empty() && o.inspect_steps.empty()) throw TrainUsageError{"--inspect-dump needs --inspect STEPS"};
 }
 

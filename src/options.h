@@ -39,6 +39,7 @@ struct Options {
   int checkpoint_every = 0;        // --checkpoint-every N steps (0: epoch ends only)
   bool resume = false;             // --resume
   bool resume_any_config = false;  // --resume-any-config: continue a checkpoint of another configuration
+  bool resume_fresh = false;       // --resume-fresh: no usable checkpoint is not an error
   bool no_dropout = false;         // --no-dropout: dropout layers off in training (tests)
   long long max_steps = -1;        // --max-steps: stop after this many optimizer steps (tests)
   std::string dump_params;         // --dump-params FILE: raw float32 parameters at the end (tests)
@@ -51,6 +52,7 @@ struct Options {
   long long check_sync = 0;             // --check-sync N: compare parameter checksums every N steps
   std::string timeline;                 // --timeline FILE: Chrome trace of every rank (else HOROVOD_TIMELINE)
   StepRange timeline_steps;             // --timeline-steps A-B: optimizer steps recorded (default all)
+  bool timeline_steps_given = false;    // --timeline-steps was given (it needs a timeline)
   bool help = false;
   bool data_dir_given = false;  // --data-dir was on the command line (src/data_dir.h)
 };

@@ -68,6 +68,7 @@
 #include "src/data_dir.h"
 #include "src/mnist.h"
 #include "src/parse_int.h"
+#include "src/safe_file.h"
 #include "src/sampler.h"
 
 namespace {
@@ -446,8 +447,7 @@ Flags parse_flags(int argc, char** argv, bool* help) {
 
 // Raw float32 values to a file (the dumps; not part of the algorithm).
 void write_floats(const std::string& path, const float* v, size_t n) {
-  std::FILE* file = std::fopen(path.c_str(), "wb");
-  if (!file) throw std::runtime_error(path + ": cannot write: " + std::strerror(errno));
+  std::FILE* file = create_output_stream(path, "dump file", "wb");  // never through a symlink
   const size_t written = std::fwrite(v, sizeof(float), n, file);
   if (std::fclose(file) != 0 || written != n) throw std::runtime_error(path + ": write failed");
 }

@@ -121,8 +121,16 @@ ResumePlan plan_resume(const Options& opts, const RunConfig& now, ResumeCandidat
                        const std::vector<std::string>& warnings, const std::string& new_run_id) {
   ResumePlan plan;
   for (const auto& w : warnings) plan.notes.push_back("train: warning: " + w);
+  if (!found.have_match && !found.have_other && !warnings.empty() && !opts.resume_fresh) {
+    // Checkpoints are there but none can be read: starting over would silently lose the run.
+    plan.refusal = "train: --resume: none of the " + std::to_string(warnings.size()) + " checkpoint file(s) in " +
+                   opts.checkpoint_dir + " is usable (see the warnings above); pass --resume-fresh to start " +
+                   "from the beginning anyway";
+    return plan;
+  }
   if (!found.have_match && !found.have_other) {
-    plan.notes.push_back("train: no checkpoint in " + opts.checkpoint_dir + "; starting from the beginning");
+    plan.notes.push_back("train: no " + std::string(warnings.empty() ? "" : "usable ") + "checkpoint in " +
+                         opts.checkpoint_dir + "; starting from the beginning");
     return plan;
   }
   if (found.have_match && found.have_other) {

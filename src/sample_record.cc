@@ -1,5 +1,6 @@
 // sample_record: writing --sample-record FILE (see sample_record.h).
 #include "src/sample_record.h"
+#include "src/safe_file.h"
 
 #include <cerrno>
 #include <cstring>
@@ -22,8 +23,7 @@ SampleRecord::SampleRecord(const std::string& path, uint64_t resume_step) : path
       if (s >= 0 && uint64_t(s) < resume_step) kept += line + "\n";
     }
   }
-  f_ = std::fopen(path.c_str(), "w");
-  if (!f_) throw std::runtime_error("--sample-record " + path + ": cannot write: " + std::strerror(errno));
+  f_ = create_output_stream(path, "--sample-record file");  // no symlink followed (src/safe_file.h)
   if (!kept.empty() && std::fwrite(kept.data(), 1, kept.size(), f_) != kept.size())
     throw std::runtime_error("--sample-record " + path + ": write failed: " + std::strerror(errno));
 }

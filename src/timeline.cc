@@ -2,6 +2,7 @@
 // thread that formats them into this rank's part file every 50 ms, and the start/finish
 // collectives (clock sync, merge).
 #include "src/timeline.h"
+#include "src/safe_file.h"
 
 #include <fcntl.h>
 #include <time.h>
@@ -237,6 +238,9 @@ void timeline_open(const Options& opts, const RankInfo& info) {
   std::string what = "--timeline", path = opts.timeline;
   if (path.empty()) {
     const char* env = std::getenv("HOROVOD_TIMELINE");
+    if ((env == nullptr || *env == '\0') && opts.timeline_steps_given)
+      throw std::runtime_error(
+          "--timeline-steps needs --timeline FILE (or HOROVOD_TIMELINE=FILE): nothing is recorded");
     if (env == nullptr || *env == '\0') return;
     what = "HOROVOD_TIMELINE";
     path = env;
@@ -252,12 +256,13 @@ void timeline_open(const Options& opts, const RankInfo& info) {
   }
   g->steps = opts.timeline_steps;
   g->part = info.rank == 0 ? path : path + ".rank" + std::to_string(info.rank) + ".part";
-  g->fd = ::open(g->part.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (g->fd < 0) {
-    const std::string why = std::strerror(errno);
-    if (info.rank == 0) throw std::runtime_error(what + " " + path + ": cannot write: " + why);
-    throw std::runtime_error(what + " " + path + ": rank " + std::to_string(info.rank) + " cannot write its part " +
-                             g->part + ": " + why);
+  // Never through a symlink nor in a directory another user can write (src/safe_file.h).
+  try {
+    g->fd = create_output_file(g->part,
+                               info.rank == 0 ? what + " file" : what + " part of rank " + std::to_string(info.rank),
+                               0644, /*read_back=*/true);
+  } catch (const SafeFileError& e) {
+    throw std::runtime_error(e.what());
   }
   if (info.rank == 0) write_part("[\n");
 }

@@ -9,6 +9,7 @@
 // (torch's seed, or the checkpoint --resume continues) is src/run_start.h's; how the ranks'
 // gradients meet is src/gradient_exchange.h's.
 #include "src/train.h"
+#include "src/safe_file.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -266,8 +267,7 @@ void Trainer::save(int epoch, int64_t first_sample, size_t next_batch) {
 // --dump-params FILE (RunPlan::dump: this rank's file, checked at the start).
 void dump_params(const std::string& dump, const std::vector<float>& params) {
   if (dump.empty()) return;
-  std::FILE* f = std::fopen(dump.c_str(), "wb");
-  if (!f) throw std::runtime_error(dump + ": cannot write: " + std::strerror(errno));
+  std::FILE* f = create_output_stream(dump, "--dump-params file", "wb");
   size_t w = std::fwrite(params.data(), sizeof(float), params.size(), f);
   if (std::fclose(f) != 0 || w != params.size())
     throw std::runtime_error(dump + ": write failed: " + std::strerror(errno));

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <sched.h>
 
 #include <atomic>
@@ -940,10 +942,16 @@ TEST(GlooProcesses, RendezvousDirIsEmptyAfterTheJob) {
 TEST(GlooProcesses, StaleRendezvousDirIsReported) {
   commtest::TempDir dir("stale");
   auto specs = gloo_world(2, {"--rendezvous-dir", dir.path(), "--script", "info", "--start-timeout-ms", "2000"});
-  // A job that never completed its rendezvous (rank 1 never came) leaves rank 0's registration.
+  // A job that failed its rendezvous (rank 1 never came) removes rank 0's registration on its way out.
   auto lone = commtest::run_processes({specs[0]}, 60);
   ASSERT_NE(lone.procs[0].status, 0) << lone.describe();
-  EXPECT_FALSE(files_in(dir.path()).empty()) << lone.describe();
+  EXPECT_TRUE(files_in(dir.path()).empty()) << lone.describe();
+  // A rank killed with SIGKILL cannot: its claim stays, as this one never destroyed.
+  std::string job;
+  for (const std::string& kv : specs[0].env)
+    if (kv.rfind("BARESGD_JOB_ID=", 0) == 0) job = kv.substr(15);
+  auto* killed = new RendezvousFiles(dir.path());
+  ASSERT_TRUE(killed->claim(job + "/baresgd/claim/0"));
   auto again = commtest::run_processes(specs, 60);  // same directory, same job id
   EXPECT_EQ(again.procs[0].status, 2) << again.describe();
   EXPECT_TRUE(has(again.procs[0].err, "is already registered in rendezvous dir " + dir.path())) << again.describe();
@@ -1049,6 +1057,9 @@ TEST(GlooProcesses, MissingRankFailsWithinStartTimeout) {
   EXPECT_GE(run.seconds, 1.5) << "gave up before --start-timeout";
   std::cerr << "[ timing ] a process rendezvous with a missing rank gave up after " << run.seconds
             << " s (timeout 1.5 s)\n";
+  // The failed rank removed what it wrote: the directory is as it was found.
+  auto left = testutil::run("ls -A '" + dir.path() + "'", 10);
+  EXPECT_EQ(left.out, "") << "a failed job left rendezvous files behind";
 }
 
 TEST(GlooProcesses, UnbindableAddressIsReported) {
@@ -1097,6 +1108,40 @@ TEST(MpiProcesses, ClosedFormsUnderMpirun) {
           << run.describe();
   }
 #endif
+}
+
+TEST(RendezvousFiles, AnotherUsersKeyOrClaimIsNamedNotTrusted) {
+  if (::geteuid() != 0) BARESGD_SKIP("needs root to plant files as another user");
+  commtest::TempDir dir("foreign");
+  RendezvousFiles files(dir.path());
+  const std::string key = dir.path() + "/" + rendezvous_file_name("job/gloo/0");
+  const std::string claim = dir.path() + "/claim-" + rendezvous_file_name("c/1");
+  testutil::write_file(key, "attacker's address");
+  testutil::write_file(claim, "");
+  ASSERT_EQ(::chown(key.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chown(claim.c_str(), 65534, 65534), 0);
+  std::vector<char> v;
+  try {
+    files.get("job/gloo/0", &v);
+    ADD_FAILURE() << "another user's key file was read as a peer's";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "--rendezvous-dir " + dir.path() + ": " + key +
+                                         " belongs to uid 65534, not to this job's user (uid 0); refusing it");
+  }
+  EXPECT_THROW(files.claim("c/1"), std::runtime_error);
+}
+
+TEST(RendezvousFiles, ADirectoryOthersCanWriteIsRefused) {
+  commtest::TempDir dir("open");
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
+  try {
+    RendezvousFiles files(dir.path());
+    ADD_FAILURE() << "a world-writable, non-sticky --rendezvous-dir was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), dir.path() +
+                                         ": --rendezvous-dir directory is writable by other users (mode 0777) and "
+                                         "not sticky; refusing to write there");
+  }
 }
 
 TEST(RendezvousFiles, KeysMapToDistinctPlainFileNames) {

@@ -134,7 +134,7 @@ TEST_F(MnistFiles, MissingFileNamesPath) {
     load_mnist_files(dir + "/nope", dir + "/lab");
     FAIL();
   } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find(dir + "/nope: cannot open"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find(dir + "/nope: MNIST file cannot be opened: No such file"), std::string::npos);
   }
 }
 

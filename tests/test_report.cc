@@ -461,7 +461,8 @@ TEST(Report, CommandErrorsNameTheFile) {
   EXPECT_EQ(r.err.find("report: " + f.metrics + ": not a trace file"), 0u) << r.err;
   r = testutil::run(bin + " " + f.metrics + " -o /nonexistent/dir/report.html");
   EXPECT_EQ(r.status, 1);
-  EXPECT_EQ(r.err, "report: cannot write /nonexistent/dir/report.html: No such file or directory\n");
+  EXPECT_EQ(r.err,
+            "report: /nonexistent/dir/report.html: report output cannot be created: No such file or directory\n");
   EXPECT_EQ(count(r.err, "\n"), 1u);
   testutil::run("rm -rf '" + f.dir + "'");
 }

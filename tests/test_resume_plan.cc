@@ -50,13 +50,27 @@ ResumeCandidates other(const TrainState& st) {
   return c;
 }
 
-TEST(ResumePlan, NothingToResumeStartsFromTheBeginningAfterTheWarnings) {
+TEST(ResumePlan, NoCheckpointAtAllStartsFromTheBeginning) {
   const Options opts = two_rank_options();
-  const ResumePlan p = plan_resume(opts, run_config_now(opts, 2, 1), {}, {"/ck/c.bin: bad CRC"}, kNewRun);
+  const ResumePlan p = plan_resume(opts, run_config_now(opts, 2, 1), {}, {}, kNewRun);
   EXPECT_FALSE(p.resumed);
   EXPECT_EQ(p.refusal, "");
-  EXPECT_EQ(p.notes, (std::vector<std::string>{"train: warning: /ck/c.bin: bad CRC",
-                                               "train: no checkpoint in /ck; starting from the beginning"}));
+  EXPECT_EQ(p.notes, (std::vector<std::string>{"train: no checkpoint in /ck; starting from the beginning"}));
+}
+
+TEST(ResumePlan, CheckpointsThatAreAllUnusableRefuseUnlessAskedToStartFresh) {
+  Options opts = two_rank_options();
+  const ResumePlan p = plan_resume(opts, run_config_now(opts, 2, 1), {}, {"/ck/c.bin: bad CRC"}, kNewRun);
+  EXPECT_FALSE(p.resumed);
+  EXPECT_EQ(p.refusal,
+            "train: --resume: none of the 1 checkpoint file(s) in /ck is usable (see the warnings above); pass "
+            "--resume-fresh to start from the beginning anyway");
+  EXPECT_EQ(p.notes, (std::vector<std::string>{"train: warning: /ck/c.bin: bad CRC"}));
+  opts.resume_fresh = true;
+  const ResumePlan fresh = plan_resume(opts, run_config_now(opts, 2, 1), {}, {"/ck/c.bin: bad CRC"}, kNewRun);
+  EXPECT_EQ(fresh.refusal, "");
+  EXPECT_EQ(fresh.notes, (std::vector<std::string>{"train: warning: /ck/c.bin: bad CRC",
+                                                   "train: no usable checkpoint in /ck; starting from the beginning"}));
 }
 
 TEST(ResumePlan, TheSameConfigurationContinuesItsRunWhereItStopped) {
