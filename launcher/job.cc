@@ -14,6 +14,7 @@
 #include "launcher/elastic.h"
 #include "launcher/elastic_grow.h"
 #include "launcher/elastic_hosts.h"
+#include "launcher/fd_limit.h"
 #include "launcher/job_plan.h"
 #include "launcher/job_report.h"
 #include "launcher/output.h"
@@ -437,5 +438,11 @@ int run_launch(const std::vector<std::string>& args) {
   int code = make_job_plan(args, &plan);
   if (code != kGoOn) return code;
   if (plan.opts.dry_run) return plan.opts.elastic.enabled() ? print_elastic_dry_run(plan) : print_dry_run(plan);
+  // Enough descriptors for every rank, or one line before anything starts (launcher/fd_limit.h).
+  const std::string fd_refusal = raise_fd_limit(std::max(plan.opts.np, plan.opts.elastic.max_np));
+  if (!fd_refusal.empty()) {
+    std::fprintf(stderr, "%s\n", fd_refusal.c_str());
+    return 2;
+  }
   return run_job(plan);
 }

@@ -127,8 +127,7 @@ int open_regular_for_read(const std::string& path, size_t max_bytes, const std::
   else if (!S_ISREG(st.st_mode))
     why = "is " + file_kind(st.st_mode) + ", not a regular file";
   else if (uint64_t(st.st_size) > uint64_t(max_bytes))
-    why = "is " + std::to_string(st.st_size) + " bytes, more than the " + std::to_string(max_bytes) +
-          " it can be";
+    why = "is " + std::to_string(st.st_size) + " bytes, more than the " + std::to_string(max_bytes) + " it can be";
   if (!why.empty()) {
     ::close(fd);
     fail(path, what, why);

@@ -127,7 +127,8 @@ TEST(Hardening, CheckpointDirectoryOfAnotherUserIsRefused) {
 }
 
 TEST(Hardening, TimelineStepsWithoutATimelineIsRefused) {
-  auto r = testutil::run("env -u HOROVOD_TIMELINE " + testutil::train_bin() + " --max-steps 1 --timeline-steps 0-3", 60);
+  auto r =
+      testutil::run("env -u HOROVOD_TIMELINE " + testutil::train_bin() + " --max-steps 1 --timeline-steps 0-3", 60);
   EXPECT_NE(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.err, "--timeline-steps needs --timeline FILE (or HOROVOD_TIMELINE=FILE): nothing is recorded"))
       << r.err;
@@ -137,9 +138,9 @@ TEST(Hardening, TimelineStepsWithoutATimelineIsRefused) {
 TEST(Hardening, ADataFileThatIsAFifoOrADirectoryIsNamedAsWhatItIs) {
   const std::string dir = testutil::make_temp_dir("datakind");
   const std::string raw = dir + "/MNIST/raw";
-  ASSERT_EQ(std::system(("mkdir -p " + quoted(raw) + " && cp data/MNIST/raw/*labels* data/MNIST/raw/t10k* " +
-                         quoted(raw) + "/")
-                            .c_str()),
+  ASSERT_EQ(std::system(
+                ("mkdir -p " + quoted(raw) + " && cp data/MNIST/raw/*labels* data/MNIST/raw/t10k* " + quoted(raw) + "/")
+                    .c_str()),
             0);
   const std::string images = raw + "/train-images-idx3-ubyte";
   ASSERT_EQ(::mkfifo(images.c_str(), 0600), 0);

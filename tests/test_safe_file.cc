@@ -33,9 +33,9 @@ bool has(const std::string& hay, const std::string& needle) { return hay.find(ne
 
 TEST(SafeFile, UnsafeDirReasonFollowsTheRule) {
   EXPECT_EQ(unsafe_dir_reason(1000, S_IFDIR | 0755, 1000), "");
-  EXPECT_EQ(unsafe_dir_reason(0, S_IFDIR | 0755, 1000), "");         // root's directory
-  EXPECT_EQ(unsafe_dir_reason(0, S_IFDIR | 01777, 1000), "");        // /tmp: sticky, root's
-  EXPECT_EQ(unsafe_dir_reason(1000, S_IFDIR | 01777, 1000), "");     // sticky, the caller's
+  EXPECT_EQ(unsafe_dir_reason(0, S_IFDIR | 0755, 1000), "");      // root's directory
+  EXPECT_EQ(unsafe_dir_reason(0, S_IFDIR | 01777, 1000), "");     // /tmp: sticky, root's
+  EXPECT_EQ(unsafe_dir_reason(1000, S_IFDIR | 01777, 1000), "");  // sticky, the caller's
   EXPECT_EQ(unsafe_dir_reason(1000, S_IFDIR | 0777, 1000), "is writable by other users (mode 0777) and not sticky");
   EXPECT_EQ(unsafe_dir_reason(1000, S_IFDIR | 0775, 1000), "is writable by other users (mode 0775) and not sticky");
   EXPECT_EQ(unsafe_dir_reason(2000, S_IFDIR | 0755, 1000), "is owned by another user (uid 2000)");
@@ -107,8 +107,9 @@ TEST(SafeFile, WriteRefusesADirectoryOthersCanWriteUnlessSticky) {
   ASSERT_EQ(::mkdir(open_dir.c_str(), 0700), 0);
   ASSERT_EQ(::chmod(open_dir.c_str(), 0777), 0);
   EXPECT_EQ(error_of([&] { create_output_file(open_dir + "/f", "checkpoint"); }),
-            open_dir + ": checkpoint directory is writable by other users (mode 0777) and not sticky; refusing to "
-                       "write there");
+            open_dir +
+                ": checkpoint directory is writable by other users (mode 0777) and not sticky; refusing to "
+                "write there");
   ASSERT_EQ(::mkdir(sticky.c_str(), 0700), 0);
   ASSERT_EQ(::chmod(sticky.c_str(), 01777), 0);
   ::close(create_output_file(sticky + "/f", "checkpoint"));  // as /tmp: fine
