@@ -7,8 +7,8 @@
 #pragma once
 #include <string>
 
-constexpr long kFdsPerRank = 4;   // measured: 2.7 with the ranks' pipes alone, +1 for the store
-constexpr long kFdsOwn = 32;      // the launcher's own: store listener, signal pipe, ssh, logs
+constexpr long kFdsPerRank = 4;  // measured: 2.7 with the ranks' pipes alone, +1 for the store
+constexpr long kFdsOwn = 32;     // the launcher's own: store listener, signal pipe, ssh, logs
 
 // The descriptors a job of `ranks` ranks needs.
 long fds_needed(int ranks);

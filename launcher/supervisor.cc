@@ -294,7 +294,14 @@ void Supervisor::on_rank_status(Child* c, int wait_status, bool from_agent) {
   first_failure_at_ = Clock::now();
   job_failed_ = true;
   failure_cause_ = "mpirun " + describe_wait_status(wait_status);
-  if (c->kind == Kind::kMpirun) return;  // mpirun already said which rank failed; its status is ours
+  if (c->kind == Kind::kMpirun) {
+    // mpirun says which rank failed when a rank fails; when mpirun itself is killed nobody would:
+    // its ranks are gone with it (Open MPI's orted kill them), and the line says so.
+    if (WIFSIGNALED(wait_status))
+      sink_->message("launch: mpirun " + describe_wait_status(wait_status) + " (not by this launcher); its ranks " +
+                     "ended with it");
+    return;
+  }
   std::string what = describe_wait_status(wait_status);
   if (c->kind == Kind::kAgent && !from_agent) {
     if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 255)

@@ -26,7 +26,8 @@ TEST(FdLimit, NeedGrowsWithTheRanks) {
 TEST(FdLimit, ALowSoftLimitIsRaisedToTheHardOne) {
   // Soft 64 cannot hold 20 ranks (112 descriptors); the hard limit can: the launcher raises its soft
   // limit, and its ranks inherit the raised one.
-  auto r = testutil::run("ulimit -Sn 64 && exec '" + testutil::launch_bin() + "' -np 20 --gloo sh -c 'ulimit -Sn'", 120);
+  auto r =
+      testutil::run("ulimit -Sn 64 && exec '" + testutil::launch_bin() + "' -np 20 --gloo sh -c 'ulimit -Sn'", 120);
   ASSERT_EQ(r.status, 0) << r.err;
   auto hard = testutil::run("ulimit -Hn", 10);
   EXPECT_TRUE(has(r.out, "[19]<stdout>:" + hard.out)) << r.out;

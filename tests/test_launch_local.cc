@@ -5,6 +5,8 @@
 // tool_launch_rank (default build/tests).
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+
 #include "tests/launch_harness.h"
 #include "tests/skip_policy.h"
 #include "tests/test_util.h"
@@ -403,6 +405,34 @@ TEST_F(LaunchLocal, TimestampPrefix) {
   EXPECT_TRUE(std::regex_match(l.out(), std::regex("^[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9]\\d \\d\\d:\\d\\d:\\d\\d \\d{4}"
                                                    "\\[0\\]<stdout>:hi\n$")))
       << l.out();
+}
+
+// The launcher's child process named `name` (mpirun), or -1.
+pid_t child_named(pid_t parent, const std::string& name) {
+  DIR* d = opendir("/proc");
+  pid_t found = -1;
+  while (dirent* e = d ? readdir(d) : nullptr) {
+    const pid_t pid = pid_t(atol(e->d_name));
+    if (pid <= 0 || ppid_of(pid) != parent) continue;
+    std::string comm = read_file("/proc/" + std::to_string(pid) + "/comm");
+    if (comm == name + "\n") found = pid;
+  }
+  if (d) closedir(d);
+  return found;
+}
+
+TEST_F(LaunchLocal, KillNineOfMpirunIsNamedAndLeavesNoRank) {
+  Launch l({"-np", "2", "--mpi", "sh", "-c", "echo up; sleep 120; : " + marker_});
+  ASSERT_TRUE(l.wait_out("<stdout>:up", 2, 60)) << l.out() << l.err();
+  const pid_t mpirun = child_named(l.pid(), "mpirun");
+  ASSERT_GT(mpirun, 0) << "no mpirun child of the launcher";
+  ASSERT_EQ(kill(mpirun, SIGKILL), 0);
+  EXPECT_EQ(l.code(60), 137) << l.err();
+  EXPECT_TRUE(contains(l.err(),
+                       "launch: mpirun was killed by signal 9 (SIGKILL) (not by this launcher); its ranks "
+                       "ended with it"))
+      << l.err();
+  EXPECT_GE(wait_no_procs(marker_, 30), 0) << "a rank outlived its mpirun";
 }
 
 TEST_F(LaunchLocal, MpiModeLocalhost) {
