@@ -34,6 +34,7 @@ SlurmStorePlan plan_slurm_store(const std::string& job_id, const std::string& st
                                 " nodes, not this step's " + std::to_string(size) + " tasks");
   SlurmStorePlan plan;
   plan.rank0_node = node_of_task(nodes, counts, 0);
+  plan.one_node = nodes.size() == 1;
   plan.ports = store_munge_ports(job_id, step_id);
   plan.step_payload = munge_step_payload(job_id, step_id);
   return plan;

@@ -11,6 +11,7 @@
 
 struct SlurmStorePlan {
   std::string rank0_node;    // the node rank 0 runs on, as Slurm names it
+  bool one_node = false;     // every task of the step runs on rank0_node
   std::vector<int> ports;    // rank 0 binds the first free one; clients try them in order
   std::string step_payload;  // munge_step_payload(job, step): what credentials must carry
 };
