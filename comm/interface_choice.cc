@@ -12,8 +12,7 @@
 #include "src/shown_text.h"
 
 std::string InterfaceChoice::named() const {
-  return source == "GLOO_SOCKET_IFNAME" ? "GLOO_SOCKET_IFNAME=" + shown_text(value)
-                                        : source + " " + shown_text(value);
+  return source == "GLOO_SOCKET_IFNAME" ? "GLOO_SOCKET_IFNAME=" + shown_text(value) : source + " " + shown_text(value);
 }
 
 InterfaceChoice choose_interface(const std::string& flag, const char* gloo_socket_ifname) {
@@ -31,8 +30,7 @@ std::string interface_choice_ipv4(const InterfaceChoice& choice) {
   in_addr literal;
   if (::inet_pton(AF_INET, choice.value.c_str(), &literal) == 1) return choice.value;
   ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0)
-    throw std::runtime_error(choice.named() + ": getifaddrs: " + std::strerror(errno));
+  if (::getifaddrs(&list) != 0) throw std::runtime_error(choice.named() + ": getifaddrs: " + std::strerror(errno));
   bool exists = false;
   std::string found;
   for (ifaddrs* i = list; i != nullptr && found.empty(); i = i->ifa_next) {

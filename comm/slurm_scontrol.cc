@@ -26,7 +26,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Finished {
-  int status = 0;  // waitpid's
+  int status = 0;      // waitpid's
   std::string output;  // stdout and stderr together
 };
 
@@ -57,8 +57,7 @@ Finished run_collecting(const std::vector<std::string>& argv, std::chrono::milli
   const Clock::time_point deadline = Clock::now() + timeout;
   bool timed_out = false;
   for (;;) {
-    const long left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    const long left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
       timed_out = true;
       break;
@@ -74,8 +73,7 @@ Finished run_collecting(const std::vector<std::string>& argv, std::chrono::milli
   }
   ::close(fds[0]);
   if (timed_out) ::kill(pid, SIGKILL);
-  while (::waitpid(pid, &f.status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &f.status, 0) < 0 && errno == EINTR) {}
   if (timed_out) {
     char secs[32];
     std::snprintf(secs, sizeof secs, "%g", timeout.count() / 1000.0);
@@ -103,8 +101,8 @@ std::string ipv4_of_node_addr(const std::string& node, const std::string& addr) 
   addrinfo* res = nullptr;
   const int rc = ::getaddrinfo(addr.c_str(), nullptr, &hints, &res);
   if (rc != 0 || res == nullptr)
-    throw std::runtime_error("node " + node + "'s NodeAddr " + addr + " does not resolve to an IPv4 address: " +
-                             (rc != 0 ? gai_strerror(rc) : "no address"));
+    throw std::runtime_error("node " + node + "'s NodeAddr " + addr +
+                             " does not resolve to an IPv4 address: " + (rc != 0 ? gai_strerror(rc) : "no address"));
   char ip[INET_ADDRSTRLEN] = "";
   ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, ip, sizeof ip);
   ::freeaddrinfo(res);
@@ -116,9 +114,11 @@ std::string ipv4_of_node_addr(const std::string& node, const std::string& addr) 
 std::vector<std::string> slurm_node_ipv4s(const std::vector<std::string>& nodes, std::chrono::milliseconds timeout) {
   std::string list;
   for (const std::string& n : nodes) list += (list.empty() ? "" : ",") + n;
-  const std::string what = "scontrol -o show node " + shown_text(list.size() > 200 ? list.substr(0, 200) + "..." : list);
+  const std::string what =
+      "scontrol -o show node " + shown_text(list.size() > 200 ? list.substr(0, 200) + "..." : list);
   const Finished f = run_collecting({"scontrol", "-o", "show", "node", list}, timeout, what);
-  if (!WIFEXITED(f.status) || WEXITSTATUS(f.status) != 0) throw std::runtime_error(what + " failed (" + failure(f) + ")");
+  if (!WIFEXITED(f.status) || WEXITSTATUS(f.status) != 0)
+    throw std::runtime_error(what + " failed (" + failure(f) + ")");
   std::vector<std::string> addrs;
   try {
     addrs = parse_scontrol_node_addrs(f.output, nodes);

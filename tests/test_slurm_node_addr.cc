@@ -40,8 +40,8 @@ TEST(SlurmNodeAddr, EachNodeGetsItsNodeAddrInTheOrderAsked) {
   // The free text of Reason cannot move it: the first NodeAddr= word counts.
   EXPECT_EQ(parse_scontrol_node_addrs(kTwoNodes, {"node17", "node17"}), (Names{"10.1.0.17", "10.1.0.17"}));
   // scontrol's warnings on other lines are ignored; a line must start with NodeName=.
-  EXPECT_EQ(parse_scontrol_node_addrs("scontrol: warning: x\n  NodeName=a NodeAddr=9.9.9.9\nNodeName=a NodeAddr=1.2.3.4",
-                                      {"a"}),
+  EXPECT_EQ(parse_scontrol_node_addrs(
+                "scontrol: warning: x\n  NodeName=a NodeAddr=9.9.9.9\nNodeName=a NodeAddr=1.2.3.4", {"a"}),
             Names{"1.2.3.4"});
 }
 
@@ -118,9 +118,10 @@ TEST(SlurmScontrol, FailureTimeoutAndAbsenceAreOneLine) {
   }
   {
     FakeScontrol fake("echo 'NodeName=node17 NodeAddr=no-such-host.invalid'\n");
-    EXPECT_EQ(scontrol_error({"node17"}).rfind("node node17's NodeAddr no-such-host.invalid does not resolve to an "
-                                               "IPv4 address: ",
-                                               0),
+    EXPECT_EQ(scontrol_error({"node17"})
+                  .rfind("node node17's NodeAddr no-such-host.invalid does not resolve to an "
+                         "IPv4 address: ",
+                         0),
               0u)
         << scontrol_error({"node17"});
   }
@@ -165,6 +166,24 @@ TEST(InterfaceChoice, AddressOfANameOrALiteralAndOneLineForAnUnknownName) {
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(), "GLOO_SOCKET_IFNAME=nosuchif7: no such network interface on this host");
   }
+}
+
+// ./launch binds its store to GLOO_SOCKET_IFNAME's interface when --network-interface is not
+// given: an unknown one, or a list, is one line and nothing starts.
+TEST(InterfaceChoice, LaunchNamesABadGlooSocketIfnameInOneLine) {
+  const std::string cmd = testutil::launch_bin() + " -np 2 --gloo sh -c 'echo started'";
+  testutil::RunResult bad = testutil::run("GLOO_SOCKET_IFNAME=nosuchif7 " + cmd, 60);
+  EXPECT_NE(bad.status, 0);
+  EXPECT_EQ(bad.out.find("started"), std::string::npos) << bad.out;
+  EXPECT_EQ(bad.err, "launch: GLOO_SOCKET_IFNAME=nosuchif7: no such network interface on this host\n");
+  testutil::RunResult list = testutil::run("GLOO_SOCKET_IFNAME=lo,eth0 " + cmd, 60);
+  EXPECT_NE(list.status, 0);
+  EXPECT_EQ(list.err,
+            "launch: GLOO_SOCKET_IFNAME=lo,eth0 lists several interfaces; baresgd binds one: name one (or pass "
+            "--network-interface)\n");
+  testutil::RunResult lo = testutil::run("GLOO_SOCKET_IFNAME=lo " + cmd, 60);
+  EXPECT_EQ(lo.status, 0) << lo.err;
+  EXPECT_NE(lo.out.find("started"), std::string::npos) << lo.out;
 }
 
 }  // namespace

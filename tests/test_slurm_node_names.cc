@@ -67,8 +67,7 @@ TEST_F(SlurmNodeNames, SrunTrainsWithANodeNameThatDoesNotResolve) {
   RunResult r = srun_train(d, "", "");
   const std::string err0 = read_file(d + "/err.0");
   ASSERT_EQ(r.status, 0) << r.out << r.err << err0 << read_file(d + "/err.1");
-  EXPECT_TRUE(has(err0, std::string("train: rank 0 serves the Gloo rendezvous on ") + kNode + " at " + kNodeAddr +
-                            ":"))
+  EXPECT_TRUE(has(err0, std::string("train: rank 0 serves the Gloo rendezvous on ") + kNode + " at " + kNodeAddr + ":"))
       << err0;
   EXPECT_TRUE(has(err0, std::string("(") + kNode + "'s NodeAddr, from scontrol)")) << err0;
   expect_one_model(d);
@@ -94,8 +93,7 @@ TEST_F(SlurmNodeNames, MungeStoreBindsTheNetworkInterfaceChosen) {
   RunResult r = srun_train(d, "", " --network-interface lo");
   const std::string err0 = read_file(d + "/err.0");
   ASSERT_EQ(r.status, 0) << r.out << r.err << err0 << read_file(d + "/err.1");
-  EXPECT_TRUE(has(err0, std::string("train: rank 0 serves the Gloo rendezvous on ") + kNode +
-                            " at 127.0.0.1:"))
+  EXPECT_TRUE(has(err0, std::string("train: rank 0 serves the Gloo rendezvous on ") + kNode + " at 127.0.0.1:"))
       << err0;
   EXPECT_TRUE(has(err0, "(--network-interface lo, on the step's one node)")) << err0;
   expect_one_model(d);
@@ -107,8 +105,7 @@ TEST_F(SlurmNodeNames, GlooSocketIfnameIsHonoured) {
   RunResult r = srun_train(d, "GLOO_SOCKET_IFNAME=lo", "");
   const std::string err0 = read_file(d + "/err.0");
   ASSERT_EQ(r.status, 0) << r.out << r.err << err0 << read_file(d + "/err.1");
-  EXPECT_TRUE(has(err0, std::string("train: rank 0 serves the Gloo rendezvous on ") + kNode +
-                            " at 127.0.0.1:"))
+  EXPECT_TRUE(has(err0, std::string("train: rank 0 serves the Gloo rendezvous on ") + kNode + " at 127.0.0.1:"))
       << err0;
   EXPECT_TRUE(has(err0, "(GLOO_SOCKET_IFNAME=lo, on the step's one node)")) << err0;
   expect_one_model(d);

@@ -27,8 +27,7 @@ bool some_line_says(const std::string& output, const std::string& node, const st
     if (end == std::string::npos) end = output.size();
     const std::string line = " " + output.substr(at, end - at) + " ";
     at = end + 1;
-    if (line.compare(0, 10 + node.size() + 1, " NodeName=" + node + " ") != 0 &&
-        line != " NodeName=" + node + " ")
+    if (line.compare(0, 10 + node.size() + 1, " NodeName=" + node + " ") != 0 && line != " NodeName=" + node + " ")
       continue;
     if (line.find(" NodeAddr=" + addr + " ") != std::string::npos) return true;
   }
@@ -68,8 +67,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string& a = addrs[k];
     FUZZ_CHECK(!a.empty() && a.size() <= kSlurmMaxNodeAddr);
     for (char c : a)
-      FUZZ_CHECK((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                 c == '-' || c == '_' || c == ':');
+      FUZZ_CHECK((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+                 c == '_' || c == ':');
     FUZZ_CHECK(some_line_says(output, nodes[k], a));
   }
   return 0;
