@@ -34,20 +34,18 @@ SlurmStorePlan checked_plan(const RankInfo& info) {
   return plan;
 }
 
-// The store's address by the rule of slurm_store.h; *why says where it came from, for rank 0's
-// line; *own is this task's node's NodeAddr when scontrol was asked (Gloo binds it when the step
-// spans nodes and no interface was chosen).
+// The store's address by the rule of slurm_store.h (slurm_addr_query); *why says where it came
+// from, for rank 0's line; *own is this task's node's NodeAddr when the step spans nodes (Gloo
+// binds it when no interface was chosen).
 std::string store_addr(const RankInfo& info, const SlurmStorePlan& plan, const InterfaceChoice& iface,
                        std::chrono::milliseconds timeout, std::string* why, std::string* own) {
-  if (plan.one_node && !iface.empty()) {
+  const SlurmAddrQuery q = slurm_addr_query(plan, !iface.empty(), info.hostname);
+  if (q.use_interface) {
     *why = iface.named() + ", on the step's one node";
     return interface_choice_ipv4(iface);
   }
-  const bool ask_own = !info.hostname.empty() && info.hostname != plan.rank0_node;
-  std::vector<std::string> nodes = {plan.rank0_node};
-  if (ask_own) nodes.push_back(info.hostname);
-  const std::vector<std::string> addrs = slurm_node_ipv4s(nodes, timeout);
-  *own = ask_own ? addrs[1] : addrs[0];
+  const std::vector<std::string> addrs = slurm_node_ipv4s(q.nodes, timeout);
+  if (q.own >= 0) *own = addrs[static_cast<size_t>(q.own)];
   *why = plan.rank0_node + "'s NodeAddr, from scontrol";
   if (!iface.empty())
     *why += "; " + iface.named() +

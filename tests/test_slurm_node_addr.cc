@@ -1,7 +1,8 @@
 // test_slurm_node_addr: a Slurm node's address as Slurm knows it — the NodeAddr parser of
 // `scontrol -o show node` (comm/slurm_node_addr.h) with every refused input and its message, the
 // scontrol shell (comm/slurm_scontrol.h) against fake scontrols in PATH (one that answers, one that
-// fails, one that never answers, none at all), and the interface a user chose
+// fails, one that never answers, none at all), which nodes a task asks for
+// (comm/slurm_store_plan.h), and the interface a user chose
 // (comm/interface_choice.h: --network-interface, else GLOO_SOCKET_IFNAME) with its one-line errors.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include "comm/interface_choice.h"
 #include "comm/slurm_node_addr.h"
 #include "comm/slurm_scontrol.h"
+#include "comm/slurm_store_plan.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -166,6 +168,30 @@ TEST(InterfaceChoice, AddressOfANameOrALiteralAndOneLineForAnUnknownName) {
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(), "GLOO_SOCKET_IFNAME=nosuchif7: no such network interface on this host");
   }
+}
+
+// The rule of comm/slurm_store.h: the chosen interface only on one node; else rank 0's NodeAddr,
+// and on several nodes this task's own NodeAddr too, in the same scontrol call.
+TEST(SlurmAddrQuery, InterfaceOnOneNodeElseNodeAddrsFromOneCall) {
+  const SlurmStorePlan one = plan_slurm_store("7", "0", "node17", "2", 2);
+  const SlurmStorePlan two = plan_slurm_store("7", "0", "node[17-18]", "2(x2)", 4);
+  ASSERT_TRUE(one.one_node);
+  ASSERT_FALSE(two.one_node);
+  EXPECT_TRUE(slurm_addr_query(one, true, "node17").use_interface);
+  SlurmAddrQuery q = slurm_addr_query(one, false, "node17");
+  EXPECT_FALSE(q.use_interface);
+  EXPECT_EQ(q.nodes, Names{"node17"});
+  EXPECT_EQ(q.own, -1);                       // one node: Gloo stays on loopback
+  q = slurm_addr_query(two, true, "node18");  // the interface cannot move the store off NodeAddr here
+  EXPECT_FALSE(q.use_interface);
+  EXPECT_EQ(q.nodes, (Names{"node17", "node18"}));
+  EXPECT_EQ(q.own, 1);
+  q = slurm_addr_query(two, false, "node17");
+  EXPECT_EQ(q.nodes, Names{"node17"});
+  EXPECT_EQ(q.own, 0);
+  q = slurm_addr_query(two, false, "");
+  EXPECT_EQ(q.nodes, Names{"node17"});
+  EXPECT_EQ(q.own, -1);
 }
 
 // ./launch binds its store to GLOO_SOCKET_IFNAME's interface when --network-interface is not
