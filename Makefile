@@ -225,6 +225,7 @@ FUZZ_SRC_hosts          := launcher/hosts.cc
 FUZZ_SRC_host_discovery := launcher/host_discovery.cc launcher/elastic_hosts.cc launcher/blacklist_cooldown.cc launcher/hosts.cc src/shown_text.cc
 FUZZ_SRC_slurm_hostlist := comm/slurm_hostlist.cc launcher/slurm_allocation.cc launcher/hosts.cc src/shown_text.cc
 FUZZ_SRC_slurm_store_plan := comm/slurm_store_plan.cc comm/slurm_hostlist.cc comm/store_munge_check.cc src/shown_text.cc
+FUZZ_SRC_slurm_node_addr := comm/slurm_node_addr.cc src/shown_text.cc
 FUZZ_SRC_checkpoint     := src/checkpoint.cc src/crc32.cc src/checkpoint_names.cc src/run_config.cc src/shown_text.cc comm/allreduce_names.cc
 FUZZ_SRC_run_config     := src/run_config.cc src/shown_text.cc comm/allreduce_names.cc
 FUZZ_SRC_agent_protocol := launcher/agent_protocol.cc

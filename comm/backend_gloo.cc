@@ -6,7 +6,8 @@
 //      (StoreClient to BARESGD_STORE_ADDR, authenticated with BARESGD_SECRET), or under torchrun
 //      the c10d TCPStore its agent serves at MASTER_ADDR:MASTER_PORT (comm/c10d_store_client), or
 //      under plain srun the store rank 0 serves, admitted by MUNGE (comm/slurm_store).
-//   2. Bind a tcp device to BARESGD_HOST_ADDR (or --network-interface: a name or an address;
+//   2. Bind a tcp device to BARESGD_HOST_ADDR (or --network-interface: a name or an address, else
+//      GLOO_SOCKET_IFNAME; under plain srun on several nodes this node's Slurm NodeAddr;
 //      127.0.0.1 when every rank is on one host and nothing was given).
 //   3. Hello: every rank claims its rank (O_EXCL marker file, or an atomic add on the launcher's
 //      store), sets "<job>/baresgd/hello/<rank>" = its size, host and address, then
@@ -289,6 +290,7 @@ class GlooCommunicator : public Communicator {
       return;
     }
     start_ = Clock::now();
+    choose_iface();
     open_store();
     open_device();
     hello();
@@ -663,7 +665,9 @@ class GlooCommunicator : public Communicator {
     }
     if (uses_slurm_store(info_)) {
       try {
-        store_.reset(new ClientRendezvous(open_slurm_store(info_, t), t));
+        SlurmStore slurm = open_slurm_store(info_, iface_, t);
+        slurm_node_addr_ = slurm.node_addr;
+        store_.reset(new ClientRendezvous(std::move(slurm), t));
       } catch (const std::exception& e) {
         throw std::runtime_error(me() + " (srun, Slurm job " + info_.slurm_job + " step " + info_.slurm_step +
                                  "): Gloo rendezvous: " + short_gloo_message(e.what()));
@@ -679,15 +683,27 @@ class GlooCommunicator : public Communicator {
     }
   }
 
+  // --network-interface, else GLOO_SOCKET_IFNAME (comm/interface_choice.h).
+  void choose_iface() {
+    try {
+      iface_ = choose_interface(opts_.network_interface, std::getenv("GLOO_SOCKET_IFNAME"));
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(me() + ": " + e.what());
+    }
+  }
+
+  // Gloo's address: the chosen interface (a name or an address); else the launcher's
+  // BARESGD_HOST_ADDR; else 127.0.0.1 when every rank is on this host; else, under plain srun,
+  // this node's NodeAddr (from scontrol, comm/slurm_store.h); else Gloo resolves gethostname().
   void open_device() {
     gloo::transport::tcp::attr attr;
-    if (!opts_.network_interface.empty()) {
-      const std::string& ni = opts_.network_interface;
+    if (!iface_.empty()) {
+      const std::string& ni = iface_.value;
       if (is_ip_literal(ni)) {
         attr.hostname = ni;
       } else {
         if (if_nametoindex(ni.c_str()) == 0)
-          throw std::runtime_error(me() + ": --network-interface " + ni +
+          throw std::runtime_error(me() + ": " + iface_.named() +
                                    " is neither an IP address nor a network interface on this host");
         attr.iface = ni;
       }
@@ -698,6 +714,9 @@ class GlooCommunicator : public Communicator {
     } else if (info_.local_size == info_.size) {
       attr.hostname = "127.0.0.1";  // every rank on this host: stay on loopback
       bind_desc_ = attr.hostname;
+    } else if (!slurm_node_addr_.empty()) {
+      attr.hostname = slurm_node_addr_;
+      bind_desc_ = slurm_node_addr_;
     } else {
       bind_desc_ = "the address of this host's name";  // Gloo resolves gethostname()
     }
@@ -877,6 +896,8 @@ class GlooCommunicator : public Communicator {
   CommOptions opts_;
   Clock::time_point start_;
   std::string bind_desc_;
+  InterfaceChoice iface_;        // --network-interface, else GLOO_SOCKET_IFNAME
+  std::string slurm_node_addr_;  // under plain srun: this node's NodeAddr, when scontrol gave it
   std::unique_ptr<RendezvousStore> store_;
   std::unique_ptr<gloo::rendezvous::PrefixStore> prefix_;
   std::shared_ptr<gloo::transport::Device> device_;

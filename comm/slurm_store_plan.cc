@@ -34,7 +34,25 @@ SlurmStorePlan plan_slurm_store(const std::string& job_id, const std::string& st
                                 " nodes, not this step's " + std::to_string(size) + " tasks");
   SlurmStorePlan plan;
   plan.rank0_node = node_of_task(nodes, counts, 0);
+  plan.one_node = nodes.size() == 1;
   plan.ports = store_munge_ports(job_id, step_id);
   plan.step_payload = munge_step_payload(job_id, step_id);
   return plan;
+}
+
+SlurmAddrQuery slurm_addr_query(const SlurmStorePlan& plan, bool interface_chosen, const std::string& this_node) {
+  SlurmAddrQuery q;
+  if (plan.one_node && interface_chosen) {
+    q.use_interface = true;
+    return q;
+  }
+  q.nodes = {plan.rank0_node};
+  if (plan.one_node || this_node.empty()) return q;  // one node: Gloo stays on loopback
+  if (this_node == plan.rank0_node) {
+    q.own = 0;
+  } else {
+    q.nodes.push_back(this_node);
+    q.own = 1;
+  }
+  return q;
 }

@@ -11,6 +11,7 @@
 
 struct SlurmStorePlan {
   std::string rank0_node;    // the node rank 0 runs on, as Slurm names it
+  bool one_node = false;     // every task of the step runs on rank0_node
   std::vector<int> ports;    // rank 0 binds the first free one; clients try them in order
   std::string step_payload;  // munge_step_payload(job, step): what credentials must carry
 };
@@ -23,3 +24,13 @@ SlurmStorePlan plan_slurm_store(const std::string& job_id, const std::string& st
 
 // The node task `rank` runs on under block distribution; "" when rank is outside the counts.
 std::string node_of_task(const std::vector<std::string>& nodes, const std::vector<int>& tasks_per_node, int rank);
+
+// Which addresses a task asks Slurm for (the rule of comm/slurm_store.h), decided before any I/O.
+struct SlurmAddrQuery {
+  bool use_interface = false;      // the store is at the chosen interface's address (one node)
+  std::vector<std::string> nodes;  // else ask scontrol for these: rank 0's node, then maybe this one
+  int own = -1;                    // index in nodes of this task's node, whose NodeAddr Gloo binds (several nodes only)
+};
+
+// For a task on this_node ("" = unknown) of plan's step, with or without an interface chosen.
+SlurmAddrQuery slurm_addr_query(const SlurmStorePlan& plan, bool interface_chosen, const std::string& this_node);

@@ -6,11 +6,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 
+#include "comm/interface_choice.h"
+#include "comm/slurm_scontrol.h"
 #include "launcher/env.h"
 #include "launcher/fdio.h"
 #include "launcher/host_choice.h"
@@ -150,7 +155,22 @@ void refuse_aliases(const std::vector<HostInfo>& hosts) {
     }
 }
 
-// Local or ssh, and a remote host's address as ssh would reach it (ssh -G, then DNS).
+// The NodeAddr (as IPv4) of each job-step node of plan->used that is not this machine, asked
+// of Slurm in one scontrol call: a node's name need not resolve (comm/slurm_scontrol.h).
+std::map<std::string, std::string> step_node_addrs(const JobPlan& plan, const std::string& me) {
+  std::vector<std::string> nodes;
+  for (const HostSlots& h : plan.used)
+    if (!is_local_host_name(h.name, me)) nodes.push_back(h.name);
+  std::map<std::string, std::string> out;
+  if (nodes.empty()) return out;
+  const auto timeout = std::chrono::milliseconds(static_cast<long>(plan.opts.start_timeout * 1000));
+  const std::vector<std::string> addrs = slurm_node_ipv4s(nodes, timeout);
+  for (size_t k = 0; k < nodes.size(); ++k) out[nodes[k]] = addrs[k];
+  return out;
+}
+
+// Local or remote, and a remote host's address: a job step's node at its Slurm NodeAddr, an ssh
+// host as ssh would reach it (ssh -G, then DNS).
 // first_remote_routable: the first remote address outside 127.0.0.0/8, if any.
 int resolve_hosts(JobPlan* plan, std::string* first_remote_routable) {
   const LaunchOptions& o = plan->opts;
@@ -161,13 +181,14 @@ int resolve_hosts(JobPlan* plan, std::string* first_remote_routable) {
   set_server_alive(&plan->ssh, o.heartbeat_timeout);
   std::string me = this_hostname();
   try {
+    const std::map<std::string, std::string> node_addrs =
+        plan->srun_steps ? step_node_addrs(*plan, me) : std::map<std::string, std::string>();
     for (const HostSlots& h : plan->used) {
       HostInfo hi;
       hi.name = h.name;
       hi.local = is_local_host_name(h.name, me);
       if (!hi.local) {
-        // A job step's node is reached by srun under its Slurm name; an ssh host as ssh would.
-        hi.addr = resolve_ipv4(plan->srun_steps ? h.name : ssh_config_hostname(plan->ssh, h.name));
+        hi.addr = plan->srun_steps ? node_addrs.at(h.name) : resolve_ipv4(ssh_config_hostname(plan->ssh, h.name));
         if (!is_loopback_ipv4(hi.addr)) {
           plan->all_loopback = false;
           if (first_remote_routable->empty()) *first_remote_routable = hi.addr;
@@ -183,7 +204,7 @@ int resolve_hosts(JobPlan* plan, std::string* first_remote_routable) {
   return kGoOn;
 }
 
-// --bind-addr, --network-interface's address, the source address towards the first routable
+// --bind-addr, --network-interface's address, GLOO_SOCKET_IFNAME's, the source address towards the first routable
 // remote host, or 127.0.0.1. Local hosts' ranks get it as their address.
 int choose_bind_addr(JobPlan* plan, const std::string& first_remote_routable) {
   const LaunchOptions& o = plan->opts;
@@ -195,6 +216,8 @@ int choose_bind_addr(JobPlan* plan, const std::string& first_remote_routable) {
       plan->bind_addr = o.bind_addr;
     } else if (!o.network_interface.empty()) {
       plan->bind_addr = interface_ipv4(o.network_interface);
+    } else if (const char* gloo_if = std::getenv("GLOO_SOCKET_IFNAME"); gloo_if != nullptr && *gloo_if != 0) {
+      plan->bind_addr = interface_choice_ipv4(choose_interface("", gloo_if));
     } else if (!plan->all_loopback) {
       plan->bind_addr = route_source_ipv4(first_remote_routable);
     }

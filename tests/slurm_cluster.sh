@@ -12,7 +12,9 @@
 # The cluster: one node "localhost" (NodeAddr 127.0.0.1) with CPUs=4 whatever the machine has
 # (SlurmdParameters=config_overrides), partition "debug" with OverSubscribe=FORCE:4, proctrack/
 # linuxproc and task/none (no cgroups needed), auth/munge through DIR/munge/munge.socket.2
-# (AuthInfo=socket=...), no accounting. Daemons run as the caller (root in CI). The ports are the
+# (AuthInfo=socket=...), no accounting. TEST_SLURM_NODE=NAME and TEST_SLURM_NODE_ADDR=127.0.0.x name
+# the node otherwise: a NodeName that does not resolve (no DNS, no /etc/hosts) reached only at its
+# NodeAddr, as on clusters whose node names are Slurm's own. Daemons run as the caller (root in CI). The ports are the
 # first two free ones from $TEST_SLURM_PORT (default 16817) upward, recorded in DIR/port.
 # Clients need SLURM_CONF=DIR/slurm.conf (the munge socket comes from AuthInfo in it). Stop cancels
 # every job, waits for each step's slurmstepd to exit (stopping any that stays through the pid that
@@ -30,6 +32,8 @@ DIR=$2
 case "$DIR" in /*) ;; *) DIR="$(pwd)/$DIR" ;; esac
 DAEMONS=(slurmd slurmctld munged)  # stop order
 START_TIMEOUT=${TEST_SLURM_TIMEOUT:-30}
+NODE=${TEST_SLURM_NODE:-localhost}
+NODE_ADDR=${TEST_SLURM_NODE_ADDR:-127.0.0.1}
 
 # shellcheck source=tests/proc_state.sh
 source "$(dirname "${BASH_SOURCE[0]}")/proc_state.sh"
@@ -155,8 +159,8 @@ MpiDefault=none
 KillWait=5
 InactiveLimit=0
 MinJobAge=300
-NodeName=localhost NodeAddr=127.0.0.1 CPUs=4 State=UNKNOWN
-PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+NodeName=$NODE NodeAddr=$NODE_ADDR CPUs=4 State=UNKNOWN
+PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 EOF
 }
 
@@ -201,13 +205,13 @@ start_cluster() {
   start_munged
   export SLURM_CONF="$DIR/slurm.conf"
   slurmctld -i -f "$SLURM_CONF" || die "slurmctld did not start: $(log_tail "$DIR/slurmctld.log")"
-  slurmd -f "$SLURM_CONF" -N localhost || die "slurmd did not start: $(log_tail "$DIR/slurmd.log")"
+  slurmd -f "$SLURM_CONF" -N "$NODE" || die "slurmd did not start: $(log_tail "$DIR/slurmd.log")"
   for i in $(seq $((START_TIMEOUT * 5))); do
     state=$(node_state)
     case "$state" in idle|mixed|allocated) print_env; return 0 ;; esac
     sleep 0.2
   done
-  die "node localhost not idle within ${START_TIMEOUT}s (sinfo says '${state:-nothing}'; slurmd.log: $(log_tail "$DIR/slurmd.log"))"
+  die "node $NODE not idle within ${START_TIMEOUT}s (sinfo says '${state:-nothing}'; slurmd.log: $(log_tail "$DIR/slurmd.log"))"
 }
 
 case "$CMD" in

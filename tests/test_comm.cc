@@ -1020,6 +1020,24 @@ TEST(GlooProcesses, NetworkInterfaceByName) {
         << bad.describe();
 }
 
+// GLOO_SOCKET_IFNAME, as PyTorch's Gloo reads it, when --network-interface is not given (issue 25).
+TEST(GlooProcesses, GlooSocketIfnameByNameAndTheFlagFirst) {
+  commtest::TempDir dir("gloo_ifname");
+  expect_all_ok(commtest::run_processes(gloo_world(2, {"--rendezvous-dir", dir.path()}, {"GLOO_SOCKET_IFNAME=lo"}), 60),
+                "gloo");
+  auto bad =
+      commtest::run_processes(gloo_world(2, {"--rendezvous-dir", dir.path()}, {"GLOO_SOCKET_IFNAME=nosuchif0"}), 30);
+  for (const auto& p : bad.procs) {
+    EXPECT_NE(p.status, 0) << bad.describe();
+    EXPECT_TRUE(has(p.err, "GLOO_SOCKET_IFNAME=nosuchif0 is neither an IP address nor a network interface"))
+        << bad.describe();
+  }
+  expect_all_ok(commtest::run_processes(gloo_world(2, {"--rendezvous-dir", dir.path(), "--network-interface", "lo"},
+                                                   {"GLOO_SOCKET_IFNAME=nosuchif0"}),
+                                        60),
+                "gloo");
+}
+
 TEST(GlooProcesses, CrossRanksComputedFromLocalRanks) {
   // Two "hosts" of two ranks each, no BARESGD_CROSS_*: cross ranks come from an allgather.
   commtest::TempDir dir("cross");

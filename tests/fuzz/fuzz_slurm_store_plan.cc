@@ -6,8 +6,9 @@
 // SLURM_STEP_ID, SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE.
 // Contract checked: a plan is made or refused with std::invalid_argument and one line, never
 // anything else; a plan's rank-0 node is the first node of the expanded list and holds task 0;
-// its ports are kStoreMungePortTries distinct ports in [47000, 49000); its payload names the job
-// and step; client and server payloads of one connection never coincide.
+// one_node says whether the list has one node; its ports are kStoreMungePortTries distinct ports in
+// [47000, 49000); its payload names the job and step; client and server payloads of one connection
+// never coincide.
 //
 // Build: make fuzz (build-fuzz/fuzz_slurm_store_plan); run: .ci/fuzz.sh
 #include <cstdint>
@@ -43,6 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<std::string> nodes = expand_slurm_hostlist(parts[2], "SLURM_STEP_NODELIST");
   const std::vector<int> counts = expand_slurm_tasks_per_node(parts[3], "SLURM_STEP_TASKS_PER_NODE");
   FUZZ_CHECK(!nodes.empty() && plan.rank0_node == nodes[0]);
+  FUZZ_CHECK(plan.one_node == (nodes.size() == 1));
   FUZZ_CHECK(node_of_task(nodes, counts, 0) == nodes[0] && node_of_task(nodes, counts, tasks).empty());
   FUZZ_CHECK(plan.ports.size() == static_cast<size_t>(kStoreMungePortTries));
   FUZZ_CHECK(std::set<int>(plan.ports.begin(), plan.ports.end()).size() == plan.ports.size());
