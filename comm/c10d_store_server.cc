@@ -295,6 +295,7 @@ struct C10dStoreServer::State {
   C10dStoreLimits limits;
   Listeners listeners;
   int wake[2] = {-1, -1};
+  int spare_fd = -1;  // a descriptor held back for when the process runs out (see accept_from)
   std::thread thread;
   std::mutex stop_mu;
   bool stopped = false;
@@ -302,7 +303,7 @@ struct C10dStoreServer::State {
   Table table;
   std::vector<std::unique_ptr<Connection>> conns;
 
-  State(const C10dStoreLimits& l) : limits(l), table(l.max_stored_bytes) {}
+  explicit State(const C10dStoreLimits& l) : limits(l), table(l.max_stored_bytes) {}
 
   void problem(Connection* c, const std::string& why) {
     if (on_problem) on_problem("c10d TCPStore on " + where + ": closed the connection from " + c->peer + ": " + why);
@@ -370,6 +371,15 @@ struct C10dStoreServer::State {
       sockaddr_storage ss{};
       socklen_t len = sizeof ss;
       const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0 && (errno == EMFILE || errno == ENFILE) && spare_fd >= 0) {
+        // Out of descriptors: the waiting client would keep the listener readable and poll()
+        // spinning. Spend the spare descriptor to accept it and close it at once.
+        ::close(spare_fd);
+        const int dropped = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+        if (dropped >= 0) ::close(dropped);
+        spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        continue;
+      }
       if (fd < 0) return;  // EAGAIN: no more; anything else: try again on the next wake-up
       if (conns.size() >= limits.max_connections) {
         ::close(fd);
@@ -439,6 +449,7 @@ C10dStoreServer::C10dStoreServer(const std::string& host, int port, ProblemSink 
     for (int fd : s_->listeners.fds) ::close(fd);
     throw std::runtime_error(asked + ": pipe: " + errno_text(e));
   }
+  s_->spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   s_->thread = std::thread([this] { s_->serve(); });
 }
 
@@ -459,4 +470,5 @@ void C10dStoreServer::stop() {
   for (int fd : s_->listeners.fds) ::close(fd);
   ::close(s_->wake[0]);
   ::close(s_->wake[1]);
+  if (s_->spare_fd >= 0) ::close(s_->spare_fd);
 }
