@@ -4,7 +4,8 @@
 // Start-up, bounded by CommOptions::start_timeout:
 //   1. Open the rendezvous store: files on --rendezvous-dir (comm/rendezvous_files), or the launcher's store
 //      (StoreClient to BARESGD_STORE_ADDR, authenticated with BARESGD_SECRET), or under torchrun
-//      the c10d TCPStore its agent serves at MASTER_ADDR:MASTER_PORT (comm/c10d_store_client), or
+//      the c10d TCPStore at MASTER_ADDR:MASTER_PORT (comm/c10d_store_client), which its agent
+//      serves, or rank 0 when the agent's store is off (comm/c10d_store_server), or
 //      under plain srun the store rank 0 serves, admitted by MUNGE (comm/slurm_store).
 //   2. Bind a tcp device to BARESGD_HOST_ADDR (or --network-interface: a name or an address, else
 //      GLOO_SOCKET_IFNAME; under plain srun on several nodes this node's Slurm NodeAddr;
@@ -17,7 +18,8 @@
 //   4. connectFullMesh through a PrefixStore "<job>/gloo" (one TCP pair per peer), then a second mesh
 //      through "<job>/gloo-lane" whose pairs are in Gloo's sync mode (comm/gloo_sync_lane.h).
 //   5. On --rendezvous-dir: a barrier, then each rank removes the rendezvous files it wrote; under
-//      srun a barrier, then every rank closes its connection and rank 0 stops its store.
+//      srun, and under torchrun without its agent's store, a barrier, then every rank closes its
+//      connection and rank 0 stops its store.
 // Collectives use Gloo's option-style algorithms with CommOptions::comm_timeout on every wait:
 //   allreduce = direct exchange while (n-1) * bytes <= 1 MiB (every rank sends its vector to all
 //     others in one round and sums in rank order: one latency instead of the ring's chain of
@@ -74,6 +76,7 @@
 #include <vector>
 
 #include "comm/c10d_store_client.h"
+#include "comm/c10d_store_server.h"
 #include "comm/comm_internal.h"
 #include "comm/gloo_sync_lane.h"
 #include "comm/half_float.h"
@@ -235,25 +238,53 @@ class ClientRendezvous : public RendezvousStore {
   std::map<std::string, std::string> cache_;
 };
 
-// torchrun's c10d TCPStore: ranks meet in the store its agent serves (keys under "<job>/").
+// torchrun's c10d TCPStore (keys under "<job>/"). With torchrun's agent store on (static
+// rendezvous) the agent serves it and every rank is a client, as long as the agent lives. With it
+// off (--standalone, --rdzv_backend c10d) rank 0 serves it (comm/c10d_store_server) and connects
+// to it like everyone else; then every rank leaves it after a barrier and rank 0 stops it.
 class C10dRendezvous : public RendezvousStore {
  public:
-  C10dRendezvous(const std::string& addr, ms timeout)
-      : RendezvousStore(timeout, "torchrun's c10d TCPStore at " + addr), client_(addr, timeout) {}
+  C10dRendezvous(const std::string& addr, ms timeout, std::unique_ptr<C10dStoreServer> server, bool hosted)
+      : RendezvousStore(timeout, store_name(hosted) + " at " + addr),
+        server_(std::move(server)),
+        client_(new C10dStoreClient(addr, timeout, store_name(hosted))),
+        hosted_(hosted) {}
+  static std::string store_name(bool hosted) {
+    return hosted ? "the c10d TCPStore rank 0 serves" : "torchrun's c10d TCPStore";
+  }
+  bool leave_after_barrier() const override { return hosted_; }
+  void forget_own_keys() override {
+    client_.reset();
+    if (server_) server_->stop();
+  }
   void set(const std::string& key, const std::vector<char>& data) override {
-    client_.set(key, std::string(data.begin(), data.end()));
+    client().set(key, std::string(data.begin(), data.end()));
   }
   std::vector<char> get(const std::string& key) override {
     wait({key});
-    const std::string v = client_.get(key);
+    const std::string v = client().get(key);
     return std::vector<char>(v.begin(), v.end());
   }
-  bool has(const std::string& key) override { return client_.check(key); }
-  bool claim(const std::string& name) override { return client_.add(name, 1) == 1; }
+  bool has(const std::string& key) override { return client().check(key); }
+  bool claim(const std::string& name) override { return client().add(name, 1) == 1; }
 
  private:
-  C10dStoreClient client_;
+  C10dStoreClient& client() {
+    if (!client_) throw gloo::IoException(where() + ": used after this rank left it");
+    return *client_;
+  }
+  std::unique_ptr<C10dStoreServer> server_;  // declared first: destroyed after the client
+  std::unique_ptr<C10dStoreClient> client_;
+  bool hosted_;
 };
+
+// Splits "host:port" or "[v6]:port" (comm/torchrun_env's c10d_store_addr) into host and port.
+void split_host_port(const std::string& addr, std::string* host, int* port) {
+  const size_t colon = addr.rfind(':');
+  *host = addr.substr(0, colon);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
+  *port = std::atoi(addr.c_str() + colon + 1);
+}
 
 // ---- Reductions (c = a + b element-wise); the f16 one sums in float and rounds to half. ----
 
@@ -655,11 +686,12 @@ class GlooCommunicator : public Communicator {
     }
     if (!info_.c10d_store_addr.empty()) {
       try {
-        store_.reset(new C10dRendezvous(info_.c10d_store_addr, t));
+        store_.reset(open_c10d_store(t));
       } catch (const std::exception& e) {
-        throw std::runtime_error(
-            me() + " (torchrun RANK=" + std::to_string(info_.rank) + " WORLD_SIZE=" + std::to_string(info_.size) +
-            ", MASTER_ADDR:MASTER_PORT=" + info_.c10d_store_addr + "): " + short_gloo_message(e.what()));
+        throw std::runtime_error(me() + " (torchrun RANK=" + std::to_string(info_.rank) + " WORLD_SIZE=" +
+                                 std::to_string(info_.size) + ", MASTER_ADDR:MASTER_PORT=" + info_.c10d_store_addr +
+                                 (info_.c10d_store_on_rank0 ? ", TORCHELASTIC_USE_AGENT_STORE=False" : "") +
+                                 "): " + short_gloo_message(e.what()));
       }
       return;
     }
@@ -690,6 +722,22 @@ class GlooCommunicator : public Communicator {
     } catch (const std::invalid_argument& e) {
       throw std::runtime_error(me() + ": " + e.what());
     }
+  }
+
+  // torchrun's store; rank 0 first starts serving it when the agent does not (see C10dRendezvous).
+  // A problem the server sees with a client (a malformed request) is one line on rank 0's stderr.
+  C10dRendezvous* open_c10d_store(ms t) {
+    const bool hosted = info_.c10d_store_on_rank0;
+    std::unique_ptr<C10dStoreServer> server;
+    if (hosted && info_.rank == 0) {
+      std::string host;
+      int port = 0;
+      split_host_port(info_.c10d_store_addr, &host, &port);
+      const std::string who = me();
+      server.reset(new C10dStoreServer(
+          host, port, [who](const std::string& line) { std::fprintf(stderr, "%s: %s\n", who.c_str(), line.c_str()); }));
+    }
+    return new C10dRendezvous(info_.c10d_store_addr, t, std::move(server), hosted);
   }
 
   // Gloo's address: the chosen interface (a name or an address); else the launcher's

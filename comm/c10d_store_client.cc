@@ -26,9 +26,9 @@ std::string wire(const std::string& key) { return kC10dKeyPrefix + key; }
 
 }  // namespace
 
-C10dStoreClient::C10dStoreClient(const std::string& addr, std::chrono::milliseconds timeout)
-    : addr_(addr), io_timeout_(std::max(timeout, kMinIoTimeout)) {
-  const std::string what = "torchrun's c10d TCPStore at " + addr;
+C10dStoreClient::C10dStoreClient(const std::string& addr, std::chrono::milliseconds timeout, const std::string& name)
+    : what_(name + " at " + addr), io_timeout_(std::max(timeout, kMinIoTimeout)) {
+  const std::string& what = what_;
   const AddrList res = resolve_host_port(addr, what);
   const Clock::time_point deadline = Clock::now() + timeout;
   Backoff backoff(std::chrono::milliseconds(10), std::chrono::milliseconds(250));
@@ -49,13 +49,12 @@ C10dStoreClient::~C10dStoreClient() {
 void C10dStoreClient::fail(const std::string& what) {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
-  throw std::runtime_error("torchrun's c10d TCPStore at " + addr_ + " " + what);
+  throw std::runtime_error(what_ + " " + what);
 }
 
 void C10dStoreClient::send_request(const std::string& bytes, const std::string& op) {
   if (fd_ < 0)
-    throw std::runtime_error("torchrun's c10d TCPStore at " + addr_ + ": cannot " + op +
-                             ": the connection was closed after an earlier error");
+    throw std::runtime_error(what_ + ": cannot " + op + ": the connection was closed after an earlier error");
   const IoResult r = send_all(fd_, bytes.data(), bytes.size(), Clock::now() + io_timeout_);
   if (r.status == Io::kTimeout) fail("did not take " + op + " within " + std::to_string(io_timeout_.count()) + " ms");
   if (r.status != Io::kOk) fail("failed during " + op + ": " + io_text(r));

@@ -1,6 +1,6 @@
 // c10d_store_client: a client of PyTorch's c10d TCPStore, the store torchrun's agent serves at
 // MASTER_ADDR:MASTER_PORT (wire format: comm/c10d_wire.h). Not thread-safe. Every request must
-// finish within max(timeout, 5 s), else it throws naming the store's address; after any error the
+// finish within max(timeout, 5 s), else it throws naming the store and its address; after any error the
 // connection is closed and further calls throw too.
 #pragma once
 #include <chrono>
@@ -10,8 +10,9 @@
 class C10dStoreClient {
  public:
   // Connects to addr ("host:port"), retrying until timeout. Throws std::runtime_error naming
-  // the address and the reason (refused, timed out).
-  C10dStoreClient(const std::string& addr, std::chrono::milliseconds timeout);
+  // the store (`name` + " at " + addr) and the reason (refused, timed out).
+  C10dStoreClient(const std::string& addr, std::chrono::milliseconds timeout,
+                  const std::string& name = "torchrun's c10d TCPStore");
   ~C10dStoreClient();
   C10dStoreClient(const C10dStoreClient&) = delete;
   C10dStoreClient& operator=(const C10dStoreClient&) = delete;
@@ -26,7 +27,7 @@ class C10dStoreClient {
   std::string receive(size_t n, const std::string& op);
   [[noreturn]] void fail(const std::string& what);
 
-  std::string addr_;
+  std::string what_;  // "<name> at <addr>", the start of every error
   std::chrono::milliseconds io_timeout_;
   int fd_ = -1;
 };

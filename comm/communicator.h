@@ -29,6 +29,9 @@ struct RankInfo {
   std::string munge_socket;  // BARESGD_MUNGE_SOCKET: munged's socket ("" = libmunge's default)
   std::string notice;        // one line for stderr when the environment was read otherwise
                              // than it seems (an sbatch script's SLURM_PROCID), else ""
+  // Rank 0 serves the store at c10d_store_addr: torchrun's agent does not
+  // (TORCHELASTIC_USE_AGENT_STORE=False or unset: --standalone, --rdzv_backend c10d, env://).
+  bool c10d_store_on_rank0 = false;
 };
 
 struct CommOptions {

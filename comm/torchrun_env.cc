@@ -80,6 +80,18 @@ void read_cross(const EnvLookup& get, RankInfo* r) {
   if (!even) r->cross_rank = r->cross_size = -1;  // computed after connecting
 }
 
+// Who serves the c10d store at MASTER_ADDR:MASTER_PORT. torchrun's agent does when its rendezvous
+// is static (--master_addr/--master_port): TORCHELASTIC_USE_AGENT_STORE=True. With --standalone or
+// --rdzv_backend c10d the agent's store is its rendezvous's (elsewhere) and it sets "False": the
+// worker of global rank 0 serves the store and the others connect, as PyTorch's workers do. Unset
+// (MASTER_ADDR, RANK and WORLD_SIZE given by hand, PyTorch's env://) also means rank 0 serves it.
+void read_agent_store(const EnvLookup& get, RankInfo* r) {
+  const char* v = get("TORCHELASTIC_USE_AGENT_STORE");
+  if (v && std::string(v) != "True" && std::string(v) != "False")
+    fail(shown("TORCHELASTIC_USE_AGENT_STORE", v) + " is neither True nor False (" + nv("RANK", r->rank) + ")");
+  r->c10d_store_on_rank0 = !v || std::string(v) == "False";
+}
+
 // MASTER_ADDR:MASTER_PORT, torchrun's c10d store (not needed by a world of one without them).
 void read_master(const EnvLookup& get, RankInfo* r) {
   if (r->size == 1 && !get("MASTER_ADDR") && !get("MASTER_PORT")) return;
@@ -96,6 +108,7 @@ void read_master(const EnvLookup& get, RankInfo* r) {
   std::string host = addr;
   if (host.find(':') != std::string::npos && host.front() != '[') host = "[" + host + "]";
   r->c10d_store_addr = host + ":" + std::to_string(port);
+  read_agent_store(get, r);
 }
 
 }  // namespace
