@@ -458,8 +458,9 @@ TEST(LaunchAgentProtocol, RoundTrip) {
 }
 
 TEST(LaunchAgentProtocol, ControlBytesAndMarkers) {
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGKILL}) EXPECT_EQ(agent_control_signal(agent_control_byte(sig)), sig);
-  EXPECT_EQ(agent_control_byte(SIGUSR1), 0);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGKILL, SIGUSR1})
+    EXPECT_EQ(agent_control_signal(agent_control_byte(sig)), sig);  // SIGUSR1: ./train's saved stop
+  EXPECT_EQ(agent_control_byte(SIGUSR2), 0);
   EXPECT_EQ(agent_control_signal('x'), 0);
   std::string before, kind;
   long v = 0;
