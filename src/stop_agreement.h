@@ -11,8 +11,8 @@
 #include "comm/communicator.h"
 
 struct StopVote {
-  int signal = 0;   // the agreed stop signal (SIGTERM when any rank saw it, else SIGUSR1), or 0
-  int ranks = 0;    // how many ranks had received it
+  int signal = 0;  // the agreed stop signal (SIGTERM when any rank saw it, else SIGUSR1), or 0
+  int ranks = 0;   // how many ranks had received it
   int exit_code() const { return signal ? 128 + signal : 0; }
 };
 

@@ -92,9 +92,19 @@ class StopSignals : public ::testing::Test {
   // carries the marker into every rank's argv).
   std::vector<std::string> train_args(const std::string& ckpt, const std::string& dump,
                                       const std::vector<std::string>& extra = {}) const {
-    std::vector<std::string> a = {train_,         "--threads",       "1",   "--epochs",     "2",
-                                  "--data-dir",   dir_ + "/data",    "--checkpoint-dir", dir_ + "/" + ckpt,
-                                  "--dump-params", dir_ + "/" + dump, "--log-interval",  "1"};
+    std::vector<std::string> a = {train_,
+                                  "--threads",
+                                  "1",
+                                  "--epochs",
+                                  "2",
+                                  "--data-dir",
+                                  dir_ + "/data",
+                                  "--checkpoint-dir",
+                                  dir_ + "/" + ckpt,
+                                  "--dump-params",
+                                  dir_ + "/" + dump,
+                                  "--log-interval",
+                                  "1"};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
@@ -205,9 +215,9 @@ int single_rank_signalled(Proc& job, const std::vector<int>& sigs) {
 // the rank dies of the signal. (SIGUSR1 and SIGTERM wait together; Linux delivers the lower
 // number, SIGUSR1, first.)
 TEST_F(StopSignals, ASecondSignalExitsAtOnceWithoutSaving) {
-  Proc job({"/usr/bin/env", "BARESGD_TEST_STOP_AT=0:" + std::to_string(kPauseStep), "BARESGD_SIGNAL_ECHO_MS=0",
-            train_, "--threads", "1", "--epochs", "1", "--data-dir", dir_ + "/data", "--checkpoint-dir",
-            dir_ + "/ckpt", "--log-interval", "1"});
+  Proc job({"/usr/bin/env", "BARESGD_TEST_STOP_AT=0:" + std::to_string(kPauseStep), "BARESGD_SIGNAL_ECHO_MS=0", train_,
+            "--threads", "1", "--epochs", "1", "--data-dir", dir_ + "/data", "--checkpoint-dir", dir_ + "/ckpt",
+            "--log-interval", "1"});
   EXPECT_EQ(single_rank_signalled(job, {SIGUSR1, SIGTERM}), 128 + SIGTERM) << job.err();
   EXPECT_EQ(job.err().substr(job.err().rfind("train: ")),
             "train: a second stop signal: exiting at once, without saving\n");
@@ -237,8 +247,9 @@ TEST_F(StopSignals, ASignalBeforeTheFirstStepStopsWithNothingToSave) {
   Proc job({"/usr/bin/env", "BARESGD_TEST_STOP_AT=0:0", train_, "--threads", "1", "--epochs", "1", "--data-dir",
             dir_ + "/data", "--checkpoint-dir", dir_ + "/ckpt"});
   EXPECT_EQ(single_rank_signalled(job, {SIGTERM}), 128 + SIGTERM) << job.err();
-  EXPECT_TRUE(contains(job.err(), "train: stopped by SIGTERM (received by 1 of 1 ranks) after step 0 (epoch 1, "
-                                  "batch 0): nothing to save (no step since the run started); continue with --resume\n"))
+  EXPECT_TRUE(contains(job.err(),
+                       "train: stopped by SIGTERM (received by 1 of 1 ranks) after step 0 (epoch 1, "
+                       "batch 0): nothing to save (no step since the run started); continue with --resume\n"))
       << job.err();
   EXPECT_TRUE(checkpoints_in(dir_ + "/ckpt").empty());
   EXPECT_TRUE(job.out().empty()) << job.out();

@@ -1,8 +1,8 @@
-// test_stop_signals_slurm: docs/deploy.md's sbatch recipe for SIGTERM/SIGUSR1 (issue 25, case 4)
+// test_stop_signals_slurm: docs/deploy.md's sbatch recipes for SIGTERM/SIGUSR1 (issue 25, case 4)
 // on the suite's one-machine Slurm (tests/slurm_cluster.sh): a job that reaches its time limit
-// gets SIGUSR1 from `--signal=B:USR1@N`, the script passes it to ./launch, the ranks save the step
-// they agree on and exit 138, the script requeues the job, and the requeued run (--resume) ends
-// with the parameters of an uninterrupted run, bit for bit.
+// gets SIGUSR1 from `--signal=B:USR1@N`, the script passes it to ./launch (or srun), the ranks save
+// the step they agree on and exit 138, the script requeues the job, and the requeued run
+// (--resume) ends with the parameters of an uninterrupted run, bit for bit.
 //
 // The recipe runs as the page shows it, from a directory holding ./launch, ./data and a ./train
 // wrapper (the real ./train with a small MNIST subset, a long --comm-timeout and, on the first
@@ -36,9 +36,21 @@ namespace {
 using testutil::read_file;
 using testutil::RunResult;
 
-class StopSignalsSlurm : public SlurmClusterFixture {};
+// The two recipes: ./launch in the batch script (the ranks are job steps, reached through their
+// agents), or srun (the tasks, reached through srun's own forwarding).
+struct Recipe {
+  const char* name;
+  const char* command;  // what the recipe's script runs, as docs/deploy.md shows it
+  bool launch;
+};
+const Recipe kRecipes[] = {
+    {"Launch", "./launch --gloo --stop-grace 100 ./train --epochs 10 --checkpoint-dir ck --resume &", true},
+    {"Srun", "srun ./train --epochs 10 --checkpoint-dir ck --resume &", false},
+};
 
-// The first ```sh block of docs/deploy.md that is a job script holding `needle`.
+class StopSignalsSlurm : public SlurmClusterFixture, public ::testing::WithParamInterface<Recipe> {};
+
+// The first ```sh block of docs/deploy.md that is a job script holding `needle` (on a line of its own).
 std::string deploy_job_script(const std::string& needle) {
   const std::string page = read_file(SlurmClusterFixture::src_dir() + "/docs/deploy.md");
   for (size_t open = page.find("```sh\n"); open != std::string::npos; open = page.find("```sh\n", open)) {
@@ -46,7 +58,8 @@ std::string deploy_job_script(const std::string& needle) {
     const size_t close = page.find("```", open);
     if (close == std::string::npos) return "";
     const std::string block = page.substr(open, close - open);
-    if (block.rfind("#!/bin/bash\n#SBATCH", 0) == 0 && block.find(needle) != std::string::npos) return block;
+    if (block.rfind("#!/bin/bash\n#SBATCH", 0) == 0 && block.find("\n" + needle + "\n") != std::string::npos)
+      return block;
   }
   return "";
 }
@@ -85,12 +98,21 @@ bool has_pending(pid_t pid, int sig) {
 // 1280 training samples: 10 steps an epoch on 2 ranks; the recipe's --epochs 10 is 100 steps.
 constexpr int kPauseStep = 13;
 
-TEST_F(StopSignalsSlurm, SbatchRecipeRequeuesAtTheTimeLimitAndEndsBitIdentical) {
-  const std::string script = deploy_job_script("--signal=B:USR1@");
-  ASSERT_NE(script.find("#SBATCH --requeue"), std::string::npos)
-      << "docs/deploy.md has no sbatch recipe with --signal=B:USR1@N and --requeue";
+// The one process of the job's ranks (argv holding marker) that is stopped, or -1.
+pid_t stopped_rank(const std::string& marker) {
+  for (pid_t p : faultharness::procs_with(marker))
+    if (faultharness::proc_state(p) == 'T') return p;
+  return -1;
+}
+
+TEST_P(StopSignalsSlurm, RecipeRequeuesAtTheTimeLimitAndEndsBitIdentical) {
+  const Recipe& recipe = GetParam();
+  const std::string script = deploy_job_script(recipe.command);
+  ASSERT_NE(script.find("#SBATCH --signal=B:USR1@"), std::string::npos)
+      << "docs/deploy.md has no job script running `" << recipe.command << "` with --signal=B:USR1@N";
+  ASSERT_NE(script.find("#SBATCH --requeue"), std::string::npos) << script;
+  ASSERT_NE(script.find("trap 'kill -USR1 \"$pid\"' USR1"), std::string::npos) << script;
   ASSERT_NE(script.find("scontrol requeue"), std::string::npos) << script;
-  ASSERT_NE(script.find("./train --epochs 10 --checkpoint-dir ck --resume"), std::string::npos) << script;
 
   const std::string d = testutil::make_temp_dir("slurm_requeue");
   faultharness::write_mnist_subset(d + "/data", 1280, 256);
@@ -119,8 +141,7 @@ TEST_F(StopSignalsSlurm, SbatchRecipeRequeuesAtTheTimeLimitAndEndsBitIdentical) 
   // 1. Rank 1 stopped itself before step 13.
   pid_t rank1 = -1;
   for (auto t0 = faultharness::Clock::now(); rank1 < 0 && faultharness::secs_since(t0) < 300;) {
-    auto ranks = faultharness::rank_pids(d + "/data");
-    if (ranks.count(1) && faultharness::proc_state(ranks[1]) == 'T') rank1 = ranks[1];
+    rank1 = stopped_rank(d + "/data");
     ::usleep(50 * 1000);
   }
   ASSERT_GT(rank1, 0) << "rank 1 never paused: " << read_file(d + "/out.txt");
@@ -145,16 +166,21 @@ TEST_F(StopSignalsSlurm, SbatchRecipeRequeuesAtTheTimeLimitAndEndsBitIdentical) 
   ASSERT_TRUE(wait_job_state(job, "COMPLETED", 600)) << job_state(job) << "\n" << read_file(d + "/out.txt");
 
   const std::string log = read_file(d + "/out.txt");
-  EXPECT_TRUE(faultharness::contains(log, "launch: received SIGUSR1; forwarding it to every rank")) << log;
+  if (recipe.launch) {
+    EXPECT_TRUE(faultharness::contains(log, "launch: received SIGUSR1; forwarding it to every rank")) << log;
+    EXPECT_TRUE(faultharness::contains(log, "launch: every rank stopped on SIGUSR1 (exit 138)")) << log;
+  }
   EXPECT_EQ(faultharness::count_of(log, "train: stopped by SIGUSR1"), 1) << log;
   EXPECT_TRUE(faultharness::contains(log, "after step " + std::to_string(kPauseStep) + " (epoch 2, batch 3): saved "))
       << log;
-  EXPECT_TRUE(faultharness::contains(log, "launch: every rank stopped on SIGUSR1 (exit 138)")) << log;
   EXPECT_TRUE(faultharness::contains(log, "resuming from ")) << log;
   const std::string final_params = read_file(d + "/final.bin");
   ASSERT_EQ(final_params.size(), 21840u * 4) << log;
   EXPECT_TRUE(final_params == read_file(d + "/base.bin"))
       << "the requeued run's parameters differ from the uninterrupted run's";
 }
+
+INSTANTIATE_TEST_SUITE_P(Recipes, StopSignalsSlurm, ::testing::ValuesIn(kRecipes),
+                         [](const ::testing::TestParamInfo<Recipe>& i) { return std::string(i.param.name); });
 
 }  // namespace
