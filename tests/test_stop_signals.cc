@@ -23,6 +23,7 @@
 #include "src/stop_signal.h"
 #include "tests/fault_harness.h"
 #include "tests/skip_policy.h"
+#include "tests/test_hosts_fixture.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -275,6 +276,43 @@ TEST_F(StopSignals, SigtermToLaunchIsForwardedAndTheJobSaves) {
   EXPECT_EQ(ckpts.rbegin()->first, kPauseStep);
   EXPECT_EQ(count_of(err, "train: stopped by SIGTERM"), 1) << err;
   EXPECT_TRUE(contains(err, "launch: every rank stopped on SIGTERM (exit 143)")) << err;
+  EXPECT_TRUE(resumed("ckpt") == base) << "the resumed run's parameters differ from the uninterrupted run's";
+}
+
+// (d) on remote ranks: SIGUSR1 to ./launch reaches ranks on two ssh hosts (hpc01, hpc03 of
+// tests/test_hosts.sh) through their agents' control bytes; the job saves and stops with 138.
+class StopSignalsRemote : public TestHostsFixture<StopSignals> {};
+
+TEST_F(StopSignalsRemote, SigusrToLaunchReachesRemoteRanksThroughTheirAgents) {
+  const std::string base = uninterrupted();
+  std::vector<std::string> argv = {"/usr/bin/env",
+                                   "BARESGD_TEST_STOP_AT=1:" + std::to_string(kPauseStep),
+                                   launch_,
+                                   "-np",
+                                   "2",
+                                   "--gloo",
+                                   "-H",
+                                   "hpc01:1,hpc03:1",
+                                   "-F",
+                                   cfg(),
+                                   "--stop-grace",
+                                   "120"};
+  for (const std::string& a : train_args("ckpt", "never.bin")) argv.push_back(a);
+  Proc job(argv);
+  const pid_t rank1 = paused_rank(job, 1);
+  ASSERT_GT(rank1, 0);
+  ASSERT_EQ(::kill(job.pid(), SIGUSR1), 0);
+  for (auto t0 = Clock::now(); !has_pending(rank1, SIGUSR1) && secs_since(t0) < 60;) ::usleep(10 * 1000);
+  ASSERT_TRUE(has_pending(rank1, SIGUSR1)) << job.err();
+  ASSERT_EQ(::kill(rank1, SIGCONT), 0);
+  EXPECT_EQ(job.code(300), 138) << job.out() << job.err();
+  const std::string err = job.err();
+  EXPECT_TRUE(contains(err, "launch: received SIGUSR1; forwarding it to every rank and stopping the job")) << err;
+  EXPECT_TRUE(contains(err, "[0]<stderr>:train: stopped by SIGUSR1")) << err;
+  EXPECT_TRUE(contains(err, "launch: every rank stopped on SIGUSR1 (exit 138)")) << err;
+  const auto ckpts = checkpoints_in(dir_ + "/ckpt");
+  ASSERT_EQ(ckpts.size(), 2u) << err;
+  EXPECT_EQ(ckpts.rbegin()->first, kPauseStep);
   EXPECT_TRUE(resumed("ckpt") == base) << "the resumed run's parameters differ from the uninterrupted run's";
 }
 
