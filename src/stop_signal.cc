@@ -98,6 +98,12 @@ TestPause test_pause_from_environment() {
   return p;
 }
 
+// After SIGCONT the signal the test sent while we were stopped may be handled on another thread
+// (any thread that does not block it takes a process-directed signal), a moment after this one
+// runs on: wait for it (10 s at most), so the vote that follows sees it.
 void maybe_pause_for_test(const TestPause& p, int rank, uint64_t step) {
-  if (p.active && p.rank == rank && p.step == step) raise(SIGSTOP);
+  if (!p.active || p.rank != rank || p.step != step) return;
+  raise(SIGSTOP);
+  const struct timespec ms = {0, 1000000};
+  for (int i = 0; i < 10000 && stop_signal_received() == 0; ++i) nanosleep(&ms, nullptr);
 }

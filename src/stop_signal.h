@@ -33,9 +33,10 @@ int stop_signal_received();
 // "SIGTERM", "SIGUSR1".
 std::string stop_signal_name(int sig);
 
-// The test hook BARESGD_TEST_STOP_AT=RANK:STEP: that rank stops itself (SIGSTOP) before step STEP,
-// so a test can signal it at a known step and continue it (SIGCONT). Pure parse: false when text
-// is not two whole numbers "R:S".
+// The test hook BARESGD_TEST_STOP_AT=RANK:STEP: that rank stops itself (SIGSTOP) before the vote of
+// step STEP, so a test can signal it at a known step and continue it (SIGCONT); continued, it waits
+// (10 s at most) until its handler took that signal. Pure parse: false when text is not two whole
+// numbers "R:S".
 struct TestPause {
   bool active = false;
   int rank = 0;

@@ -22,7 +22,6 @@
 #include "src/stop_agreement.h"
 #include "src/stop_signal.h"
 #include "tests/fault_harness.h"
-#include "tests/skip_policy.h"
 #include "tests/test_hosts_fixture.h"
 #include "tests/test_util.h"
 
@@ -74,7 +73,7 @@ constexpr int kPauseStep = 13;  // epoch 2, batch 3 on 2 ranks
 class StopSignals : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!testutil::have_mnist()) BARESGD_SKIP("no MNIST in data (make data)");
+    ASSERT_TRUE(testutil::have_mnist()) << "real MNIST missing in data/MNIST/raw: run `make data`";
     marker_ = unique_marker();
     dir_ = "/tmp/baresgd-" + marker_;
     ASSERT_EQ(::mkdir(dir_.c_str(), 0755), 0) << dir_;
