@@ -533,6 +533,19 @@ TEST(LaunchOptions, ParsesFlags) {
   EXPECT_TRUE(parse({"-h"}).help);
 }
 
+// --stop-grace: the seconds a stop's SIGTERM/SIGUSR1 leaves the ranks (./train saves its step)
+// before SIGKILL; 3 by default, 0.1..100000.
+TEST(LaunchOptions, StopGraceIsSecondsInRange) {
+  EXPECT_EQ(parse({"-np", "2", "--gloo", "x"}).stop_grace, 3.0);
+  EXPECT_EQ(parse({"-np", "2", "--gloo", "--stop-grace", "100", "x"}).stop_grace, 100.0);
+  EXPECT_EQ(parse({"-np", "2", "--gloo", "--stop-grace=0.5", "x"}).stop_grace, 0.5);
+  EXPECT_EQ(usage_error({"-np", "2", "--gloo", "--stop-grace", "0.05", "x"}),
+            "--stop-grace must be 0.1..100000 seconds (got 0.05)");
+  EXPECT_EQ(usage_error({"-np", "2", "--gloo", "--stop-grace", "soon", "x"}),
+            "--stop-grace 'soon' is not a number of seconds");
+  EXPECT_TRUE(contains(usage_error({"-np", "2", "--gloo", "--stop-grace"}), "--stop-grace needs a value"));
+}
+
 TEST(LaunchOptions, RejectsBadCommandLines) {
   bool usage = false;
   EXPECT_TRUE(contains(usage_error({"-np", "2", "--gloo", "--bogus", "x"}, &usage), "unknown option '--bogus'"));
