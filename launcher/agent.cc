@@ -84,7 +84,7 @@ bool install_agent_signals() {
     agent_error(std::string("pipe: ") + std::strerror(errno));
     return false;
   }
-  install_signal_handler(on_signal, {SIGCHLD, SIGTERM, SIGINT, SIGHUP});
+  install_signal_handler(on_signal, {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGUSR1});
   return true;
 }
 
@@ -204,7 +204,7 @@ void escalate_kills(RankWatch* w, Clock::time_point now) {
   }
 }
 
-// SIGTERM / SIGINT / SIGHUP sent to us go to the rank's tree.
+// SIGTERM / SIGINT / SIGHUP / SIGUSR1 sent to us go to the rank's tree.
 void forward_signals(const RankWatch& w) {
   unsigned char sigs[64];
   ssize_t ns;

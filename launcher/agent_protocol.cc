@@ -105,6 +105,8 @@ char agent_control_byte(int sig) {
       return 'H';
     case SIGKILL:
       return 'K';
+    case SIGUSR1:
+      return 'U';
     default:
       return 0;
   }
@@ -120,6 +122,8 @@ int agent_control_signal(char c) {
       return SIGHUP;
     case 'K':
       return SIGKILL;
+    case 'U':
+      return SIGUSR1;
     default:
       return 0;
   }

@@ -9,7 +9,7 @@
 //     optionally (heartbeats on): heartbeat timeout ms, heartbeat interval ms
 //     (a frame without them is the original format and still valid: heartbeats off)
 //   then single control bytes for as long as the job runs:
-//     'T' SIGTERM, 'I' SIGINT, 'H' SIGHUP, 'K' SIGKILL to the rank's process tree;
+//     'T' SIGTERM, 'I' SIGINT, 'H' SIGHUP, 'U' SIGUSR1, 'K' SIGKILL to the rank's process tree;
 //     'P' ping: the launcher is alive (every heartbeat interval; other bytes count as well).
 //   EOF (launcher gone, ssh session lost) = SIGTERM the rank's group, SIGKILL after a grace period.
 //   No byte for the heartbeat timeout (a partition, a stopped launcher) = the same, and exit.

@@ -208,7 +208,7 @@ int run_attempt(const JobPlan& plan, OutputSink* sink, Watchdog* watchdog, Attem
   if (code != kGoOn) return code;
   SupervisorConfig scfg;
   scfg.timeout_s = plan.opts.timeout;
-  scfg.grace_ms = 3000;
+  scfg.grace_ms = static_cast<int>(plan.opts.stop_grace * 1000);
   scfg.nonce = id.nonce;
   scfg.heartbeat_timeout_s = plan.opts.heartbeat_timeout;
   scfg.heartbeat_interval_s = plan.opts.heartbeat_interval;

@@ -187,6 +187,9 @@ const char kHelpText[] =
     "      --start-timeout SEC   give up when hosts cannot be reached in SEC (default\n"
     "                            $HOROVOD_START_TIMEOUT, else 30)\n"
     "      --timeout SEC         stop the job after SEC seconds (exit 124)\n"
+    "      --stop-grace SEC      a stop (SIGTERM/SIGUSR1 to launch, forwarded to every rank;\n"
+    "                            --timeout; a failure) SIGKILLs what is left after SEC s\n"
+    "                            (default 3): time for ./train's ranks to save their step\n"
     "      --heartbeat-timeout SEC  a remote host whose agent is silent for SEC (default 30;\n"
     "                            0.5..100000) is named, the job's processes there are killed\n"
     "                            over a new ssh and the job stopped (exit 255); an agent that\n"
@@ -254,7 +257,10 @@ const char kHelpText[] =
     "\n"
     "Exit status: the first failing rank's (128+signal for a signal; with --max-restarts, that of\n"
     "the last attempt's first failure), 124 on --timeout,\n"
-    "128+signal when the launcher itself is stopped by a signal, 2 for a bad command line,\n"
+    "128+signal when the launcher itself is stopped by a signal (SIGTERM, SIGUSR1, SIGINT and\n"
+    "SIGHUP go to every rank; a second one kills the job), 143 or 138 when the ranks stopped\n"
+    "on SIGTERM or SIGUSR1 and exited with that status (./train: saved; continue with --resume),\n"
+    "2 for a bad command line,\n"
     "1 for other launch errors.\n"
     "\n"
     "horovodrun's flags that are no-ops here (accepted) or refused, and why (docs/horovod.md lists all);\n"
@@ -400,12 +406,17 @@ bool output_flag(FlagWord& f, LaunchOptions& o) {
   return true;
 }
 
-// --start-timeout, --timeout, --heartbeat-timeout, --heartbeat-interval.
+// --start-timeout, --timeout, --stop-grace, --heartbeat-timeout, --heartbeat-interval.
 bool timeout_flag(FlagWord& f, LaunchOptions& o) {
   if (f.is({"--start-timeout"})) {
     o.start_timeout = parse_seconds_flag(f.name, f.need_value());
   } else if (f.is({"--timeout"})) {
     o.timeout = parse_seconds_flag(f.name, f.need_value());
+  } else if (f.is({"--stop-grace"})) {
+    std::string v = f.need_value();
+    o.stop_grace = parse_seconds_flag(f.name, v);
+    if (o.stop_grace < 0.1 || o.stop_grace > 100000)
+      throw UsageError("--stop-grace must be 0.1..100000 seconds (got " + v + ")", true);
   } else if (f.is({"--heartbeat-timeout"})) {
     std::string v = f.need_value();
     o.heartbeat_timeout = parse_seconds_flag(f.name, v);

@@ -33,6 +33,7 @@ struct LaunchOptions {
   bool verbose = false;
   double start_timeout = 30;      // seconds
   double timeout = 0;             // seconds, 0 = none
+  double stop_grace = 3;          // --stop-grace: seconds from a stop's signal to SIGKILL
   double heartbeat_timeout = 30;  // seconds without a heartbeat before a host is declared lost
   double heartbeat_interval = 0;  // seconds between heartbeats; 0 = min(5, heartbeat_timeout / 6)
   std::string network_interface;

@@ -51,6 +51,13 @@ bool is_echo_death(int wait_status) { return WIFSIGNALED(wait_status) && WTERMSI
 // peer's socket: an echo too) next, exits last.
 int judging_order(int wait_status) { return !WIFSIGNALED(wait_status) ? 2 : is_echo_death(wait_status) ? 1 : 0; }
 
+// An exit with 128+SIGTERM or 128+SIGUSR1: a rank that stopped on that signal by itself, as
+// ./train's ranks do after saving the step they agreed on (docs/deploy.md); not a failure.
+bool is_stop_exit(int wait_status) {
+  return WIFEXITED(wait_status) &&
+         (WEXITSTATUS(wait_status) == 128 + SIGTERM || WEXITSTATUS(wait_status) == 128 + SIGUSR1);
+}
+
 // A wait status for an agent's report.
 int synth_status(const std::string& kind, long value) {
   if (kind == "signal") return static_cast<int>(value & 0x7f);
@@ -63,7 +70,7 @@ void install_launcher_signal_handlers() {
   if (g_sig_pipe[0] < 0) {
     if (pipe2(g_sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) g_sig_pipe[0] = g_sig_pipe[1] = -1;
   }
-  install_signal_handler(on_signal, {SIGINT, SIGTERM, SIGHUP, SIGCHLD});
+  install_signal_handler(on_signal, {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGCHLD});
   signal(SIGPIPE, SIG_IGN);
 }
 
@@ -269,6 +276,11 @@ void Supervisor::on_rank_status(Child* c, int wait_status, bool from_agent) {
   c->reported = true;
   bool ok = WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
   if (ok) return;
+  if (c->kind == Kind::kAgent && is_stop_exit(wait_status)) {
+    if (!stopping_) begin_saved_stop(c, wait_status);
+    if (wait_status_code(wait_status) == stop_code_) ++stop_exits_;
+    return;
+  }
   if (stopping_) {
     // A rank killed by a signal (not by our stop's SIGTERM or SIGKILL) just after a first failure
     // that was an exit status is the likelier cause: its peers fail at once when it dies ("lost the
@@ -348,6 +360,20 @@ void Supervisor::begin_stop(int sig, int exit_code) {
   hard_kill_at_ = kill_at_ + std::chrono::seconds(5);
   give_up_at_ = hard_kill_at_ + std::chrono::seconds(3);
   for (auto& c : children_) signal_child(c.get(), sig);
+}
+
+// A rank exited 128+SIGTERM/SIGUSR1 before any stop of ours (the signal went to the rank, not to
+// us): the others are stopping at the same step, so they are not signalled, only SIGKILLed should
+// they still run after the grace. The job's status is that exit, and it is no failure.
+void Supervisor::begin_saved_stop(Child* c, int wait_status) {
+  const int code = wait_status_code(wait_status);
+  sink_->message("launch: " + describe_child(c) + " exited " + std::to_string(code) + " (stopped on " +
+                 signal_name(code - 128) + "); waiting for the other ranks to stop too");
+  stopping_ = true;
+  stop_code_ = code;
+  kill_at_ = Clock::now() + std::chrono::milliseconds(cfg_.grace_ms);
+  hard_kill_at_ = kill_at_ + std::chrono::seconds(5);
+  give_up_at_ = hard_kill_at_ + std::chrono::seconds(3);
 }
 
 void Supervisor::kill_all() {
@@ -562,13 +588,14 @@ void Supervisor::check_heartbeats(Clock::time_point now) {
   }
 }
 
-// The first SIGINT/SIGTERM/SIGHUP stops the job; another one while stopping kills it.
+// The first SIGINT/SIGTERM/SIGHUP/SIGUSR1 goes to every rank and stops the job (./train's ranks save
+// their step first: the SIGKILL waits --stop-grace); another one while stopping kills it.
 void Supervisor::handle_stop_signals() {
   if (g_stop_count == seen_stop_count_) return;
   seen_stop_count_ = g_stop_count;
   int sig = g_stop_signal;
   if (!stopping_) {
-    sink_->message("launch: received " + signal_name(sig) + "; stopping the job");
+    sink_->message("launch: received " + signal_name(sig) + "; forwarding it to every rank and stopping the job");
     begin_stop(sig, 128 + sig);
   } else if (!killed_) {
     sink_->message("launch: received a signal while stopping; killing the job");
@@ -733,6 +760,9 @@ int Supervisor::run() {
     close_fd(&c->fd[1]);
   }
   int code = failure_code_ >= 0 ? failure_code_ : (stopping_ ? stop_code_ : 0);
+  if (failure_code_ < 0 && stop_exits_ > 0 && stop_exits_ == children_.size())
+    sink_->message("launch: every rank stopped on " + signal_name(code - 128) + " (exit " + std::to_string(code) +
+                   "): a saved stop for ./train, which continues with --resume");
   if (code == 0 && !sink_->file_error().empty()) {
     sink_->message(sink_->file_error());
     code = 1;

@@ -1,6 +1,8 @@
 // supervisor: ./launch's event loop — reads every rank's stdout/stderr (one poll loop, whole lines
-// out), reaps processes, stops the whole job on the first failure, on SIGINT/SIGTERM/SIGHUP and on
-// --timeout, escalating SIGTERM -> SIGKILL, and decides the exit status.
+// out), reaps processes, stops the whole job on the first failure, on SIGINT/SIGTERM/SIGHUP/SIGUSR1
+// (forwarded to every rank) and on --timeout, escalating to SIGKILL after the grace, and decides
+// the exit status. A rank that exits 128+SIGTERM or 128+SIGUSR1 stopped on that signal (./train's
+// ranks save their agreed step first): not a failure; the others are given the grace to do the same.
 //
 // Children are the ranks' agents (`launch --agent`, agent.h), started here or carried by ssh or
 // srun (control bytes on their stdin, status lines on their stderr; see agent_protocol.h), or one
@@ -38,9 +40,10 @@ struct SupervisorConfig {
   std::function<bool()> stop_when;
 };
 
-// SIGINT/SIGTERM/SIGHUP/SIGCHLD are caught into a self-pipe; SIGPIPE is ignored. Call once, early.
+// SIGINT/SIGTERM/SIGHUP/SIGUSR1/SIGCHLD are caught into a self-pipe; SIGPIPE is ignored. Call once,
+// early.
 void install_launcher_signal_handlers();
-// The first SIGINT/SIGTERM/SIGHUP received so far, or 0.
+// The first SIGINT/SIGTERM/SIGHUP/SIGUSR1 received so far, or 0.
 int launcher_stop_signal();
 
 class Supervisor {
@@ -87,6 +90,7 @@ class Supervisor {
   std::string describe_child(const Child* c) const;  // "rank 2 (hpc03, pid 1234)"
   void finish_child(Child* c);
   void begin_stop(int sig, int exit_code);
+  void begin_saved_stop(Child* c, int wait_status);
   void signal_child(Child* c, int sig);
   void kill_all();
   void reap();
@@ -125,5 +129,6 @@ class Supervisor {
       false;  // it exited with a status or died of SIGPIPE (a signal death soon after may replace it)
   std::chrono::steady_clock::time_point first_failure_at_;
   int seen_stop_count_ = 0;  // signals handled so far
+  size_t stop_exits_ = 0;    // ranks that exited 128 + the stop's signal (SIGTERM, SIGUSR1)
   std::chrono::steady_clock::time_point start_, kill_at_, hard_kill_at_, give_up_at_;
 };

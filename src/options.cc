@@ -138,7 +138,11 @@ const char* const kBaresgdFlagsHelp =
     "  --check-sync N                 every N steps compare the ranks' parameter checksums;\n"
     "                                 stop naming the layer and ranks if they differ\n"
     "  -h, --help                     show this help and exit\n"
-    "  --version                      print the version and the backends built in, and exit\n";
+    "  --version                      print the version and the backends built in, and exit\n"
+    "\n"
+    "SIGTERM or SIGUSR1 stops the run at a step every rank agrees on: rank 0 saves it (with\n"
+    "--checkpoint-dir), says so in one line, and every rank exits 128 + the signal (143, 138);\n"
+    "--resume continues it. A second signal exits at once, without saving.\n";
 
 }  // namespace
 

@@ -5,7 +5,9 @@
 // forward, backward, average the gradient over the ranks, the SGD step), then come the epoch, the
 // test pass, the checkpoint and the end; the set-up is last. Everything that watches the run
 // (--metrics, --inspect, --check-sync, the summary, --timeline, --sample-record, BARESGD_TIMING)
-// sees it through one StepObserver (src/step_observer.h), `watch_` below. Where a run starts
+// sees it through one StepObserver (src/step_observer.h), `watch_` below. A SIGTERM or SIGUSR1
+// (src/stop_signal.h) stops the run at a step boundary every rank agrees on (src/stop_agreement.h),
+// saved there. Where a run starts
 // (torch's seed, or the checkpoint --resume continues) is src/run_start.h's; how the ranks'
 // gradients meet is src/gradient_exchange.h's.
 #include "src/train.h"
@@ -31,6 +33,8 @@
 #include "src/sample_record.h"
 #include "src/sampler.h"
 #include "src/step_observer.h"
+#include "src/stop_agreement.h"
+#include "src/stop_signal.h"
 #include "src/timeline_observer.h"
 #include "src/timing_line.h"
 #include "src/torch_streams.h"
@@ -44,14 +48,17 @@ constexpr uint64_t kSamplerSeed = 0;  // DistributedSampler's default seed
 class Trainer {
  public:
   Trainer(const Options& opts, const ThreadPolicy& threads, TrainData& data, Communicator& comm, std::FILE* out);
-  void run();
+  int run();  // the exit status: 0, or 128 + the signal that stopped it at a saved step
 
  private:
+  enum class EpochEnd { kDone, kMaxSteps, kSignal };
   void train_step(const StepAt& at, int64_t first_sample);
   void average_gradients();
   void sgd_step();
   void adasum_update();
-  bool train_epoch(int epoch);  // false: --max-steps stopped it
+  EpochEnd train_epoch(int epoch);
+  bool stop_agreed();
+  void stop_for_signal(int epoch, int64_t first_sample, size_t next_batch);
   void test_pass(int epoch);
   void save(int epoch, int64_t first_sample, size_t next_batch);
   void finish();
@@ -75,6 +82,13 @@ class Trainer {
   std::vector<float> x_;    // a batch's images (max_batch, 1, 28, 28)
   std::vector<int32_t> y_;  // its labels
   uint64_t step_;           // optimizer steps taken (a resumed run counts on)
+  // The step whose state the newest checkpoint holds, or the run's start (where --resume starts it
+  // again as it is: the checkpoint it resumed, or none), and rank 0's file of it ("" at the start):
+  // a stop at that step saves nothing new.
+  uint64_t saved_step_;
+  std::string saved_path_;
+  StopVote stop_;          // the agreed stop, once there is one
+  const TestPause pause_;  // BARESGD_TEST_STOP_AT
 };
 
 // Reads a training batch's samples into the batch buffers for Net::forward, slice by slice
@@ -155,8 +169,10 @@ void Trainer::adasum_update() {
   watch_.end(Stretch::kExchange);
 }
 
-// The epoch's train steps from where the run starts it; false when --max-steps stopped it.
-bool Trainer::train_epoch(int epoch) {
+// The epoch's train steps from where the run starts it, until its end, --max-steps or an agreed
+// stop signal (asked before every step: the first step too, so a signal during start-up stops the
+// run before it trains).
+Trainer::EpochEnd Trainer::train_epoch(int epoch) {
   // A resumed epoch may have been begun by another world size: this one deals out its rest.
   const bool resumed = epoch == start_.epoch;
   const int64_t first_sample = resumed ? start_.first_sample : 0;
@@ -164,24 +180,56 @@ bool Trainer::train_epoch(int epoch) {
   watch_.epoch_begin(epoch, size_t(first_sample));
   train_sampler_.set_epoch(uint64_t(epoch), size_t(first_sample));
   if (first_batch == 0 && first_sample == 0) torch_rng_.start_train_loader();  // a resumed epoch drew it already
-  bool stopped = false;
+  EpochEnd end = EpochEnd::kDone;
   for (size_t b = first_batch; b < batches(); ++b) {
     if (opts_.max_steps >= 0 && step_ >= uint64_t(opts_.max_steps)) {
-      stopped = true;
+      end = EpochEnd::kMaxSteps;
       break;
+    }
+    if (stop_agreed()) {
+      stop_for_signal(epoch, first_sample, b);
+      return EpochEnd::kSignal;
     }
     train_step(StepAt{epoch, b, step_, b % size_t(opts_.log_interval) == 0}, first_sample);
   }
   watch_.epoch_end(epoch);
-  return !stopped;
+  return end;
 }
 
-void Trainer::run() {
+// The step boundary's vote (one small collective): true when any rank received a stop signal.
+bool Trainer::stop_agreed() {
+  maybe_pause_for_test(pause_, comm_.rank(), step_);
+  stop_ = agree_on_stop(comm_, stop_signal_received());
+  return stop_.signal != 0;
+}
+
+// The agreed stop before batch next_batch: the checkpoint of this step (unless the newest one
+// holds it already), a barrier so no rank exits before it is on disk (a launcher or srun seeing
+// one rank end may stop the rest), and rank 0's one line.
+void Trainer::stop_for_signal(int epoch, int64_t first_sample, size_t next_batch) {
+  if (!opts_.checkpoint_dir.empty() && step_ != saved_step_) save(epoch, first_sample, next_batch);
+  if (comm_.size() > 1) comm_.barrier();
+  if (comm_.rank() != 0) return;
+  const std::string saved = opts_.checkpoint_dir.empty() ? "nothing saved (no --checkpoint-dir)"
+                            : saved_path_.empty()        ? "nothing to save (no step since the run started)"
+                                                         : "saved " + saved_path_;
+  std::fflush(out_);
+  std::fprintf(stderr,
+               "train: stopped by %s (received by %d of %d ranks) after step %llu (epoch %d, batch %zu): %s%s\n",
+               stop_signal_name(stop_.signal).c_str(), stop_.ranks, comm_.size(), (unsigned long long)step_, epoch,
+               next_batch, saved.c_str(), opts_.checkpoint_dir.empty() ? "" : "; continue with --resume");
+  std::fflush(stderr);
+}
+
+int Trainer::run() {
   for (int epoch = start_.epoch; epoch <= opts_.epochs; ++epoch) {
-    if (!train_epoch(epoch)) break;
+    const EpochEnd end = train_epoch(epoch);
+    if (end == EpochEnd::kSignal) return stop_.exit_code();
+    if (end == EpochEnd::kMaxSteps) break;
     test_pass(epoch);
   }
   finish();
+  return 0;
 }
 
 struct TestResult {
@@ -237,6 +285,7 @@ void Trainer::save(int epoch, int64_t first_sample, size_t next_batch) {
   if (opts_.checkpoint_dir.empty()) return;
   const bool writer = comm_.rank() == 0;
   const bool own_momentum = opts_.use_adasum && comm_.size() > 1;  // every rank's buffer is saved
+  saved_step_ = step_;
   if (writer) watch_.begin(Stretch::kCheckpoint);
   std::vector<float> all_momentum;
   if (own_momentum) {
@@ -260,7 +309,7 @@ void Trainer::save(int epoch, int64_t first_sample, size_t next_batch) {
   st.run_id = start_.run_id;
   st.has_settings = true;
   st.settings = config_.settings;
-  save_checkpoint(opts_.checkpoint_dir, st);
+  saved_path_ = save_checkpoint(opts_.checkpoint_dir, st);
   watch_.end(Stretch::kCheckpoint);
 }
 
@@ -327,7 +376,9 @@ Trainer::Trainer(const Options& opts, const ThreadPolicy& threads, TrainData& da
       test_sampler_(size_t(data.test.count), comm.size(), comm.rank(), true, kSamplerSeed),
       x_(size_t(net_.max_batch()) * kImagePixels),
       y_(size_t(net_.max_batch())),
-      step_(start_.step) {
+      step_(start_.step),
+      saved_step_(start_.step),
+      pause_(test_pause_from_environment()) {
   watch_.add(std::make_unique<TimelineObserver>(comm));
   if (comm.rank() == 0 && !opts.sample_record.empty())
     watch_.add(std::make_unique<SampleRecorder>(opts.sample_record, step_, size_t(data.train.count), comm.size(),
@@ -345,7 +396,7 @@ TrainData load_train_data(const Options& opts) {
   return d;
 }
 
-void run_training(const Options& opts, const ThreadPolicy& threads, TrainData& data, Communicator& comm,
-                  std::FILE* out) {
-  Trainer(opts, threads, data, comm, out).run();
+int run_training(const Options& opts, const ThreadPolicy& threads, TrainData& data, Communicator& comm,
+                 std::FILE* out) {
+  return Trainer(opts, threads, data, comm, out).run();
 }

@@ -17,6 +17,6 @@ TrainData load_train_data(const Options& opts);
 
 // Runs the whole job on this rank with threads.compute_threads compute threads (train_main decided
 // them). Throws std::runtime_error (comm, I/O) with one line. out: where the log lines go (stdout in
-// ./train).
-void run_training(const Options& opts, const ThreadPolicy& threads, TrainData& data, Communicator& comm,
-                  std::FILE* out);
+// ./train). Returns the exit status: 0, or 128 + the signal (SIGTERM, SIGUSR1) that stopped it at a
+// step every rank agreed on, saved there (src/stop_signal.h).
+int run_training(const Options& opts, const ThreadPolicy& threads, TrainData& data, Communicator& comm, std::FILE* out);

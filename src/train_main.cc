@@ -22,6 +22,7 @@
 #include "src/mpi_yield.h"
 #include "src/options.h"
 #include "src/shared_failure.h"
+#include "src/stop_signal.h"
 #include "src/timeline.h"
 #include "src/thread_policy.h"
 #include "src/train.h"
@@ -200,10 +201,12 @@ void ask_mpi_to_yield_if_oversubscribed(const CommOptions& co, const RankInfo& i
 // line on stderr. The communicator (and its connections) must outlive the error message, or peers
 // see the dropped connection and the launcher stops us before we print it; so no teardown on a
 // failure either: MPI_Finalize after one would wait for peers that are themselves waiting for us
-// (the launcher, or mpirun, stops the rest).
-void run_rank(Options& opts) {
+// (the launcher, or mpirun, stops the rest). Returns the exit status: 0, or 128 + the stop signal
+// (SIGTERM, SIGUSR1; src/stop_signal.h) after the ranks saved the step they agreed on.
+int run_rank(Options& opts) {
   std::unique_ptr<Communicator> comm;
   try {
+    install_stop_signal_handlers();  // from here a SIGTERM waits for the first step boundary
     CommOptions co = comm_options_of(opts);
     RankInfo info = discover_rank_info();
     if (!info.notice.empty()) std::fprintf(stderr, "train: %s\n", info.notice.c_str());
@@ -214,7 +217,8 @@ void run_rank(Options& opts) {
     TrainData data = load_train_data(opts);  // a bad file fails here, before any rendezvous
     timeline_open(opts, info);               // so does a timeline file this rank cannot write
     comm = make_communicator(co);
-    run_training(opts, threads, data, *comm, stdout);
+    install_stop_signal_handlers();  // again: the MPI library may have set its own in MPI_Init
+    return run_training(opts, threads, data, *comm, stdout);
   } catch (const PrintedError&) {
     std::_Exit(1);  // its line is on stderr already
   } catch (const std::exception& e) {
@@ -234,6 +238,5 @@ int main(int argc, char** argv) {
   if (const int code = parse_command_line(args, &opts); code >= 0) return code;
   if (opts.num_proc > 0 && std::getenv("BARESGD_RANK") == nullptr && std::getenv("OMPI_COMM_WORLD_RANK") == nullptr)
     relaunch(opts, args);
-  run_rank(opts);
-  return 0;
+  return run_rank(opts);
 }

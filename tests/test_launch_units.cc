@@ -458,8 +458,9 @@ TEST(LaunchAgentProtocol, RoundTrip) {
 }
 
 TEST(LaunchAgentProtocol, ControlBytesAndMarkers) {
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGKILL}) EXPECT_EQ(agent_control_signal(agent_control_byte(sig)), sig);
-  EXPECT_EQ(agent_control_byte(SIGUSR1), 0);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGKILL, SIGUSR1})
+    EXPECT_EQ(agent_control_signal(agent_control_byte(sig)), sig);  // SIGUSR1: ./train's saved stop
+  EXPECT_EQ(agent_control_byte(SIGUSR2), 0);
   EXPECT_EQ(agent_control_signal('x'), 0);
   std::string before, kind;
   long v = 0;
@@ -530,6 +531,19 @@ TEST(LaunchOptions, ParsesFlags) {
   EXPECT_EQ(m.hostfile, "hf");
   EXPECT_EQ(m.command, (std::vector<std::string>{"-weird-cmd"}));
   EXPECT_TRUE(parse({"-h"}).help);
+}
+
+// --stop-grace: the seconds a stop's SIGTERM/SIGUSR1 leaves the ranks (./train saves its step)
+// before SIGKILL; 3 by default, 0.1..100000.
+TEST(LaunchOptions, StopGraceIsSecondsInRange) {
+  EXPECT_EQ(parse({"-np", "2", "--gloo", "x"}).stop_grace, 3.0);
+  EXPECT_EQ(parse({"-np", "2", "--gloo", "--stop-grace", "100", "x"}).stop_grace, 100.0);
+  EXPECT_EQ(parse({"-np", "2", "--gloo", "--stop-grace=0.5", "x"}).stop_grace, 0.5);
+  EXPECT_EQ(usage_error({"-np", "2", "--gloo", "--stop-grace", "0.05", "x"}),
+            "--stop-grace must be 0.1..100000 seconds (got 0.05)");
+  EXPECT_EQ(usage_error({"-np", "2", "--gloo", "--stop-grace", "soon", "x"}),
+            "--stop-grace 'soon' is not a number of seconds");
+  EXPECT_TRUE(contains(usage_error({"-np", "2", "--gloo", "--stop-grace"}), "--stop-grace needs a value"));
 }
 
 TEST(LaunchOptions, RejectsBadCommandLines) {
