@@ -4,7 +4,7 @@
 #   make test     build and run the GoogleTest suite (every test, optimized build)
 #   make check    what CI runs: every test once (numeric suites optimized, parsers, store, launcher
 #                 and fault paths under ASan+UBSan: .ci/sanitized-tests), every fuzzer 20 s, the counts
-#   make bench    side-by-side benchmark against PyTorch (bench/)
+#   make bench    side-by-side benchmark against PyTorch, and ./report on a 100,000-step timeline (bench/)
 #   make fixtures regenerate tests/fixtures/*.bin with Debian's python3-torch
 #   make install PREFIX=/usr/local DESTDIR=   baresgd-train, -launch, -report (stripped) + man pages
 #   make uninstall PREFIX=/usr/local DESTDIR= removes exactly what install wrote (its manifest)
@@ -233,11 +233,12 @@ FUZZ_SRC_c10d_wire      := comm/c10d_wire.cc
 FUZZ_SRC_tagger         := launcher/tagger.cc
 FUZZ_SRC_step_list      := src/step_list.cc
 FUZZ_SRC_perturb_spec   := src/perturb_spec.cc src/step_list.cc
-FUZZ_SRC_json           := reporting/json.cc
-FUZZ_SRC_metrics        := reporting/json.cc reporting/metrics_reader.cc reporting/file_io.cc reporting/svg.cc \
-                           reporting/timeline_reader.cc reporting/timeline_lanes.cc reporting/html_report.cc
-FUZZ_SRC_timeline       := reporting/json.cc reporting/timeline_reader.cc reporting/file_io.cc reporting/svg.cc \
-                           reporting/timeline_lanes.cc
+FUZZ_SRC_json           := reporting/json.cc reporting/byte_source.cc
+FUZZ_SRC_metrics        := reporting/json.cc reporting/byte_source.cc reporting/metrics_reader.cc reporting/file_io.cc \
+                           reporting/svg.cc reporting/timeline_reader.cc reporting/trace_args.cc reporting/timeline_lanes.cc \
+                           reporting/html_report.cc
+FUZZ_SRC_timeline       := reporting/json.cc reporting/byte_source.cc reporting/timeline_reader.cc reporting/trace_args.cc \
+                           reporting/file_io.cc reporting/svg.cc reporting/timeline_lanes.cc
 FUZZ_LIBS_idx           := -lz
 FUZZ_LIBS_checkpoint    := -lz
 comma := ,
