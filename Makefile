@@ -4,7 +4,7 @@
 #   make test     build and run the GoogleTest suite (every test, optimized build)
 #   make check    what CI runs: every test once (numeric suites optimized, parsers, store, launcher
 #                 and fault paths under ASan+UBSan: .ci/sanitized-tests), every fuzzer 20 s, the counts
-#   make bench    side-by-side benchmark against PyTorch (bench/)
+#   make bench    side-by-side benchmark against PyTorch, and ./report on a 100,000-step timeline (bench/)
 #   make fixtures regenerate tests/fixtures/*.bin with Debian's python3-torch
 #   make man      the man pages (man/*.1.in, written by hand, with the version put in) into build/man/
 #   make install PREFIX=/usr/local DESTDIR=   baresgd-train, -launch, -report (stripped) + man pages
@@ -216,17 +216,17 @@ FUZZ_CXXFLAGS ?= -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,add
                  -fno-sanitize-recover=undefined -I.
 FUZZ_NAMES    := $(patsubst tests/fuzz/fuzz_%.cc,%,$(wildcard tests/fuzz/fuzz_*.cc))
 FUZZ_SRC_store_server   := comm/store_protocol.cc comm/store_session.cc
-FUZZ_SRC_idx            := src/mnist.cc
+FUZZ_SRC_idx            := src/mnist.cc src/safe_file.cc
 FUZZ_SRC_train_options  := src/options.cc src/step_list.cc src/step_range.cc comm/allreduce_names.cc
 FUZZ_SRC_step_range     := src/step_range.cc
 FUZZ_SRC_launch_options := launcher/options.cc launcher/elastic_options.cc launcher/blacklist_cooldown.cc launcher/horovod_flags.cc launcher/horovod_config.cc launcher/shell_words.cc launcher/restart.cc launcher/tagger.cc launcher/agent_protocol.cc launcher/netaddr.cc src/shown_text.cc src/checkpoint_names.cc src/run_config.cc comm/allreduce_names.cc
 FUZZ_SRC_horovod_config := $(FUZZ_SRC_launch_options)
-FUZZ_SRC_hosts          := launcher/hosts.cc
-FUZZ_SRC_host_discovery := launcher/host_discovery.cc launcher/elastic_hosts.cc launcher/blacklist_cooldown.cc launcher/hosts.cc src/shown_text.cc
-FUZZ_SRC_slurm_hostlist := comm/slurm_hostlist.cc launcher/slurm_allocation.cc launcher/hosts.cc src/shown_text.cc
+FUZZ_SRC_hosts          := launcher/hosts.cc src/safe_file.cc
+FUZZ_SRC_host_discovery := launcher/host_discovery.cc launcher/elastic_hosts.cc launcher/blacklist_cooldown.cc launcher/hosts.cc src/shown_text.cc src/safe_file.cc
+FUZZ_SRC_slurm_hostlist := comm/slurm_hostlist.cc launcher/slurm_allocation.cc launcher/hosts.cc src/shown_text.cc src/safe_file.cc
 FUZZ_SRC_slurm_store_plan := comm/slurm_store_plan.cc comm/slurm_hostlist.cc comm/store_munge_check.cc src/shown_text.cc
 FUZZ_SRC_slurm_node_addr := comm/slurm_node_addr.cc src/shown_text.cc
-FUZZ_SRC_checkpoint     := src/checkpoint.cc src/crc32.cc src/checkpoint_names.cc src/run_config.cc src/shown_text.cc comm/allreduce_names.cc
+FUZZ_SRC_checkpoint     := src/checkpoint.cc src/crc32.cc src/checkpoint_names.cc src/run_config.cc src/shown_text.cc comm/allreduce_names.cc src/safe_file.cc
 FUZZ_SRC_run_config     := src/run_config.cc src/shown_text.cc comm/allreduce_names.cc
 FUZZ_SRC_agent_protocol := launcher/agent_protocol.cc
 FUZZ_SRC_c10d_wire      := comm/c10d_wire.cc
@@ -234,11 +234,12 @@ FUZZ_SRC_tagger         := launcher/tagger.cc
 FUZZ_SRC_step_list      := src/step_list.cc
 FUZZ_SRC_perturb_spec   := src/perturb_spec.cc src/step_list.cc
 FUZZ_SRC_test_pause     := src/stop_signal.cc
-FUZZ_SRC_json           := reporting/json.cc
-FUZZ_SRC_metrics        := reporting/json.cc reporting/metrics_reader.cc reporting/file_io.cc reporting/svg.cc \
-                           reporting/timeline_reader.cc reporting/timeline_lanes.cc reporting/html_report.cc
-FUZZ_SRC_timeline       := reporting/json.cc reporting/timeline_reader.cc reporting/file_io.cc reporting/svg.cc \
-                           reporting/timeline_lanes.cc
+FUZZ_SRC_json           := reporting/json.cc reporting/byte_source.cc
+FUZZ_SRC_metrics        := reporting/json.cc reporting/byte_source.cc reporting/metrics_reader.cc reporting/file_io.cc src/safe_file.cc \
+                           reporting/svg.cc reporting/timeline_reader.cc reporting/trace_args.cc reporting/timeline_lanes.cc \
+                           reporting/html_report.cc
+FUZZ_SRC_timeline       := reporting/json.cc reporting/byte_source.cc reporting/timeline_reader.cc reporting/trace_args.cc \
+                           reporting/file_io.cc reporting/svg.cc reporting/timeline_lanes.cc src/safe_file.cc
 FUZZ_LIBS_idx           := -lz
 FUZZ_LIBS_checkpoint    := -lz
 comma := ,

@@ -7,7 +7,7 @@
 #   BENCH_BUILD_ONLY=1 bash bench/run_bench.sh   only build the two bench programs (exit 1 if one
 #                                           does not compile; the suite runs this, tests/test_bench_build.cc)
 # Environment: BENCH_REPS=N, BENCH_QUICK=1, BENCH_WORLDS="1 2 4", BENCH_OUT=dir (default
-# bench/results/run-<date>), BENCH_SKIP="torch kernels comm train netns" (any subset, for debugging),
+# bench/results/run-<date>), BENCH_SKIP="torch kernels comm train netns report" (any subset),
 # BENCH_NETNS_DELAYS="0 1" (the namespace link's added delay in whole ms, one set of netns rows each).
 # Writes BENCH_OUT/{machine.txt,train/*.log,kernels*.log,comm/*.log}, then bench/report.py prints the
 # table and writes BENCH_OUT/report.json and bench/results/latest.json (+ latest.txt).
@@ -43,7 +43,7 @@ note() { echo "bench: $*" >&2; }
 [[ -f build/libbaresgd.a ]] || die "build/libbaresgd.a is missing: run 'make' first"
 if [[ $BUILD_ONLY == 1 ]]; then SKIP=" "; fi
 for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
-  [[ $BUILD_ONLY == 1 || -f data/MNIST/raw/$f ]] || die "data/MNIST/raw/$f is missing: run 'make data' first"
+  [[ $BUILD_ONLY == 1 || $SKIP == *" train "* || -f data/MNIST/raw/$f ]] || die "data/MNIST/raw/$f is missing: run 'make data' first"
 done
 for d in $NETNS_DELAYS; do
   [[ $d =~ ^[0-9]+$ ]] || die "BENCH_NETNS_DELAYS: '$d' is not a whole number of milliseconds"
@@ -82,9 +82,10 @@ build_bench() {  # build_bench NAME: bench/NAME.cc -> build/bench/NAME; a failur
 }
 build_bench kernel_bench || SKIP+=" kernels "
 build_bench comm_bench || SKIP+=" comm "
+build_bench report_input || SKIP+=" report "
 if [[ $BUILD_ONLY == 1 ]]; then
   [[ $SKIP == " " ]] || die "a bench program does not compile (logs in $OUT)"
-  note "built build/bench/kernel_bench and build/bench/comm_bench"
+  note "built build/bench/kernel_bench, build/bench/comm_bench and build/bench/report_input"
   exit 0
 fi
 
@@ -462,5 +463,17 @@ fi
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/machine.txt"
 rmdir "$OUT/tmp" 2>/dev/null || true
 
+# ---- 3c. ./report of a 2,800- to 100,000-step timeline (bench/report_bench.sh) ----
+if ! skip report; then
+  note "./report rows (bench/report_bench.sh)"
+  wait_quiet
+  bash bench/report_bench.sh build/bench/report_input "$OUT/report" > /dev/null || note "FAILED: bench/report_bench.sh"
+fi
+
 # ---- 4. the table and JSON ----
 "$PY" bench/report.py "$OUT" --json bench/results/latest.json --text bench/results/latest.txt
+if [[ -f $OUT/report/table.txt ]]; then
+  echo
+  cat "$OUT/report/table.txt"
+  { echo; cat "$OUT/report/table.txt"; } >> bench/results/latest.txt
+fi

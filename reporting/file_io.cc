@@ -1,4 +1,5 @@
-// file_io: whole-file read and write with errno-based one-line messages (see reporting/file_io.h).
+// file_io: opening an input (regular files only) and writing the output, with one-line messages
+// (see reporting/file_io.h).
 #include "reporting/file_io.h"
 #include "src/safe_file.h"
 
@@ -9,37 +10,54 @@
 #include <cerrno>
 #include <cstring>
 
-bool read_whole_file(const std::string& path, size_t max_bytes, std::string& out, std::string& error) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+namespace {
+
+// What a path that is not a regular file is, for the one-line refusal.
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+std::string not_regular(const std::string& path, mode_t mode) {
+  const std::string kind = kind_of(mode);
+  return "cannot read " + path + ": it is " + (kind.rfind("a ", 0) == 0 ? kind + ", not a regular file" : kind);
+}
+
+}  // namespace
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool InputFile::open(const std::string& path, size_t max_bytes, std::string& error) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  struct stat st {};
+  if (fd_ < 0) {
+    const int open_errno = errno;
+    // A socket cannot be opened at all (ENXIO): name what it is rather than the errno.
+    error = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)
+                ? not_regular(path, st.st_mode)
+                : "cannot read " + path + ": " + std::strerror(open_errno);
+    return false;
+  }
+  if (::fstat(fd_, &st) != 0) {
     error = "cannot read " + path + ": " + std::strerror(errno);
     return false;
   }
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    error = "cannot read " + path + ": " + std::strerror(EISDIR);
+  if (!S_ISREG(st.st_mode)) {
+    error = not_regular(path, st.st_mode);
     return false;
   }
-  out.clear();
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      error = "cannot read " + path + ": " + std::strerror(errno);
-      ::close(fd);
-      return false;
-    }
-    if (n == 0) break;
-    if (out.size() + size_t(n) > max_bytes) {
-      error = "cannot read " + path + ": larger than " + std::to_string(max_bytes >> 20) + " MiB";
-      ::close(fd);
-      return false;
-    }
-    out.append(buf, size_t(n));
+  size_ = size_t(st.st_size);
+  if (size_ > max_bytes) {
+    error = "cannot read " + path + ": " + std::to_string(size_) + " bytes, larger than the limit of " +
+            std::to_string(max_bytes >> 20) + " MiB";
+    return false;
   }
-  ::close(fd);
   return true;
 }
 

@@ -1,10 +1,15 @@
-// json: the strict recursive-descent parser behind reporting/json.h, and its printer.
+// json: nlohmann's SAX parser feeding the report's value tree (see reporting/json.h). The grammar,
+// UTF-8 checks, escapes and numbers are the library's; this file adds the tree, the depth limit,
+// the duplicate-key check and the "line L, column C: reason" messages.
 #include "reporting/json.h"
 
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string_view>
 #include <unordered_set>
+
+using njson = nlohmann::json;
 
 JsonError::JsonError(int line_, int column_, const std::string& reason_, bool at_end_)
     : std::runtime_error("line " + std::to_string(line_) + ", column " + std::to_string(column_) + ": " + reason_),
@@ -26,372 +31,310 @@ size_t json_skip_space(const std::string& text, size_t pos) {
 }
 
 std::pair<int, int> json_line_column(const std::string& text, size_t pos) {
-  int line = 1, column = 1;
-  for (size_t i = 0; i < pos && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return {line, column};
+  return ByteSource(text).line_column(std::min(pos, text.size()));
 }
 
 namespace {
 
-// How a byte is shown in "unexpected ..." messages.
-std::string describe_byte(unsigned char c) {
-  if (c >= 0x20 && c < 0x7f) return std::string("'") + char(c) + "'";
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "byte 0x%02x", c);
-  return buf;
+// A string as a JSON literal, by nlohmann's serializer (bytes that are not UTF-8 become U+FFFD,
+// so the text always parses).
+std::string string_literal(const std::string& s) {
+  return njson(s).dump(-1, ' ', false, njson::error_handler_t::replace);
 }
 
-// A key as an error message shows it: control bytes, quotes and backslashes escaped as in
-// JSON, so a message stays one line whatever the key holds.
-std::string shown_key(const std::string& key) {
-  std::string out;
-  for (unsigned char c : key) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += char(c);
-    } else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += char(c);
-    }
-  }
+// nlohmann's message without its "[json.exception.parse_error.101] parse error at line 1, column
+// 8: " head (the position is given again, counted from the start of the whole input), cut to a
+// length that keeps the line readable (the library quotes the token it read, which can be long).
+std::string library_reason(const std::string& what) {
+  std::string_view r(what);
+  if (r.substr(0, 16) == "[json.exception." && r.find("] ") != std::string_view::npos)
+    r.remove_prefix(r.find("] ") + 2);
+  if (r.substr(0, 11) == "parse error" && r.find(": ") != std::string_view::npos) r.remove_prefix(r.find(": ") + 2);
+  constexpr size_t kMax = 200;
+  std::string out(r.substr(0, kMax));
+  if (r.size() > kMax) out += "...";
   return out;
 }
 
-// "invalid escape '\q' in a string"; a control byte after the backslash is named, never
-// copied (an error stays one line).
-std::string invalid_escape(unsigned char e) {
-  if (e >= 0x20 && e < 0x7f) return "invalid escape '\\" + std::string(1, char(e)) + "' in a string";
-  return "invalid escape: a backslash then " + describe_byte(e) + " in a string";
-}
-
-class Parser {
+// Where a SAX parse stopped and why. Offsets count from the start of the source.
+class ParseFailure {
  public:
-  Parser(const std::string& text, size_t pos, const JsonLimits& limits) : s_(text), i_(pos), lim_(limits) {}
+  ParseFailure(ByteSource& src, size_t start) : src_(src), start_(start) {}
 
-  JsonValue value(size_t depth) {
-    skip();
-    if (i_ >= s_.size()) fail_end("unexpected end of input, expected a value");
-    const char c = s_[i_];
-    if (c == '{') return object(depth + 1);
-    if (c == '[') return array(depth + 1);
-    if (c == '"') {
-      JsonValue v;
-      v.kind = JsonValue::Kind::String;
-      v.text = string();
-      return v;
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) return number();
-    if (c == 't') return literal("true", JsonValue::Kind::Bool, true);
-    if (c == 'f') return literal("false", JsonValue::Kind::Bool, false);
-    if (c == 'n') return literal("null", JsonValue::Kind::Null, false);
-    fail("unexpected " + describe_byte(static_cast<unsigned char>(c)) + ", expected a value");
+  // At the byte just consumed (a bracket or a key's closing quote).
+  bool fail_here(const std::string& reason) {
+    set(src_.offset() - 1, reason);
+    return false;
   }
-
-  void skip() { i_ = json_skip_space(s_, i_); }
-  size_t pos() const { return i_; }
-  [[noreturn]] void fail(const std::string& reason) const { fail_at(i_, reason, false); }
+  // nlohmann's report: position is how many bytes it had read from start_ (the offending one
+  // included), or one past the end when the input ran out.
+  bool library_error(size_t position, const std::exception& ex) {
+    set(offset_of(position), library_reason(ex.what()));
+    return false;
+  }
+  size_t offset_of(size_t position) const { return start_ + (position > 0 ? position - 1 : 0); }
+  [[noreturn]] void raise() const {
+    const auto lc = src_.line_column(offset_);
+    const bool at_end = offset_ >= src_.size() && src_.at_end();
+    throw JsonError(lc.first, lc.second, reason_, at_end);
+  }
+  void set(size_t offset, const std::string& reason) {
+    if (failed_) return;
+    failed_ = true;
+    offset_ = offset;
+    reason_ = reason;
+  }
 
  private:
-  [[noreturn]] void fail_at(size_t at, const std::string& reason, bool at_end) const {
-    const auto lc = json_line_column(s_, at);
-    throw JsonError(lc.first, lc.second, reason, at_end);
-  }
-  [[noreturn]] void fail_end(const std::string& reason) const { fail_at(i_, reason, true); }
-
-  void expect_more(const char* what) const {
-    if (i_ >= s_.size()) fail_end(std::string("unexpected end of input, expected ") + what);
-  }
-
-  JsonValue literal(const char* word, JsonValue::Kind kind, bool b) {
-    const size_t start = i_;
-    for (const char* p = word; *p; ++p, ++i_) {
-      if (i_ >= s_.size()) fail_at(start, std::string("unexpected end of input in '") + word + "'", true);
-      if (s_[i_] != *p) fail_at(start, "invalid literal, expected '" + std::string(word) + "'", false);
-    }
-    JsonValue v;
-    v.kind = kind;
-    v.boolean = b;
-    return v;
-  }
-
-  static bool digit(char c) { return c >= '0' && c <= '9'; }
-
-  // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-  JsonValue number() {
-    const size_t start = i_;
-    if (s_[i_] == '-') ++i_;
-    if (i_ >= s_.size()) fail_end("unexpected end of input in a number");
-    if (s_[i_] == '0') {
-      ++i_;
-      if (i_ < s_.size() && digit(s_[i_])) fail("leading zero in a number");
-    } else if (digit(s_[i_])) {
-      while (i_ < s_.size() && digit(s_[i_])) ++i_;
-    } else {
-      fail("expected a digit in a number");
-    }
-    if (i_ < s_.size() && s_[i_] == '.') {
-      ++i_;
-      if (i_ >= s_.size()) fail_end("unexpected end of input in a number");
-      if (!digit(s_[i_])) fail("expected a digit after '.' in a number");
-      while (i_ < s_.size() && digit(s_[i_])) ++i_;
-    }
-    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
-      ++i_;
-      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
-      if (i_ >= s_.size()) fail_end("unexpected end of input in a number");
-      if (!digit(s_[i_])) fail("expected a digit in a number's exponent");
-      while (i_ < s_.size() && digit(s_[i_])) ++i_;
-    }
-    JsonValue v;
-    v.kind = JsonValue::Kind::Number;
-    v.text = s_.substr(start, i_ - start);
-    v.number = std::strtod(v.text.c_str(), nullptr);
-    if (!std::isfinite(v.number)) fail_at(start, "number out of range", false);
-    return v;
-  }
-
-  static void append_utf8(std::string& out, unsigned cp) {
-    if (cp < 0x80) {
-      out += char(cp);
-    } else if (cp < 0x800) {
-      out += char(0xc0 | (cp >> 6));
-      out += char(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-      out += char(0xe0 | (cp >> 12));
-      out += char(0x80 | ((cp >> 6) & 0x3f));
-      out += char(0x80 | (cp & 0x3f));
-    } else {
-      out += char(0xf0 | (cp >> 18));
-      out += char(0x80 | ((cp >> 12) & 0x3f));
-      out += char(0x80 | ((cp >> 6) & 0x3f));
-      out += char(0x80 | (cp & 0x3f));
-    }
-  }
-
-  // Four hex digits after "\u"; i_ is at the first of them.
-  unsigned hex4() {
-    unsigned v = 0;
-    for (int k = 0; k < 4; ++k, ++i_) {
-      if (i_ >= s_.size()) fail_end("unexpected end of input in a \\u escape");
-      const char c = s_[i_];
-      int d = digit(c) ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
-      if (d < 0) fail("expected 4 hex digits after \\u");
-      v = v * 16 + unsigned(d);
-    }
-    return v;
-  }
-
-  // \uXXXX, with a surrogate pair as two escapes; i_ is just after the "\u".
-  unsigned unicode_escape(size_t escape_start) {
-    const unsigned hi = hex4();
-    if (hi >= 0xdc00 && hi <= 0xdfff) fail_at(escape_start, "unpaired low surrogate in a \\u escape", false);
-    if (hi < 0xd800 || hi > 0xdbff) return hi;
-    if (i_ >= s_.size() || (s_[i_] == '\\' && i_ + 1 >= s_.size()))
-      fail_end("unexpected end of input after a high surrogate");
-    if (s_[i_] != '\\' || s_[i_ + 1] != 'u') fail_at(escape_start, "unpaired high surrogate in a \\u escape", false);
-    i_ += 2;
-    const unsigned lo = hex4();
-    if (lo < 0xdc00 || lo > 0xdfff) fail_at(escape_start, "unpaired high surrogate in a \\u escape", false);
-    return 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
-  }
-
-  // Length of the valid UTF-8 sequence at p (a byte >= 0x80), or 0 (overlong, surrogate, > U+10FFFF).
-  size_t utf8_length(size_t p) const {
-    const unsigned char c = static_cast<unsigned char>(s_[p]);
-    size_t n = 0;
-    unsigned cp = 0, min = 0;
-    if (c >= 0xc2 && c <= 0xdf)
-      n = 2, cp = c & 0x1f, min = 0x80;
-    else if (c >= 0xe0 && c <= 0xef)
-      n = 3, cp = c & 0x0f, min = 0x800;
-    else if (c >= 0xf0 && c <= 0xf4)
-      n = 4, cp = c & 0x07, min = 0x10000;
-    else
-      return 0;
-    if (p + n > s_.size()) return 0;
-    for (size_t k = 1; k < n; ++k) {
-      const unsigned char d = static_cast<unsigned char>(s_[p + k]);
-      if ((d & 0xc0) != 0x80) return 0;
-      cp = (cp << 6) | (d & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-    return n;
-  }
-
-  std::string string() {
-    ++i_;  // the opening quote
-    std::string out;
-    for (;;) {
-      if (i_ >= s_.size()) fail_end("unexpected end of input in a string");
-      const unsigned char c = static_cast<unsigned char>(s_[i_]);
-      if (c == '"') {
-        ++i_;
-        return out;
-      }
-      if (c < 0x20) fail("control character " + describe_byte(c) + " in a string (escape it)");
-      if (c == '\\') {
-        escape(out);
-      } else if (c < 0x80) {
-        out += char(c);
-        ++i_;
-      } else {
-        const size_t n = utf8_length(i_);
-        if (n == 0) fail("invalid UTF-8 in a string");
-        out.append(s_, i_, n);
-        i_ += n;
-      }
-    }
-  }
-
-  void escape(std::string& out) {
-    const size_t start = i_;
-    ++i_;
-    if (i_ >= s_.size()) fail_end("unexpected end of input in a string");
-    const char e = s_[i_++];
-    switch (e) {
-      case '"':
-        out += '"';
-        break;
-      case '\\':
-        out += '\\';
-        break;
-      case '/':
-        out += '/';
-        break;
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'u':
-        append_utf8(out, unicode_escape(start));
-        break;
-      default:
-        fail_at(start, invalid_escape(static_cast<unsigned char>(e)), false);
-    }
-  }
-
-  void check_depth(size_t depth) const {
-    if (depth > lim_.max_depth) fail("nesting deeper than " + std::to_string(lim_.max_depth) + " levels");
-  }
-
-  JsonValue array(size_t depth) {
-    check_depth(depth);
-    ++i_;
-    JsonValue v;
-    v.kind = JsonValue::Kind::Array;
-    skip();
-    expect_more("a value or ']'");
-    if (s_[i_] == ']') {
-      ++i_;
-      return v;
-    }
-    for (;;) {
-      v.items.push_back(value(depth));
-      skip();
-      expect_more("',' or ']'");
-      if (s_[i_] == ']') {
-        ++i_;
-        return v;
-      }
-      if (s_[i_] != ',')
-        fail("unexpected " + describe_byte(static_cast<unsigned char>(s_[i_])) + ", expected ',' or ']'");
-      ++i_;
-    }
-  }
-
-  JsonValue object(size_t depth) {
-    check_depth(depth);
-    ++i_;
-    JsonValue v;
-    v.kind = JsonValue::Kind::Object;
-    std::unordered_set<std::string> keys;  // duplicate check in linear time
-    skip();
-    expect_more("a key or '}'");
-    if (s_[i_] == '}') {
-      ++i_;
-      return v;
-    }
-    for (;;) {
-      skip();
-      expect_more("a key");
-      if (s_[i_] != '"')
-        fail("unexpected " + describe_byte(static_cast<unsigned char>(s_[i_])) + ", expected a key in quotes");
-      const size_t key_at = i_;
-      std::string key = string();
-      if (!keys.insert(key).second) fail_at(key_at, "duplicate key \"" + shown_key(key) + "\"", false);
-      skip();
-      expect_more("':'");
-      if (s_[i_] != ':')
-        fail("unexpected " + describe_byte(static_cast<unsigned char>(s_[i_])) + ", expected ':' after a key");
-      ++i_;
-      v.members.emplace_back(std::move(key), value(depth));
-      skip();
-      expect_more("',' or '}'");
-      if (s_[i_] == '}') {
-        ++i_;
-        return v;
-      }
-      if (s_[i_] != ',')
-        fail("unexpected " + describe_byte(static_cast<unsigned char>(s_[i_])) + ", expected ',' or '}'");
-      ++i_;
-    }
-  }
-
-  const std::string& s_;
-  size_t i_;
-  const JsonLimits& lim_;
+  ByteSource& src_;
+  size_t start_;
+  bool failed_ = false;
+  size_t offset_ = 0;
+  std::string reason_;
 };
 
-void check_size(const std::string& text, const JsonLimits& limits) {
-  if (text.size() > limits.max_bytes)
-    throw JsonError(
-        1, 1,
-        "input of " + std::to_string(text.size()) + " bytes is over the limit of " + std::to_string(limits.max_bytes),
-        false);
-}
+// nlohmann SAX events -> one JsonValue (an object's keys unique, nesting at most max_depth).
+class TreeBuilder {
+ public:
+  using number_integer_t = njson::number_integer_t;
+  using number_unsigned_t = njson::number_unsigned_t;
+  using number_float_t = njson::number_float_t;
+  using string_t = njson::string_t;
+  using binary_t = njson::binary_t;
 
-void print(const JsonValue& v, std::string& out);
+  TreeBuilder(ParseFailure& fail, size_t max_depth) : fail_(fail), max_depth_(max_depth) {}
 
-void print_string(const std::string& s, std::string& out) {
-  out += '"';
-  for (unsigned char c : s) {
-    if (c == '"')
-      out += "\\\"";
-    else if (c == '\\')
-      out += "\\\\";
-    else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += char(c);
-    }
+  bool null() { return slot(JsonValue::Kind::Null) != nullptr; }
+  bool boolean(bool b) {
+    slot(JsonValue::Kind::Bool)->boolean = b;
+    return true;
   }
-  out += '"';
-}
+  bool number_integer(number_integer_t v) { return number(double(v), std::to_string(v)); }
+  bool number_unsigned(number_unsigned_t v) { return number(double(v), std::to_string(v)); }
+  bool number_float(number_float_t v, const string_t& as_written) { return number(v, as_written); }
+  bool string(string_t& s) {
+    slot(JsonValue::Kind::String)->text = s;  // a copy: the parser keeps its buffer for the next token
+    return true;
+  }
+  bool binary(binary_t&) { return true; }  // JSON text has no binary values
+  bool start_object(std::size_t) { return open(JsonValue::Kind::Object); }
+  bool start_array(std::size_t) { return open(JsonValue::Kind::Array); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(string_t& k) {
+    JsonValue& obj = *open_.back();
+    if (is_duplicate(k)) return fail_.fail_here("duplicate key " + string_literal(k));
+    obj.members.emplace_back(std::move(k), JsonValue());
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) {
+    return fail_.library_error(position, ex);
+  }
 
-void print(const JsonValue& v, std::string& out) {
+  bool done() const { return done_; }
+  // The finished value, moved out.
+  JsonValue take() {
+    done_ = false;
+    return std::move(root_);
+  }
+  // The finished value, left in place: the next value reuses its storage (a stream of items
+  // then allocates little per item).
+  const JsonValue& value() const { return root_; }
+
+ private:
+  bool number(double v, const std::string& text) {
+    JsonValue* x = slot(JsonValue::Kind::Number);
+    x->number = v;
+    x->text = text;
+    return true;
+  }
+  // The value being started: the root, the next array item, or the value of the last key.
+  JsonValue* slot(JsonValue::Kind kind) {
+    JsonValue* v;
+    if (open_.empty()) {
+      root_.boolean = false;
+      root_.number = 0;
+      root_.text.clear();
+      root_.items.clear();
+      root_.members.clear();
+      v = &root_;
+      done_ = kind != JsonValue::Kind::Object && kind != JsonValue::Kind::Array;
+    } else if (open_.back()->kind == JsonValue::Kind::Array) {
+      open_.back()->items.emplace_back();
+      v = &open_.back()->items.back();
+    } else {
+      v = &open_.back()->members.back().second;
+    }
+    v->kind = kind;
+    return v;
+  }
+  bool open(JsonValue::Kind kind) {
+    if (open_.size() + 1 > max_depth_)
+      return fail_.fail_here("nesting deeper than " + std::to_string(max_depth_) + " levels");
+    JsonValue* v = slot(kind);
+    open_.push_back(v);
+    keys_.emplace_back();
+    return true;
+  }
+  bool close() {
+    open_.pop_back();
+    keys_.pop_back();
+    done_ = open_.empty();
+    return true;
+  }
+  // Small objects are searched; from 16 keys on, a set keeps the check linear.
+  bool is_duplicate(const std::string& k) {
+    const JsonValue& obj = *open_.back();
+    std::unique_ptr<std::unordered_set<std::string>>& set = keys_.back();
+    if (!set && obj.members.size() < 16) {
+      for (const auto& m : obj.members)
+        if (m.first == k) return true;
+      return false;
+    }
+    if (!set) {
+      set = std::make_unique<std::unordered_set<std::string>>();
+      for (const auto& m : obj.members) set->insert(m.first);
+    }
+    return !set->insert(k).second;
+  }
+
+  ParseFailure& fail_;
+  size_t max_depth_;
+  JsonValue root_;
+  bool done_ = false;
+  std::vector<JsonValue*> open_;  // the arrays and objects being filled, outermost first
+  std::vector<std::unique_ptr<std::unordered_set<std::string>>> keys_;
+};
+
+// SAX events of an array of items, at the top (items_depth 1) or as the member `key` of the top
+// object (items_depth 2): each item is built by a TreeBuilder and handed on with the offset of its
+// first byte; the rest is only checked.
+class ItemStreamer {
+ public:
+  using number_integer_t = njson::number_integer_t;
+  using number_unsigned_t = njson::number_unsigned_t;
+  using number_float_t = njson::number_float_t;
+  using string_t = njson::string_t;
+  using binary_t = njson::binary_t;
+
+  ItemStreamer(ByteSource& src, ParseFailure& fail, const std::string& key, const JsonLimits& limits, bool tolerant,
+               const std::function<void(const JsonValue&, size_t)>& each_item)
+      : src_(src),
+        fail_(fail),
+        key_(key),
+        items_depth_(key.empty() ? 1 : 2),
+        max_depth_(limits.max_depth),
+        tolerant_(tolerant),
+        item_(fail, limits.max_depth > items_depth_ ? limits.max_depth - items_depth_ : 0),
+        each_(each_item) {}
+
+  bool null() { return !in_item() || scalar_item(item_.null()); }
+  bool boolean(bool b) { return !in_item() || scalar_item(item_.boolean(b)); }
+  bool number_integer(number_integer_t v) { return !in_item() || scalar_item(item_.number_integer(v)); }
+  bool number_unsigned(number_unsigned_t v) { return !in_item() || scalar_item(item_.number_unsigned(v)); }
+  bool number_float(number_float_t v, const string_t& s) { return !in_item() || scalar_item(item_.number_float(v, s)); }
+  bool string(string_t& s) { return !in_item() || scalar_item(item_.string(s)); }
+  bool binary(binary_t&) { return true; }
+  bool start_object(std::size_t n) {
+    if (in_item()) return container_item(item_.start_object(n));
+    if (depth_ == 0 && items_depth_ == 1) return fail_.fail_here("expected a JSON array");
+    return descend();
+  }
+  bool start_array(std::size_t n) {
+    if (in_item()) return container_item(item_.start_array(n));
+    if (depth_ == 0 && items_depth_ == 2) return fail_.fail_here("expected a JSON object");
+    if (depth_ + 1 == items_depth_ && (items_depth_ == 1 || next_is_items_)) {
+      in_items_ = result_.found = true;
+      prev_end_ = src_.offset();
+    }
+    return descend();
+  }
+  bool end_object() {
+    if (item_open_) return item(item_.end_object());
+    --depth_;
+    return true;
+  }
+  bool end_array() {
+    if (item_open_) return item(item_.end_array());
+    if (in_items_ && depth_ == items_depth_) in_items_ = false;
+    --depth_;
+    return true;
+  }
+  bool key(string_t& k) {
+    if (item_open_) return item_.key(k);
+    if (depth_ != 1 || items_depth_ != 2) return true;
+    if (!root_keys_.insert(k).second) return fail_.fail_here("duplicate key " + string_literal(k));
+    next_is_items_ = k == key_;
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string& last_token, const nlohmann::detail::exception& ex) {
+    if (tolerant_ && in_items_) {
+      if (fail_.offset_of(position) >= src_.size() && src_.at_end()) {
+        result_.cut_short = true;  // a killed writer's last item, or no ']'
+        return false;
+      }
+      // The token text holds what was read since the last value; a ']' ends it here.
+      if (!item_open_ && depth_ == items_depth_ && !last_token.empty() && last_token.back() == ']') {
+        closed_after_comma_ = true;  // "[ a, b, ]"
+        return false;
+      }
+    }
+    return fail_.library_error(position, ex);
+  }
+
+  JsonItems result() const { return result_; }
+  bool closed_after_comma() const { return closed_after_comma_; }
+
+ private:
+  // At the items' own level, or inside an item being built.
+  bool in_item() const { return item_open_ || (in_items_ && depth_ == items_depth_); }
+  bool container_item(bool ok) {
+    if (!item_open_) item_start_ = src_.offset() - 1;  // the '{' or '[' just read
+    return item(ok);
+  }
+  bool scalar_item(bool ok) {
+    if (!item_open_) item_start_ = scalar_start();
+    return item(ok);
+  }
+  // After an event went to the item's builder: a finished item goes to each_item.
+  bool item(bool ok) {
+    if (!ok) return false;
+    item_open_ = !item_.done();
+    if (!item_open_) {
+      each_(item_.value(), item_start_);
+      prev_end_ = src_.offset();
+    }
+    return true;
+  }
+  // A scalar item's first byte: the parser has read past it, so look again at what followed
+  // the previous item (rare: traces hold objects).
+  size_t scalar_start() const {
+    const std::string b = src_.bytes(prev_end_, src_.offset());
+    size_t i = 0;
+    while (i < b.size() && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r' || b[i] == ',')) ++i;
+    return prev_end_ + i;
+  }
+  bool descend() {
+    if (++depth_ > max_depth_) return fail_.fail_here("nesting deeper than " + std::to_string(max_depth_) + " levels");
+    if (depth_ == 2) next_is_items_ = false;
+    return true;
+  }
+
+  ByteSource& src_;
+  ParseFailure& fail_;
+  const std::string& key_;
+  const size_t items_depth_, max_depth_;
+  const bool tolerant_;
+  TreeBuilder item_;
+  const std::function<void(const JsonValue&, size_t)>& each_;
+  size_t depth_ = 0;  // containers open around the parser, an item's own excluded
+  bool next_is_items_ = false, in_items_ = false, item_open_ = false, closed_after_comma_ = false;
+  size_t item_start_ = 0, prev_end_ = 0;
+  JsonItems result_;
+  std::unordered_set<std::string> root_keys_;
+};
+
+void print_to(const JsonValue& v, std::string& out) {
   switch (v.kind) {
     case JsonValue::Kind::Null:
       out += "null";
@@ -403,13 +346,13 @@ void print(const JsonValue& v, std::string& out) {
       out += v.text;
       break;
     case JsonValue::Kind::String:
-      print_string(v.text, out);
+      out += string_literal(v.text);
       break;
     case JsonValue::Kind::Array:
       out += '[';
       for (size_t k = 0; k < v.items.size(); ++k) {
         if (k) out += ',';
-        print(v.items[k], out);
+        print_to(v.items[k], out);
       }
       out += ']';
       break;
@@ -417,37 +360,51 @@ void print(const JsonValue& v, std::string& out) {
       out += '{';
       for (size_t k = 0; k < v.members.size(); ++k) {
         if (k) out += ',';
-        print_string(v.members[k].first, out);
+        out += string_literal(v.members[k].first);
         out += ':';
-        print(v.members[k].second, out);
+        print_to(v.members[k].second, out);
       }
       out += '}';
       break;
   }
 }
 
-}  // namespace
-
-JsonValue parse_json_at(const std::string& text, size_t& pos, const JsonLimits& limits) {
-  check_size(text, limits);
-  Parser p(text, pos, limits);
-  JsonValue v = p.value(0);
-  pos = p.pos();
-  return v;
+JsonValue read_value(ByteSource& src, const JsonLimits& limits) {
+  ParseFailure fail(src, src.offset());
+  TreeBuilder b(fail, limits.max_depth);
+  if (!njson::sax_parse(src.begin(), ByteSource::end(), &b, njson::input_format_t::json, true)) fail.raise();
+  return b.take();
 }
 
+}  // namespace
+
 JsonValue parse_json(const std::string& text, const JsonLimits& limits) {
-  check_size(text, limits);
-  Parser p(text, 0, limits);
-  JsonValue v = p.value(0);
-  p.skip();
-  if (p.pos() < text.size())
-    p.fail("unexpected " + describe_byte(static_cast<unsigned char>(text[p.pos()])) + " after the value");
-  return v;
+  if (text.size() > limits.max_bytes)
+    throw JsonError(
+        1, 1,
+        "input of " + std::to_string(text.size()) + " bytes is over the limit of " + std::to_string(limits.max_bytes),
+        false);
+  ByteSource src(text);
+  return read_value(src, limits);
+}
+
+JsonItems read_json_items(ByteSource& src, const std::string& key, const JsonLimits& limits, bool tolerant,
+                          const std::function<void(const JsonValue&, size_t)>& each_item) {
+  ParseFailure fail(src, src.offset());
+  ItemStreamer s(src, fail, key, limits, tolerant, each_item);
+  if (njson::sax_parse(src.begin(), ByteSource::end(), &s, njson::input_format_t::json, true)) return s.result();
+  if (s.result().cut_short) return s.result();
+  if (!s.closed_after_comma()) fail.raise();
+  src.skip_space();  // after the ']' that closed "[ a, ]"
+  if (!src.at_end()) {
+    fail.set(src.offset(), "unexpected text after the closing ']'");
+    fail.raise();
+  }
+  return s.result();
 }
 
 std::string json_to_text(const JsonValue& v) {
   std::string out;
-  print(v, out);
+  print_to(v, out);
   return out;
 }

@@ -1,13 +1,19 @@
-// json: a small strict JSON parser (RFC 8259) for the report's inputs: a pure function from text
-// to a value tree. Errors are thrown as JsonError with one line "line L, column C: reason"
-// (1-based, columns in bytes). Limits: nesting depth and input size, both checked before any
-// work that depends on them, so hostile input costs at most linear time and memory.
+// json: the report's JSON layer over nlohmann/json (Debian's nlohmann-json3-dev, header-only, so
+// nothing is added at run time): its strict SAX parser (RFC 8259) builds a small value tree, one
+// JsonValue, which the readers query. Errors are thrown as JsonError with one line "line L,
+// column C: reason" (1-based, columns in bytes; nlohmann's byte position turned into line and
+// column). On top of the library's grammar: a nesting-depth limit (checked as the parser
+// descends, so hostile input costs linear time and bounded memory), duplicate keys in an object
+// are an error, and numbers keep the token as written ("1.0" stays "1.0").
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "reporting/byte_source.h"
 
 struct JsonError : std::runtime_error {
   JsonError(int line, int column, const std::string& reason, bool at_end);
@@ -18,7 +24,7 @@ struct JsonError : std::runtime_error {
 
 struct JsonLimits {
   size_t max_depth = 64;          // arrays/objects nested deeper are an error
-  size_t max_bytes = 256u << 20;  // larger inputs are an error
+  size_t max_bytes = 256u << 20;  // parse_json: longer text is an error
 };
 
 struct JsonValue {
@@ -41,13 +47,23 @@ struct JsonValue {
 // Parses text that must hold exactly one JSON value (whitespace around it allowed).
 JsonValue parse_json(const std::string& text, const JsonLimits& limits = {});
 
-// Parses one value starting at byte pos (leading whitespace skipped) and returns it; pos is left
-// just after the value. For streams of values (a trace file's array read element by element).
-// Positions in errors count from the start of text.
-JsonValue parse_json_at(const std::string& text, size_t& pos, const JsonLimits& limits = {});
+// How read_json_items' stream of items ended.
+struct JsonItems {
+  bool found = false;      // the items array was there
+  bool cut_short = false;  // the input ended inside it (tolerant reading only)
+};
 
-// Compact JSON text of a value (numbers as written, strings re-escaped); parse_json of it gives
-// back the same tree.
+// Streams the items of an array out of src without keeping them: of the array src holds (key
+// empty), or of the array that is the member `key` of the object src holds (its other members are
+// read and dropped). each_item gets every item in order with the offset of its first byte. A
+// missing member is found == false; text that is not one such JSON value is a JsonError.
+// tolerant: read what a killed writer left: the input may end anywhere inside the items array (the
+// item being read is dropped; cut_short says so), and a ',' may come right before its ']'.
+JsonItems read_json_items(ByteSource& src, const std::string& key, const JsonLimits& limits, bool tolerant,
+                          const std::function<void(const JsonValue&, size_t)>& each_item);
+
+// Compact JSON text of a value (numbers as written, strings escaped by nlohmann's serializer);
+// parse_json of it gives back the same tree.
 std::string json_to_text(const JsonValue& v);
 
 // Skips JSON whitespace (space, tab, CR, LF) from pos.

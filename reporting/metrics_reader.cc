@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "reporting/byte_source.h"
 #include "reporting/file_io.h"
 #include "reporting/json.h"
 
@@ -197,42 +198,27 @@ void add_record(Metrics& m, const JsonValue& v, const std::string& type, const s
   // Any other type: a newer writer's record, ignored.
 }
 
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) nl = text.size();
-    std::string line = text.substr(pos, nl - pos);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
-    pos = nl + 1;
-  }
-  return lines;
-}
-
 bool blank(const std::string& s) { return json_skip_space(s, 0) == s.size(); }
 
-}  // namespace
-
-Metrics parse_metrics_text(const std::string& text, const std::string& filename) {
+// The records line by line as they are read: only the current line is in memory.
+Metrics parse_metrics(ByteSource& src, const std::string& filename) {
   const std::string not_ours = filename + ": not a baresgd metrics file (first line is not its header)";
-  const std::vector<std::string> lines = split_lines(text);
-  const bool last_is_whole = !text.empty() && text.back() == '\n';
   JsonLimits limits;
   limits.max_depth = 16;
   limits.max_bytes = 16u << 20;
   Metrics m;
   bool have_header = false;
-  for (size_t n = 0; n < lines.size(); ++n) {
+  std::string line;
+  bool ended = false;
+  for (size_t n = 0; src.read_line(line, &ended); ++n) {
     const std::string where = filename + ":" + std::to_string(n + 1);
-    if (blank(lines[n])) continue;
+    if (blank(line)) continue;
     JsonValue v;
     try {
-      v = parse_json(lines[n], limits);
+      v = parse_json(line, limits);
     } catch (const JsonError& e) {
       if (!have_header) throw MetricsError(not_ours);
-      if (n + 1 == lines.size() && !last_is_whole && e.at_end) {
+      if (!ended && e.at_end) {
         m.warnings.push_back(where + ": last line is cut short (a killed run?); ignored");
         break;
       }
@@ -253,8 +239,17 @@ Metrics parse_metrics_text(const std::string& text, const std::string& filename)
   return m;
 }
 
+}  // namespace
+
+Metrics parse_metrics_text(const std::string& text, const std::string& filename) {
+  ByteSource src(text);
+  return parse_metrics(src, filename);
+}
+
 Metrics read_metrics_file(const std::string& path) {
-  std::string text, error;
-  if (!read_whole_file(path, kMaxFileBytes, text, error)) throw MetricsError(error);
-  return parse_metrics_text(text, path);
+  InputFile f;
+  std::string error;
+  if (!f.open(path, kMaxFileBytes, error)) throw MetricsError(error);
+  ByteSource src(f.fd(), f.size(), path);
+  return parse_metrics(src, path);
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "reporting/svg.h"
 
@@ -56,6 +57,18 @@ std::pair<double, double> step_extent(const Timeline& t, long step) {
   for (const TraceSlice& s : t.slices)
     if (s.step == step) lo = std::min(lo, s.ts_us), hi = std::max(hi, s.ts_us + s.dur_us);
   return {lo, hi};
+}
+
+// step_extent of every recorded step, in one pass over the slices.
+std::unordered_map<long, std::pair<double, double>> step_extents(const Timeline& t) {
+  std::unordered_map<long, std::pair<double, double>> out;
+  for (const TraceSlice& s : t.slices) {
+    if (s.step < 0) continue;
+    auto it = out.emplace(s.step, std::make_pair(s.ts_us, s.ts_us + s.dur_us)).first;
+    it->second.first = std::min(it->second.first, s.ts_us);
+    it->second.second = std::max(it->second.second, s.ts_us + s.dur_us);
+  }
+  return out;
 }
 
 // The file writes ts and dur in microseconds with 3 decimals: a slice that starts within this of
@@ -182,9 +195,10 @@ long default_lane_step(const Timeline& t) {
   const std::vector<long> steps = recorded_steps(t);
   if (steps.empty()) return -1;
   if (steps.size() == 1) return steps[0];
+  const std::unordered_map<long, std::pair<double, double>> extents = step_extents(t);
   std::vector<std::pair<double, long>> by_span;
   for (size_t i = 1; i < steps.size(); ++i) {
-    const auto e = step_extent(t, steps[i]);
+    const auto& e = extents.at(steps[i]);
     by_span.push_back({e.second - e.first, steps[i]});
   }
   std::stable_sort(by_span.begin(), by_span.end());

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
+#include "reporting/byte_source.h"
 #include "reporting/file_io.h"
 #include "reporting/json.h"
 
@@ -28,12 +30,13 @@ std::string string_or(const JsonValue& e, const char* key) {
 }
 
 // args as (key, text) pairs: strings decoded, numbers as written, anything else as JSON text.
-std::vector<std::pair<std::string, std::string>> args_of(const JsonValue& e) {
-  std::vector<std::pair<std::string, std::string>> out;
+TraceArgs args_of(const JsonValue& e) {
+  TraceArgs out;
   const JsonValue* args = e.find("args");
   if (!args || !args->is_object()) return out;
   for (const auto& m : args->members)
     out.push_back({m.first, m.second.is_string() || m.second.is_number() ? m.second.text : json_to_text(m.second)});
+  out.shrink_to_fit();
   return out;
 }
 
@@ -59,16 +62,16 @@ class Collector {
     }
     if (ph == "X") {
       s.dur_us = std::max(0.0, number_or(e, "dur", 0));
-      t_.slices.push_back(s);
+      t_.slices.push_back(std::move(s));
     } else if (ph == "B") {
-      open_[{s.pid, s.tid}].push_back(s);
+      open_[{s.pid, s.tid}].push_back(std::move(s));
     } else if (ph == "E") {
       auto& stack = open_[{s.pid, s.tid}];
       if (stack.empty()) return;  // an end whose begin was before --timeline-steps: ignored
       TraceSlice b = stack.back();
       stack.pop_back();
       b.dur_us = std::max(0.0, s.ts_us - b.ts_us);
-      t_.slices.push_back(b);
+      t_.slices.push_back(std::move(b));
     } else if (ph == "s" || ph == "f") {
       add_flow_end(e, s, ph == "s");
     } else if (ph == "M" && s.name == "process_name") {
@@ -105,108 +108,72 @@ class Collector {
 
   Timeline& t_;
   std::map<std::pair<long, long>, std::vector<TraceSlice>> open_;
-  std::map<std::string, TraceSlice> starts_, finishes_;  // flow ends still waiting for their other end
+  std::unordered_map<std::string, TraceSlice> starts_, finishes_;  // flow ends still waiting for their other end
 };
 
 [[noreturn]] void fail(const std::string& filename, const JsonError& e) {
   throw TimelineError(filename + ": not a trace file: " + e.what());
 }
 
-void check_event(const JsonValue& e, const std::string& text, size_t at, const std::string& filename) {
-  if (e.is_object()) return;
-  const auto lc = json_line_column(text, at);
-  throw TimelineError(filename + ": line " + std::to_string(lc.first) + ", column " + std::to_string(lc.second) +
-                      ": a trace event that is not a JSON object");
+// "HEAD line L, column C: reason" for byte `at` of the file (head: "FILE:" or "FILE: not a trace file:").
+[[noreturn]] void fail_at(const ByteSource& src, size_t at, const std::string& head, const std::string& reason) {
+  const auto lc = src.line_column(at);
+  throw TimelineError(head + " line " + std::to_string(lc.first) + ", column " + std::to_string(lc.second) + ": " +
+                      reason);
 }
 
-// "[ e, e, ..." element by element, tolerating a missing ']' after any element or comma.
-void read_array_form(const std::string& text, const std::string& filename, const JsonLimits& limits, Collector& c,
-                     Timeline& t) {
-  size_t pos = json_skip_space(text, 0) + 1;  // past '['
-  for (;;) {
-    pos = json_skip_space(text, pos);
-    if (pos >= text.size()) {
-      t.cut_short = true;
-      return;
-    }
-    if (text[pos] == ']') break;  // also "[ e, ]": a writer's trailing comma before the end
-    const size_t at = pos;
-    JsonValue e;
-    try {
-      e = parse_json_at(text, pos, limits);
-    } catch (const JsonError& err) {
-      if (!err.at_end) fail(filename, err);
-      t.cut_short = true;  // the last event was being written when the run was killed
-      return;
-    }
-    check_event(e, text, at, filename);
-    c.add(e);
-    pos = json_skip_space(text, pos);
-    if (pos >= text.size()) {
-      t.cut_short = true;
-      return;
-    }
-    if (text[pos] == ']') break;
-    if (text[pos] != ',') {
-      const auto lc = json_line_column(text, pos);
-      throw TimelineError(filename + ": not a trace file: line " + std::to_string(lc.first) + ", column " +
-                          std::to_string(lc.second) + ": expected ',' or ']' after an event");
-    }
-    ++pos;
-  }
-  pos = json_skip_space(text, pos + 1);
-  if (pos < text.size()) {
-    const auto lc = json_line_column(text, pos);
-    throw TimelineError(filename + ": not a trace file: line " + std::to_string(lc.first) + ", column " +
-                        std::to_string(lc.second) + ": text after the closing ']'");
-  }
-}
-
-void read_object_form(const std::string& text, const std::string& filename, const JsonLimits& limits, Collector& c) {
-  JsonValue doc;
+// The events, streamed out of the file one at a time: the array form "[ e, e, ..." (read as a
+// killed run leaves it too: no ']' after any event or comma, or a last event cut short), or the
+// object form {"traceEvents": [ e, ... ], ...}.
+void read_events(ByteSource& src, bool array_form, const std::string& filename, Collector& c, Timeline& t) {
+  JsonLimits limits;
+  limits.max_depth = 32;
+  JsonItems items;
   try {
-    doc = parse_json(text, limits);
+    items =
+        read_json_items(src, array_form ? "" : "traceEvents", limits, array_form, [&](const JsonValue& e, size_t at) {
+          if (!e.is_object()) fail_at(src, at, filename + ":", "a trace event that is not a JSON object");
+          c.add(e);
+        });
   } catch (const JsonError& e) {
     fail(filename, e);
   }
-  const JsonValue* events = doc.find("traceEvents");
-  if (!events || !events->is_array())
-    throw TimelineError(filename + ": not a trace file: the object has no \"traceEvents\" array");
-  for (const JsonValue& e : events->items) {
-    if (!e.is_object()) throw TimelineError(filename + ": not a trace file: a trace event that is not a JSON object");
-    c.add(e);
-  }
+  if (!items.found) throw TimelineError(filename + ": not a trace file: the object has no \"traceEvents\" array");
+  t.cut_short = items.cut_short;
 }
 
-}  // namespace
-
-Timeline parse_timeline_text(const std::string& text, const std::string& filename) {
-  JsonLimits limits;
-  limits.max_depth = 32;
-  limits.max_bytes = kMaxFileBytes;
+Timeline parse_timeline(ByteSource& src, const std::string& filename) {
   Timeline t;
   Collector c(t);
-  const size_t first = json_skip_space(text, 0);
-  if (first < text.size() && text[first] == '[')
-    read_array_form(text, filename, limits, c, t);
-  else if (first < text.size() && text[first] == '{')
-    read_object_form(text, filename, limits, c);
+  src.skip_space();
+  const int first = src.at_end() ? -1 : src.peek();
+  if (first == '[' || first == '{')
+    read_events(src, first == '[', filename, c, t);
   else
     throw TimelineError(filename + ": not a trace file (expected a JSON array or an object with \"traceEvents\")");
   c.finish();
   return t;
 }
 
+}  // namespace
+
+Timeline parse_timeline_text(const std::string& text, const std::string& filename) {
+  ByteSource src(text);
+  return parse_timeline(src, filename);
+}
+
 Timeline read_timeline_file(const std::string& path) {
-  std::string text, error;
-  if (!read_whole_file(path, kMaxFileBytes, text, error)) throw TimelineError(error);
-  return parse_timeline_text(text, path);
+  InputFile f;
+  std::string error;
+  if (!f.open(path, kMaxFileBytes, error)) throw TimelineError(error);
+  ByteSource src(f.fd(), f.size(), path);
+  return parse_timeline(src, path);
 }
 
 std::vector<long> recorded_steps(const Timeline& t) {
   std::vector<long> steps;
-  for (const TraceSlice& s : t.slices)
-    if (s.step >= 0) steps.push_back(s.step);
+  for (const TraceSlice& s : t.slices)  // a step's slices mostly come together: keep each run once
+    if (s.step >= 0 && (steps.empty() || steps.back() != s.step)) steps.push_back(s.step);
   std::sort(steps.begin(), steps.end());
   steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
   return steps;

@@ -4,10 +4,13 @@
 // form {"traceEvents":[...], ...}. Pure parser with a thin file shell; errors are TimelineError
 // with one line naming the file.
 #pragma once
+#include <deque>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "reporting/trace_args.h"
 
 struct TimelineError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -17,8 +20,8 @@ struct TraceSlice {
   long pid = 0, tid = 0;
   std::string name, cat;
   double ts_us = 0, dur_us = 0;
-  long step = -1;                                         // args.step, -1 when absent
-  std::vector<std::pair<std::string, std::string>> args;  // every arg as written, in file order
+  long step = -1;  // args.step, -1 when absent
+  TraceArgs args;  // every arg as written, in file order
 };
 
 // One "s" (send) event matched with the "f" (receive) of the same id: an arrow between tracks.
@@ -28,11 +31,12 @@ struct TraceFlow {
   double from_ts_us = 0, to_ts_us = 0;
 };
 
+// Slices and flows are deques: a large trace's millions of them grow without being copied.
 struct Timeline {
-  std::vector<TraceSlice> slices;                             // "X" events, and "B"/"E" pairs matched per thread
+  std::deque<TraceSlice> slices;                              // "X" events, and "B"/"E" pairs matched per thread
   std::map<long, std::string> process_names;                  // from "M" process_name events
   std::map<std::pair<long, long>, std::string> thread_names;  // (pid, tid) from "M" thread_name events
-  std::vector<TraceFlow> flows;                               // "s"/"f" pairs; an end without its other end is dropped
+  std::deque<TraceFlow> flows;                                // "s"/"f" pairs; an end without its other end is dropped
   size_t events = 0;                                          // trace events read (every phase)
   bool cut_short = false;                                     // the file ended inside the event array
   size_t unclosed = 0;                                        // "B" events with no "E" (dropped)

@@ -1,39 +1,16 @@
 // json_line: the JSON object builder behind the --metrics records.
 #include "src/json_line.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <cstdio>
 
+// The project's one string escaper (the trace writer's trace_quote is this too): nlohmann's
+// serializer, which escapes quotes, backslashes and control bytes and writes bytes that are not
+// UTF-8 as U+FFFD, so every line parses.
 std::string json_quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += char(c);
-        }
-    }
-  }
-  return out + "\"";
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 JsonLine& JsonLine::key(const char* name) {

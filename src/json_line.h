@@ -22,5 +22,6 @@ class JsonLine {
   std::string body_;
 };
 
-// s as a JSON string literal, quotes included.
+// s as a JSON string literal, quotes included (nlohmann's escaping; bytes that are not UTF-8
+// become U+FFFD).
 std::string json_quote(const std::string& s);

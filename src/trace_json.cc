@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <string_view>
 
+#include "src/json_line.h"
+
 namespace {
 
 struct KindInfo {
@@ -294,19 +296,4 @@ void append_us(std::string* out, int64_t ns) {
   *out += std::string_view(b, size_t(p - b));
 }
 
-std::string trace_quote(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char ch : s) {
-    if (ch == '"' || ch == '\\') {
-      o += '\\';
-      o += char(ch);
-    } else if (ch < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", ch);
-      o += b;
-    } else {
-      o += char(ch);
-    }
-  }
-  return o + "\"";
-}
+std::string trace_quote(const std::string& s) { return json_quote(s); }

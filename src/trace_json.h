@@ -46,5 +46,5 @@ uint64_t trace_flow_id(int call, int step, int sender, int receiver);
 const char* trace_algorithm_name(AllreduceAlgorithm a);
 // ns as microseconds with 3 decimals ("-1.250", "12.000").
 void append_us(std::string* out, int64_t ns);
-// s as a JSON string literal (quotes, escapes).
+// s as a JSON string literal (quotes, escapes): json_quote (src/json_line.h), the one escaper.
 std::string trace_quote(const std::string& s);

@@ -1,9 +1,11 @@
-// test_bench_build: `make bench`'s two programs (bench/kernel_bench.cc, bench/comm_bench.cc) still
-// compile against build/libbaresgd.a, so an interface change cannot leave the bench broken until
-// someone runs it (BENCH_BUILD_ONLY=1 bench/run_bench.sh builds them and stops).
+// test_bench_build: `make bench`'s programs (bench/kernel_bench.cc, bench/comm_bench.cc,
+// bench/report_input.cc) still compile against build/libbaresgd.a, so an interface change cannot
+// leave the bench broken until someone runs it (BENCH_BUILD_ONLY=1 bench/run_bench.sh builds them
+// and stops).
 // Env: BARESGD_SRC (the source tree; make test sets it), its optimized build in build/.
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <string>
 
 #include "tests/test_util.h"
@@ -15,7 +17,28 @@ TEST(BenchPrograms, CompileAgainstTheLibrary) {
   const std::string out = testutil::make_temp_dir("bench-build");
   auto r = testutil::run("cd '" + src + "' && BENCH_BUILD_ONLY=1 BENCH_OUT='" + out + "' bash bench/run_bench.sh", 600);
   EXPECT_EQ(r.status, 0) << r.err << testutil::run("cat '" + out + "'/build-*.log").out;
-  EXPECT_NE(r.err.find("built build/bench/kernel_bench and build/bench/comm_bench"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("built build/bench/kernel_bench, build/bench/comm_bench and build/bench/report_input"),
+            std::string::npos)
+      << r.err;
+  testutil::run("rm -rf '" + out + "'");
+}
+
+// The ./report rows' driver on a small run: the generated trace is read and the row says ok (its
+// seconds are `make bench`'s business, not a test's).
+TEST(BenchPrograms, ReportRowsRunOnASmallTimeline) {
+  const std::string src = testutil::env_or("BARESGD_SRC", ".");
+  const std::string out = testutil::make_temp_dir("bench-report");
+  auto r = testutil::run(
+      "cd '" + src + "' && BENCH_BUILD_ONLY=1 BENCH_OUT='" + out + "/build' bash bench/run_bench.sh && " +
+          "BENCH_REPORT_STEPS=40 BENCH_REPORT_RANKS=3 bash bench/report_bench.sh build/bench/report_input '" + out +
+          "/report'",
+      600);
+  EXPECT_EQ(r.status, 0) << r.err;
+  const std::regex row(R"(\n3 +40 +[0-9]+ +([0-9]+) +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+ ok\n)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, row)) << r.out << r.err;
+  // Per rank and step of a 3-rank ring: 16 slices and 8 flow ends, and metadata besides.
+  EXPECT_GT(std::stol(m[1]), 3 * 40 * 18);
   testutil::run("rm -rf '" + out + "'");
 }
 

@@ -10,6 +10,7 @@
 
 #include <regex>
 
+#include "reporting/byte_source.h"
 #include "reporting/html_report.h"
 #include "reporting/json.h"
 #include "reporting/metrics_reader.h"
@@ -86,8 +87,11 @@ TEST(Json, ParsesEveryKindOfValue) {
   EXPECT_EQ(a->items[5].kind, JsonValue::Kind::Null);
   EXPECT_EQ(v.find("b")->find("c")->text, "x\ty\"\\/");
   EXPECT_EQ(v.find("zzz"), nullptr);
-  EXPECT_EQ(json_to_text(v), "{\"a\":[1,-2.5e3,0.0,true,false,null],\"b\":{\"c\":\"x\\u0009y\\\"\\\\/\"}}");
+  // Strings re-escaped by nlohmann's serializer (a tab as \t, '/' as it is).
+  EXPECT_EQ(json_to_text(v), "{\"a\":[1,-2.5e3,0.0,true,false,null],\"b\":{\"c\":\"x\\ty\\\"\\\\/\"}}");
   EXPECT_EQ(json_to_text(parse_json(json_to_text(v))), json_to_text(v));
+  EXPECT_EQ(parse_json("18446744073709551615").text, "18446744073709551615");  // integers as written too
+  EXPECT_EQ(parse_json("-9223372036854775808").number, -9223372036854775808.0);
 }
 
 TEST(Json, UnicodeEscapes) {
@@ -96,48 +100,61 @@ TEST(Json, UnicodeEscapes) {
   EXPECT_EQ(parse_json("\"\\ud83d\\ude00\"").text, "\xf0\x9f\x98\x80");  // a surrogate pair
   EXPECT_EQ(parse_json("\"\\u0000\"").text, std::string(1, '\0'));
   EXPECT_EQ(parse_json("\"h\xc3\xa9llo\"").text, "h\xc3\xa9llo");  // raw UTF-8 passes
-  EXPECT_EQ(json_error("\"\\ud83d\""), "line 1, column 2: unpaired high surrogate in a \\u escape");
-  EXPECT_EQ(json_error("\"a\\ud83dxx\""), "line 1, column 3: unpaired high surrogate in a \\u escape");
-  EXPECT_EQ(json_error("\"\\ud83d\\n\""), "line 1, column 2: unpaired high surrogate in a \\u escape");
-  EXPECT_EQ(json_error("\"\\ud83d\\u0041\""), "line 1, column 2: unpaired high surrogate in a \\u escape");
-  EXPECT_EQ(json_error("\"\\ud83d"), "line 1, column 8: unexpected end of input after a high surrogate");
-  EXPECT_EQ(json_error("\"\\ude00\""), "line 1, column 2: unpaired low surrogate in a \\u escape");
-  EXPECT_EQ(json_error("\"\\u12G4\""), "line 1, column 6: expected 4 hex digits after \\u");
-  EXPECT_EQ(json_error("\"\xff\""), "line 1, column 2: invalid UTF-8 in a string");
-  EXPECT_EQ(json_error("\"\xc0\xaf\""), "line 1, column 2: invalid UTF-8 in a string");      // overlong '/'
-  EXPECT_EQ(json_error("\"\xed\xa0\x80\""), "line 1, column 2: invalid UTF-8 in a string");  // a raw surrogate
+  const std::string high = "invalid string: surrogate U+D800..U+DBFF must be followed by U+DC00..U+DFFF";
+  EXPECT_EQ(json_error("\"\\ud83d\""),
+            "line 1, column 8: syntax error while parsing value - " + high + "; last read: '\"\\ud83d\"'");
+  EXPECT_EQ(json_error("\"a\\ud83dxx\""),
+            "line 1, column 9: syntax error while parsing value - " + high + "; last read: '\"a\\ud83dx'");
+  EXPECT_EQ(json_error("\"\\ude00\""),
+            "line 1, column 7: syntax error while parsing value - invalid string: surrogate U+DC00..U+DFFF must "
+            "follow U+D800..U+DBFF; last read: '\"\\ude00'");
+  EXPECT_EQ(json_error("\"\\u12G4\""),
+            "line 1, column 6: syntax error while parsing value - invalid string: '\\u' must be followed by 4 hex "
+            "digits; last read: '\"\\u12G'");
+  for (const std::string bad :
+       {"\"\xff\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\""})  // a stray byte, overlong '/', a raw surrogate
+    EXPECT_NE(json_error(bad).find("invalid string: ill-formed UTF-8 byte"), std::string::npos) << json_error(bad);
 }
 
+// Every message is "line L, column C: reason" with the position counted over the whole input
+// (nlohmann's byte position turned into line and column) and the library's reason.
 TEST(Json, InvalidInputGivesExactMessages) {
+  const std::string value = "syntax error while parsing value - ";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"", "line 1, column 1: unexpected end of input, expected a value"},
-      {"{\"a\":1,}", "line 1, column 8: unexpected '}', expected a key in quotes"},
-      {"[1 2]", "line 1, column 4: unexpected '2', expected ',' or ']'"},
-      {"{\"a\" 1}", "line 1, column 6: unexpected '1', expected ':' after a key"},
-      {"{\"a\":1 \"b\":2}", "line 1, column 8: unexpected '\"', expected ',' or '}'"},
-      {"[\n  01]", "line 2, column 4: leading zero in a number"},
-      {"[1.]", "line 1, column 4: expected a digit after '.' in a number"},
-      {"-x", "line 1, column 2: expected a digit in a number"},
-      {"1e+", "line 1, column 4: unexpected end of input in a number"},
-      {"1e999", "line 1, column 1: number out of range"},
-      {"\"abc", "line 1, column 5: unexpected end of input in a string"},
-      {"tru", "line 1, column 1: unexpected end of input in 'true'"},
-      {"nul!", "line 1, column 1: invalid literal, expected 'null'"},
-      {"\"a\x01\"", "line 1, column 3: control character byte 0x01 in a string (escape it)"},
-      {"\"\\q\"", "line 1, column 2: invalid escape '\\q' in a string"},
-      {"\"\\\n\"", "line 1, column 2: invalid escape: a backslash then byte 0x0a in a string"},
-      {"{\"a\":1,\"a\":2}", "line 1, column 8: duplicate key \"a\""},
-      {"{\"a\\n\\\"\":1,\"a\\n\\\"\":2}", "line 1, column 12: duplicate key \"a\\u000a\\\"\""},
-      {"[1] x", "line 1, column 5: unexpected 'x' after the value"},
-      {"{\n\"a\":\n@}", "line 3, column 1: unexpected '@', expected a value"},
-      {"'a'", "line 1, column 1: unexpected ''', expected a value"},
-      {"[1,", "line 1, column 4: unexpected end of input, expected a value"},
+      {"", "line 1, column 1: " + value + "unexpected end of input; expected '[', '{', or a literal"},
+      {"{\"a\":1,}",
+       "line 1, column 8: syntax error while parsing object key - unexpected '}'; expected string literal"},
+      {"[1 2]", "line 1, column 4: syntax error while parsing array - unexpected number literal; expected ']'"},
+      {"{\"a\" 1}",
+       "line 1, column 6: syntax error while parsing object separator - unexpected number literal; expected ':'"},
+      {"[\n  01]", "line 2, column 4: syntax error while parsing array - unexpected number literal; expected ']'"},
+      {"[1.]", "line 1, column 4: " + value + "invalid number; expected digit after '.'; last read: '1.]'"},
+      {"1e+", "line 1, column 4: " + value + "invalid number; expected digit after exponent sign; last read: '1e+'"},
+      {"1e999", "line 1, column 5: number overflow parsing '1e999'"},
+      {"\"abc", "line 1, column 5: " + value + "invalid string: missing closing quote; last read: '\"abc'"},
+      {"nul!", "line 1, column 4: " + value + "invalid literal; last read: 'nul!'"},
+      {"\"a\x01\"", "line 1, column 3: " + value +
+                        "invalid string: control character U+0001 (SOH) must be escaped to \\u0001; last read: "
+                        "'\"a<U+0001>'"},
+      {"\"\\q\"",
+       "line 1, column 3: " + value + "invalid string: forbidden character after backslash; last read: '\"\\q'"},
+      {"\"\\\n\"",
+       "line 1, column 3: " + value + "invalid string: forbidden character after backslash; last read: '\"\\<U+000A>'"},
+      {"{\"a\":1,\"a\":2}", "line 1, column 10: duplicate key \"a\""},
+      {"{\"a\\n\\\"\":1,\"a\\n\\\"\":2}", "line 1, column 18: duplicate key \"a\\n\\\"\""},
+      {"[1] x", "line 1, column 5: " + value + "invalid literal; last read: '1] x'; expected end of input"},
+      {"{\n\"a\":\n@}", "line 3, column 1: " + value + "invalid literal; last read: '\"a\":<U+000A>@'"},
+      {"[1,", "line 1, column 4: " + value + "unexpected end of input; expected '[', '{', or a literal"},
   };
   for (const auto& c : cases) EXPECT_EQ(json_error(c.first), c.second) << "input: " << c.first;
+  // A long token is quoted cut short, so the message stays a readable line.
+  const std::string long_error = json_error("\"" + std::string(5000, 'x'));
+  EXPECT_LT(long_error.size(), 300u) << long_error;
+  EXPECT_EQ(long_error.find('\n'), std::string::npos);
 }
 
 TEST(Json, CutShortInputIsMarkedAtEnd) {
-  for (const std::string text : {"{\"a\":", "[1, 2", "\"abc", "{\"a\":[{\"b\":tr"}) {
+  for (const std::string text : {"{\"a\":", "[1, 2", "\"abc", "{\"a\":[{\"b\":tr", "tru", "1e+"}) {
     try {
       parse_json(text);
       ADD_FAILURE() << text;
@@ -145,10 +162,13 @@ TEST(Json, CutShortInputIsMarkedAtEnd) {
       EXPECT_TRUE(e.at_end) << text << ": " << e.what();
     }
   }
-  try {
-    parse_json("[1 2]");
-  } catch (const JsonError& e) {
-    EXPECT_FALSE(e.at_end);
+  for (const std::string text : {"[1 2]", "nul!", "[1] x"}) {
+    try {
+      parse_json(text);
+      ADD_FAILURE() << text;
+    } catch (const JsonError& e) {
+      EXPECT_FALSE(e.at_end) << text << ": " << e.what();
+    }
   }
 }
 
@@ -157,9 +177,8 @@ TEST(Json, DepthAndSizeLimits) {
   EXPECT_NO_THROW(parse_json(ok));
   const std::string deep = std::string(65, '[') + std::string(65, ']');
   EXPECT_EQ(json_error(deep), "line 1, column 65: nesting deeper than 64 levels");
-  // A hostile depth stops at the limit instead of exhausting the stack.
+  // A hostile depth stops at the limit, long before the end of the input.
   EXPECT_EQ(json_error(std::string(1000000, '[')), "line 1, column 65: nesting deeper than 64 levels");
-  EXPECT_EQ(json_error(std::string(40, '{')), "line 1, column 2: unexpected '{', expected a key in quotes");
   JsonLimits small;
   small.max_depth = 2;
   small.max_bytes = 16;
@@ -167,15 +186,43 @@ TEST(Json, DepthAndSizeLimits) {
   EXPECT_EQ(json_error("[1,2,3,4,5,6,7,8,9]", small), "line 1, column 1: input of 19 bytes is over the limit of 16");
 }
 
-TEST(Json, ParseAtReadsOneValueOfAStream) {
-  const std::string text = "[ {\"a\":1} , {\"b\":2} ";
-  size_t pos = 1;
-  const JsonValue first = parse_json_at(text, pos);
-  EXPECT_EQ(json_to_text(first), "{\"a\":1}");
-  EXPECT_EQ(text[json_skip_space(text, pos)], ',');
-  pos = json_skip_space(text, pos) + 1;
-  EXPECT_EQ(json_to_text(parse_json_at(text, pos)), "{\"b\":2}");
-  EXPECT_EQ(json_line_column("ab\ncd", 4), std::make_pair(2, 2));
+// read_json_items: the elements of the top array, or of an object's member, one at a time, each
+// with the offset of its first byte.
+std::vector<std::pair<std::string, size_t>> items_of(const std::string& text, const std::string& key, bool tolerant,
+                                                     JsonItems* result = nullptr) {
+  std::vector<std::pair<std::string, size_t>> out;
+  ByteSource src(text);
+  const JsonItems r = read_json_items(src, key, {}, tolerant, [&](const JsonValue& v, size_t at) {
+    out.push_back({json_to_text(v), at});
+  });
+  if (result) *result = r;
+  return out;
+}
+
+TEST(Json, ItemsAreStreamedWithTheirOffsets) {
+  using Items = std::vector<std::pair<std::string, size_t>>;
+  EXPECT_EQ(items_of("[ {\"a\":1} ,\n 3, \"s\", [2]]", "", false),
+            (Items{{"{\"a\":1}", 2}, {"3", 13}, {"\"s\"", 16}, {"[2]", 21}}));
+  JsonItems r;
+  EXPECT_EQ(items_of("{\"x\":[1,[2]],\"events\":[{\"b\":2}],\"y\":{}}", "events", false, &r),
+            (Items{{"{\"b\":2}", 23}}));
+  EXPECT_TRUE(r.found);
+  EXPECT_EQ(items_of("{\"x\":1}", "events", false, &r), Items{});
+  EXPECT_FALSE(r.found);
+  EXPECT_THROW(items_of("{\"events\":[],\"events\":[]}", "events", false), JsonError);
+  // A killed writer's array: no ']' after an item or a comma, a last item cut short, a comma
+  // before the ']'. Only when tolerant.
+  for (const std::string text : {"[{\"a\":1},", "[{\"a\":1}", "[{\"a\":1},\n{\"b\":", "[{\"a\":1}, ]\n"}) {
+    EXPECT_EQ(items_of(text, "", true, &r), (Items{{"{\"a\":1}", 1}})) << text;
+    EXPECT_EQ(r.cut_short, text.back() != '\n') << text;
+    EXPECT_THROW(items_of(text, "", false), JsonError) << text;
+  }
+  try {
+    items_of("[{\"a\":1}, ]\n x", "", true);
+    ADD_FAILURE();
+  } catch (const JsonError& e) {
+    EXPECT_STREQ(e.what(), "line 2, column 2: unexpected text after the closing ']'");
+  }
 }
 
 // ---- metrics reader -----------------------------------------------------------------------------
@@ -224,7 +271,8 @@ TEST(MetricsReader, BadLineIsNamedByFileAndLine) {
   const std::string head = report_samples::header_line(2, {"a", "b"});
   const std::string step = report_samples::step_lines(2, 1, 0, 0);  // two lines
   EXPECT_EQ(metrics_error(head + step + "{\"type\":\"step\",\"epoch\":1 oops}\n"),
-            "m.jsonl:4: not JSON: column 26: unexpected 'o', expected ',' or '}'");
+            "m.jsonl:4: not JSON: column 26: syntax error while parsing object - invalid literal; last read: '1 o'; "
+            "expected '}'");
   EXPECT_EQ(metrics_error(head + "[1,2]\n"), "m.jsonl:2: not a metrics record (expected a JSON object)");
   EXPECT_EQ(metrics_error(head + "{\"epoch\":1}\n"), "m.jsonl:2: record has no \"type\" string");
   std::string no_loss = step.substr(0, step.find('\n') + 1);
@@ -263,7 +311,8 @@ TEST(MetricsReader, CutShortLastLineOfAKilledRunIsAWarning) {
   EXPECT_EQ(m.warnings[0], "m.jsonl:4: last line is cut short (a killed run?); ignored");
   // The same text followed by a newline is a whole line, so it is an error.
   EXPECT_EQ(metrics_error(head + step + "{\"type\":\"step\",\"epoch\":1,\"ba\n"),
-            "m.jsonl:4: not JSON: column 29: unexpected end of input in a string");
+            "m.jsonl:4: not JSON: column 29: syntax error while parsing object key - invalid string: missing closing "
+            "quote; last read: '\"ba'; expected string literal");
 }
 
 TEST(MetricsReader, UnreadableFileIsNamed) {
@@ -277,7 +326,7 @@ TEST(MetricsReader, UnreadableFileIsNamed) {
     read_metrics_file("/tmp");
     ADD_FAILURE();
   } catch (const MetricsError& e) {
-    EXPECT_STREQ(e.what(), "cannot read /tmp: Is a directory");
+    EXPECT_STREQ(e.what(), "cannot read /tmp: it is a directory, not a regular file");
   }
 }
 
@@ -330,12 +379,19 @@ TEST(ReportTimeline, NotATraceIsNamed) {
   };
   EXPECT_EQ(error("hello"), "t.json: not a trace file (expected a JSON array or an object with \"traceEvents\")");
   EXPECT_EQ(error("[{\"ph\":\"X\"} {\"ph\":\"X\"}]"),
-            "t.json: not a trace file: line 1, column 13: expected ',' or ']' after an event");
+            "t.json: not a trace file: line 1, column 13: syntax error while parsing array - unexpected '{'; expected "
+            "']'");
   EXPECT_EQ(error("[{\"ph\":\"X\"}, 3]"), "t.json: line 1, column 14: a trace event that is not a JSON object");
   EXPECT_EQ(error("{\"a\":1}"), "t.json: not a trace file: the object has no \"traceEvents\" array");
   EXPECT_EQ(error("[{\"ph\":\"X\",}]"),
-            "t.json: not a trace file: line 1, column 12: unexpected '}', expected a key in quotes");
-  EXPECT_EQ(error("[] x"), "t.json: not a trace file: line 1, column 4: text after the closing ']'");
+            "t.json: not a trace file: line 1, column 12: syntax error while parsing object key - unexpected '}'; "
+            "expected string literal");
+  EXPECT_EQ(error("[] x"),
+            "t.json: not a trace file: line 1, column 4: syntax error while parsing value - invalid literal; last "
+            "read: '[] x'; expected end of input");
+  EXPECT_EQ(error("[{\"ph\":\"X\"},\n ] x"),
+            "t.json: not a trace file: line 2, column 4: unexpected text after the closing ']'");
+  EXPECT_EQ(error("{\"traceEvents\":[{},\n 7]}"), "t.json: line 2, column 2: a trace event that is not a JSON object");
 }
 
 // ---- the page -------------------------------------------------------------------------------------
@@ -467,6 +523,48 @@ TEST(Report, CommandErrorsNameTheFile) {
   testutil::run("rm -rf '" + f.dir + "'");
 }
 
+// A FIFO (with no writer: opening it to read would block), a directory and a device are refused
+// by what they are, with one line, as the metrics file and as the timeline; nothing hangs (each
+// run has a deadline, and a hang fails the test).
+TEST(Report, NonRegularInputsAreRefusedWithOneLine) {
+  const Files f = sample_files(2, {});
+  const std::string fifo = f.dir + "/run.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::vector<std::pair<std::string, std::string>> inputs = {
+      {fifo, "a FIFO"}, {f.dir, "a directory"}, {"/dev/null", "a character device"}};
+  for (const auto& in : inputs) {
+    const std::string want = "report: cannot read " + in.first + ": it is " + in.second + ", not a regular file\n";
+    for (const std::string& args : {in.first + " -o " + f.html, f.metrics + " " + in.first + " -o " + f.html}) {
+      const testutil::RunResult r = testutil::run(report_bin() + " " + args, 60);
+      ASSERT_FALSE(r.timed_out) << "report hung on " << args;
+      EXPECT_EQ(r.status, 1) << args;
+      EXPECT_EQ(r.err, want) << args;
+    }
+  }
+  testutil::run("rm -rf '" + f.dir + "'");
+}
+
+// Bad JSON in an input file is named by file, line and column.
+TEST(Report, BadJsonIsNamedByFileLineAndColumn) {
+  const Files f = sample_files(2, {});
+  std::string trace = testutil::read_file(f.timeline);
+  const size_t third = trace.find('\n', trace.find('\n') + 1) + 1;  // the start of line 3
+  trace.insert(third + 6, "@");
+  testutil::write_file(f.timeline, trace);
+  testutil::RunResult r = testutil::run(report_bin() + " " + f.metrics + " " + f.timeline + " -o " + f.html);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err.find("report: " + f.timeline + ": not a trace file: line 3, column 7: syntax error"), 0u) << r.err;
+  EXPECT_EQ(count(r.err, "\n"), 1u) << r.err;
+  std::string metrics = testutil::read_file(f.metrics);
+  metrics.insert(metrics.find('\n') + 1 + 7, "}");  // line 2, column 8: {"type"}:"step",...
+  testutil::write_file(f.metrics, metrics);
+  r = testutil::run(report_bin() + " " + f.metrics + " -o " + f.html);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err.find("report: " + f.metrics + ":2: not JSON: column 8: syntax error"), 0u) << r.err;
+  EXPECT_EQ(count(r.err, "\n"), 1u) << r.err;
+  testutil::run("rm -rf '" + f.dir + "'");
+}
+
 TEST(Report, CommandUsageErrorsExitTwo) {
   const std::string bin = report_bin();
   testutil::RunResult r = testutil::run(bin);
@@ -581,6 +679,64 @@ TEST(ReportBrowser, DeliberateScriptErrorIsReported) {
   const std::vector<std::string> errors = console_errors(b.err);
   ASSERT_EQ(errors.size(), 1u) << b.err;
   EXPECT_NE(errors[0].find("Uncaught Error: deliberate report failure"), std::string::npos) << errors[0];
+  testutil::run("rm -rf '" + f.dir + "'");
+}
+
+// Every section of the page, each kind of record present (steps, tests, --inspect, Adasum, the
+// summary, a timeline), and the --section timeline page: chromium builds them all with no console
+// message (the page logs none, so any is a script error or an SVG attribute chromium rejects), and
+// every <section> and heading of the page is in the DOM it built.
+TEST(ReportBrowser, EverySectionLoadsWithNoConsoleErrors) {
+  SKIP_WITHOUT_CHROMIUM();
+  const Files f = sample_files(4, {0, 100});
+  std::string metrics = testutil::read_file(f.metrics);
+  std::string adasum;
+  for (int r = 0; r < 4; ++r)
+    adasum += "{\"type\":\"adasum\",\"step\":10,\"rank\":" + std::to_string(r) +
+              ",\"level\":0,\"layer\":\"fc1.weight\",\"a_coef\":0.5,\"b_coef\":0.5}\n";
+  metrics.insert(metrics.find('\n') + 1, adasum);
+  testutil::write_file(f.metrics, metrics);
+  for (const std::string& extra : {std::string(), std::string(" --section timeline")}) {
+    ASSERT_EQ(testutil::run(report_bin() + " " + f.metrics + " " + f.timeline + extra + " -o " + f.html).status, 0);
+    const std::string html = testutil::read_file(f.html);
+    if (extra.empty())
+      ASSERT_NE(html.find("id=\"adasum-table\""), std::string::npos) << "the Adasum section is missing";
+    const BrowserRun b = run_chromium(f.html, {"--dump-dom"});
+    ASSERT_FALSE(b.timed_out) << "chromium hung; stderr:\n" << b.err;
+    ASSERT_EQ(b.status, 0) << b.err;
+    EXPECT_EQ(console_errors(b.err), std::vector<std::string>{}) << extra << "\n" << b.err;
+    const std::string& dom = b.out;
+    EXPECT_GE(count(html, "<section"), extra.empty() ? 8u : 2u) << extra;
+    EXPECT_EQ(count(dom, "<section"), count(html, "<section")) << extra;
+    const std::regex heading("<h[23][^>]*>([^<]*)</h[23]>");
+    size_t headings = 0;
+    for (std::sregex_iterator it(html.begin(), html.end(), heading), end; it != end; ++it, ++headings)
+      EXPECT_NE(dom.find((*it)[1].str()), std::string::npos) << "heading missing from the DOM: " << (*it)[1].str();
+    EXPECT_GE(headings, extra.empty() ? 8u : 2u) << extra;
+    EXPECT_EQ(count(dom, "<svg"), count(html, "<svg")) << extra;
+    EXPECT_NE(dom.find("data-report-ready=\"1\""), std::string::npos) << extra << ": the page's script did not finish";
+  }
+  testutil::run("rm -rf '" + f.dir + "'");
+}
+
+// The console check catches what it is for: a console.error call and an SVG attribute chromium
+// rejects each give one line (the page's own script errors: DeliberateScriptErrorIsReported).
+TEST(ReportBrowser, DeliberateConsoleAndSvgErrorsAreReported) {
+  SKIP_WITHOUT_CHROMIUM();
+  const Files f = sample_files(2, {});
+  ASSERT_EQ(testutil::run(report_bin() + " " + f.metrics + " -o " + f.html).status, 0);
+  std::string html = testutil::read_file(f.html);
+  html.insert(html.find("</body>"),
+              "<svg width=\"9\" height=\"9\"><rect width=\"-1\" height=\"1\"/></svg>\n"
+              "<script>console.error('deliberate console error');</script>\n");
+  const std::string broken = f.dir + "/broken.html";
+  testutil::write_file(broken, html);
+  const BrowserRun b = run_chromium(broken, {"--dump-dom"});
+  ASSERT_FALSE(b.timed_out);
+  const std::vector<std::string> errors = console_errors(b.err);
+  ASSERT_EQ(errors.size(), 2u) << b.err;
+  EXPECT_NE(errors[0].find("<rect> attribute width: A negative value is not valid"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[1].find("deliberate console error"), std::string::npos) << errors[1];
   testutil::run("rm -rf '" + f.dir + "'");
 }
 

@@ -244,7 +244,7 @@ TEST(TimelineTrace, FormatsLinesAsJson) {
   EXPECT_EQ(s, "-1.250 12.000 0.007");
   EXPECT_EQ(trace_patch(1.5, -2).size(), trace_patch_size());
   EXPECT_EQ(trace_patch(NAN, NAN).size(), trace_patch_size());
-  EXPECT_EQ(trace_quote("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
+  EXPECT_EQ(trace_quote("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
   EXPECT_NE(trace_flow_id(3, 1, 0, 1), trace_flow_id(3, 1, 1, 0));
   EXPECT_LT(trace_flow_id(123456, 7, 3, 2), uint64_t(1) << 53);
   // one line of each kind parses, and the patch region replaced in place keeps it JSON

@@ -1,12 +1,13 @@
-// fuzz_json: libFuzzer target for ./report's strict JSON parser (reporting/json.h: parse_json,
-// parse_json_at, json_to_text).
+// fuzz_json: libFuzzer target for ./report's JSON layer over nlohmann/json (reporting/json.h:
+// parse_json, read_json_items, json_to_text).
 //
 // Input: byte 0 picks the limits (bit 0: a small depth limit of 4, else 64), the rest = the text.
 // Contract checked: parse_json returns or throws JsonError, nothing else; an error's message is
 // "line L, column C: reason" with L/C inside the text (C may be one past a line's end); an
 // accepted value is nested no deeper than the limit and prints (json_to_text) to text that parses
 // back to the same print; every string in it is valid UTF-8 (the printer copies bytes as they
-// are, so a bad byte would show up on the second parse); parse_json_at from 0 reads the same value.
+// are, so a bad byte would show up on the second parse); read_json_items of an accepted array gives
+// its items in order at offsets inside the text, and of any text returns or throws JsonError.
 //
 // Build: make fuzz (build-fuzz/fuzz_json); run: .ci/fuzz.sh
 #include <algorithm>
@@ -60,9 +61,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(!"json_to_text output must parse");
   }
   FUZZ_CHECK(json_to_text(again) == printed);
-  size_t pos = 0;
-  const JsonValue at = parse_json_at(text, pos, limits);
-  FUZZ_CHECK(json_to_text(at) == printed);
-  FUZZ_CHECK(json_skip_space(text, pos) == text.size());
+  if (v.is_array() && limits.max_depth > 1) {
+    size_t k = 0, last = 0;
+    ByteSource src(text);
+    read_json_items(src, "", limits, false, [&](const JsonValue& item, size_t at) {
+      FUZZ_CHECK(k < v.items.size() && json_to_text(item) == json_to_text(v.items[k]));
+      FUZZ_CHECK(at >= last && at < text.size());
+      last = at;
+      ++k;
+    });
+    FUZZ_CHECK(k == v.items.size());
+  }
+  for (bool tolerant : {false, true}) {
+    ByteSource src(text);
+    try {
+      read_json_items(src, tolerant ? "" : "k", limits, tolerant, [](const JsonValue&, size_t) {});
+    } catch (const JsonError& e) {
+      check_error(e, text);
+    }
+  }
   return 0;
 }
