@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "comm/library_versions.h"
+#include "src/comm_split.h"
 #include "src/json_line.h"
 #include "src/version.h"
 
@@ -59,7 +60,20 @@ std::string options_json(const Options& o) {
       .raw("inspect", inspect)
       .str("inspect_dump", o.inspect_dump)
       .integer("check_sync", o.check_sync)
-      .str("allreduce", o.allreduce);
+      .str("allreduce", o.allreduce)
+      .str("straggler", o.straggler)
+      .num("link_delay", o.link_delay_ms)
+      .str("link_bandwidth", o.link_bandwidth);
+  return j.object();
+}
+
+// The what-if switches in effect (emulations: docs/internals.md).
+std::string what_if_json(const MetricsHeader& h) {
+  JsonLine j;
+  j.integer("straggler_rank", h.straggler_rank)
+      .num("link_delay_ms", h.link_delay_ms)
+      .num("link_bytes_per_s", h.link_bytes_per_s)
+      .str("link", h.link_delay_ms > 0 || h.link_bytes_per_s > 0 ? "emulated (our algorithms' messages)" : "real");
   return j.object();
 }
 
@@ -74,16 +88,22 @@ std::string header_record(const MetricsHeader& h, const Options& o) {
       .str("backend", h.backend)
       .str("algorithm", h.algorithm)
       .strings("hosts", h.hosts)
+      .boolean("oversubscribed", h.oversubscribed)
+      .raw("what_if", what_if_json(h))
       .raw("versions", versions.object())
       .raw("flags", options_json(o));
   return j.object();
 }
 
 std::vector<std::string> step_records(const StepPosition& p, const std::vector<StepRecord>& ranks) {
-  double min_comm = ranks.empty() ? 0 : ranks[0].comm_s;
-  for (const StepRecord& r : ranks) min_comm = std::min(min_comm, r.comm_s);
+  int64_t first = ranks.empty() ? 0 : ranks[0].comm_begin_ns, last = first;
+  for (const StepRecord& r : ranks) {
+    first = std::min(first, r.comm_begin_ns);
+    last = std::max(last, r.comm_begin_ns);
+  }
   std::vector<std::string> out;
   for (const StepRecord& r : ranks) {
+    const CommSplit c = split_comm(CommSample{r.comm_begin_ns, r.comm_end_ns, r.on_cpu_ns, r.run_delay_ns}, last);
     JsonLine j;
     j.str("type", "step")
         .integer("epoch", p.epoch)
@@ -96,7 +116,12 @@ std::vector<std::string> step_records(const StepPosition& p, const std::vector<S
         .num("data_s", r.data_s)
         .num("compute_s", r.compute_s)
         .num("comm_s", r.comm_s)
-        .num("wait_s", r.comm_s - min_comm)
+        .num("wait_s", c.wait_ns * 1e-9)
+        .num("transfer_s", c.transfer_ns * 1e-9)
+        .num("descheduled_s", c.descheduled_ns * 1e-9)
+        .num("on_cpu_s", c.on_cpu_ns * 1e-9)
+        .num("run_delay_s", c.run_delay_ns * 1e-9)
+        .num("arrive_s", (r.comm_begin_ns - first) * 1e-9)
         .num("step_s", r.step_s)
         .num("samples_per_s", r.samples_per_s)
         .integer("allreduce_bytes", r.allreduce_bytes);
