@@ -17,8 +17,8 @@
 #include "comm/communicator.h"
 
 struct LinkEmulation {
-  double delay_s = 0;         // --link-delay
-  double bytes_per_s = 0;     // --link-bandwidth (0: no bandwidth limit)
+  double delay_s = 0;      // --link-delay
+  double bytes_per_s = 0;  // --link-bandwidth (0: no bandwidth limit)
   bool active() const { return delay_s > 0 || bytes_per_s > 0; }
   // How long a message of `bytes` is held: delay + bytes / rate.
   double hold_s(size_t bytes) const { return delay_s + (bytes_per_s > 0 ? double(bytes) / bytes_per_s : 0); }

@@ -73,10 +73,10 @@ std::string split_chart(const std::map<int, SplitMeans>& means) {
     double acc = 0;
     for (int k = 0; k < kParts; ++k) {
       const double v = kv.second.part[k] * 1e3;
-      body += svg_rect(x, f.py(acc + v), bar, f.py(acc) - f.py(acc + v), kPartColors[k],
-                       "class=\"bar " + std::string(kPartClasses[k]) + "\" data-rank=\"" + std::to_string(kv.first) +
-                           "\"",
-                       "rank " + std::to_string(kv.first) + " " + kPartNames[k] + ": " + format_number(v, 3) + " ms");
+      body +=
+          svg_rect(x, f.py(acc + v), bar, f.py(acc) - f.py(acc + v), kPartColors[k],
+                   "class=\"bar " + std::string(kPartClasses[k]) + "\" data-rank=\"" + std::to_string(kv.first) + "\"",
+                   "rank " + std::to_string(kv.first) + " " + kPartNames[k] + ": " + format_number(v, 3) + " ms");
       acc += v;
     }
     if (means.size() <= 32 || i % int((means.size() + 31) / 32) == 0)
@@ -112,7 +112,8 @@ std::string what_if_line(const ReportHeader& h) {
   if (h.straggler_rank >= 0) s += "--straggler slowed rank " + std::to_string(h.straggler_rank) + "'s compute. ";
   if (h.link_delay_ms > 0 || h.link_bytes_per_s > 0)
     s += "Our algorithms' messages went over an emulated link (--link-delay " + format_number(h.link_delay_ms) +
-         " ms, --link-bandwidth " + (h.link_bytes_per_s > 0 ? format_number(h.link_bytes_per_s / 1e6) + " MB/s" : "unlimited") +
+         " ms, --link-bandwidth " +
+         (h.link_bytes_per_s > 0 ? format_number(h.link_bytes_per_s / 1e6) + " MB/s" : "unlimited") +
          "): transfer includes the emulated hold. ";
   return s.empty() ? "" : p("caption what-if", "What-if: " + s);
 }
@@ -137,7 +138,8 @@ ArrivalTally tally_arrivals(const Metrics& m) {
     if (seen[size_t(r)] > 0) t.mean_arrive_s[size_t(r)] /= seen[size_t(r)];
   t.steps = int(last_of_step.size());
   for (const auto& kv : last_of_step) ++t.last_count[size_t(kv.second.first)];
-  if (t.steps > 0) t.most_often_last = int(std::max_element(t.last_count.begin(), t.last_count.end()) - t.last_count.begin());
+  if (t.steps > 0)
+    t.most_often_last = int(std::max_element(t.last_count.begin(), t.last_count.end()) - t.last_count.begin());
   return t;
 }
 
@@ -162,7 +164,8 @@ std::string step_split_section(const Metrics& m) {
 std::string arrival_section(const Metrics& m) {
   std::string s = "<section id=\"arrivals\">\n<h2>Who was late: arrival order at the gradient exchange</h2>\n";
   const ArrivalTally t = tally_arrivals(m);
-  if (t.steps == 0) return s + no_data("arrival-strip", "no step records with arrival times (arrive_s)") + "</section>\n";
+  if (t.steps == 0)
+    return s + no_data("arrival-strip", "no step records with arrival times (arrive_s)") + "</section>\n";
   const int w = int(t.last_count.size());
   std::map<int, std::vector<std::pair<double, int>>> order;  // step -> (arrive_s, rank), sorted
   for (const ReportStep& r : m.steps)
@@ -172,7 +175,10 @@ std::string arrival_section(const Metrics& m) {
   const double left = 80, top = 10, width = left + cell_w * double(order.size()) + 20, height = top + cell_h * w + 40;
   std::string svg = svg_begin("arrival-strip", width, height, "arrival order per logged step");
   for (int k = 0; k < w; ++k)
-    svg += svg_text(left - 6, top + cell_h * (k + 0.7), k == 0 ? "first" : k == w - 1 ? "last" : std::to_string(k + 1),
+    svg += svg_text(left - 6, top + cell_h * (k + 0.7),
+                    k == 0       ? "first"
+                    : k == w - 1 ? "last"
+                                 : std::to_string(k + 1),
                     "end", "class=\"tick\"");
   int col = 0;
   for (auto& [step, ranks] : order) {
@@ -182,8 +188,8 @@ std::string arrival_section(const Metrics& m) {
       svg += svg_rect(left + cell_w * col, top + cell_h * double(k), cell_w - 1, cell_h - 1, series_color(r),
                       "class=\"arrival\" data-rank=\"" + std::to_string(r) + "\"",
                       "step " + std::to_string(step) + ": rank " + std::to_string(r) + " arrived " +
-                          std::to_string(k + 1) + " of " + std::to_string(ranks.size()) + ", " +
-                          ms(ranks[k].first) + " after the first");
+                          std::to_string(k + 1) + " of " + std::to_string(ranks.size()) + ", " + ms(ranks[k].first) +
+                          " after the first");
       if (cell_w >= 12 && cell_h >= 12)
         svg += svg_text(left + cell_w * (col + 0.5) - 0.5, top + cell_h * (double(k) + 0.72), std::to_string(r),
                         "middle", "class=\"arrival-rank\" fill=\"#fff\" font-size=\"10\"");

@@ -13,8 +13,8 @@
 // arrivals (ties: the lower rank); most_often_last is -1 when there were none.
 struct ArrivalTally {
   int steps = 0;
-  std::vector<int> last_count;         // per rank
-  std::vector<double> mean_arrive_s;   // per rank: mean arrive_s (after the first rank)
+  std::vector<int> last_count;        // per rank
+  std::vector<double> mean_arrive_s;  // per rank: mean arrive_s (after the first rank)
   int most_often_last = -1;
 };
 ArrivalTally tally_arrivals(const Metrics& m);

@@ -20,7 +20,7 @@ CommSplit split_comm(const CommSample& s, int64_t latest_begin_ns) {
 namespace {
 
 std::atomic<bool> g_enabled{false};
-CommSample g_last;    // the Trainer's thread only
+CommSample g_last;  // the Trainer's thread only
 CpuTimes g_cpu_begin;
 
 int64_t steady_ns() {

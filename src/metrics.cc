@@ -88,10 +88,10 @@ std::string header_record(const MetricsHeader& h, const Options& o) {
       .str("backend", h.backend)
       .str("algorithm", h.algorithm)
       .strings("hosts", h.hosts)
-      .boolean("oversubscribed", h.oversubscribed)
-      .raw("what_if", what_if_json(h))
       .raw("versions", versions.object())
-      .raw("flags", options_json(o));
+      .raw("flags", options_json(o))
+      .boolean("oversubscribed", h.oversubscribed)
+      .raw("what_if", what_if_json(h));
   return j.object();
 }
 

@@ -32,8 +32,8 @@ double plain_decimal(const std::string& s) {
 // The unit part of a rate as bytes per second per unit, or 0 when it is not a known unit.
 double unit_bytes_per_s(const std::string& unit) {
   static const std::vector<std::pair<const char*, double>> units = {
-      {"bit", 1.0 / 8},  {"kbit", 1e3 / 8}, {"Kbit", 1e3 / 8}, {"Mbit", 1e6 / 8}, {"Gbit", 1e9 / 8},
-      {"B/s", 1},        {"kB/s", 1e3},     {"KB/s", 1e3},     {"MB/s", 1e6},     {"GB/s", 1e9},
+      {"bit", 1.0 / 8}, {"kbit", 1e3 / 8}, {"Kbit", 1e3 / 8}, {"Mbit", 1e6 / 8}, {"Gbit", 1e9 / 8},
+      {"B/s", 1},       {"kB/s", 1e3},     {"KB/s", 1e3},     {"MB/s", 1e6},     {"GB/s", 1e9},
   };
   std::string u = unit;  // "Mbit/s" and "Mbitps" are "Mbit"
   for (const char* tail : {"bit/s", "bitps"})
