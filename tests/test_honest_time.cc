@@ -41,10 +41,10 @@ size_t count_of(const std::string& text, const std::string& what) {
 
 // ./launch -np N --gloo ./train --max-steps STEPS --log-interval 1 ARGS; the run must succeed.
 RunResult train(int ranks, int steps, const std::string& args, const std::string& prefix = "") {
-  RunResult r = testutil::run(prefix + launch_bin() + " -np " + std::to_string(ranks) + " --gloo " + train_bin() +
-                                  " --network-interface lo --max-steps " + std::to_string(steps) +
-                                  " --log-interval 1 " + args,
-                              300);
+  RunResult r =
+      testutil::run(prefix + launch_bin() + " -np " + std::to_string(ranks) + " --gloo " + train_bin() +
+                        " --network-interface lo --max-steps " + std::to_string(steps) + " --log-interval 1 " + args,
+                    300);
   EXPECT_EQ(r.status, 0) << r.err;
   return r;
 }

@@ -58,7 +58,8 @@ TEST(WhatIfSpec, LinkDelayAndStraggler) {
   s = parse_straggler("0:x1000");
   EXPECT_EQ(s.rank, 0);
   EXPECT_DOUBLE_EQ(s.factor, 1000);
-  for (const char* bad : {"", ":", "1:", ":5", "1.5:5", "65536:1", "a:1", "1:x", "1:x0.5", "1:x1001", "1:60001", "1:5:6"})
+  for (const char* bad :
+       {"", ":", "1:", ":5", "1.5:5", "65536:1", "a:1", "1:x", "1:x0.5", "1:x1001", "1:60001", "1:5:6"})
     EXPECT_THROW(parse_straggler(bad), std::invalid_argument) << bad;
 }
 
@@ -73,7 +74,8 @@ TEST(CpuClock, SchedstatRunDelay) {
   volatile double x = 0;
   for (int i = 0; i < 2000000; ++i) x = x + i;
   const CpuTimes b = thread_cpu_times();
-  const int64_t wall = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - wall0).count();
+  const int64_t wall =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - wall0).count();
   EXPECT_GT(b.on_cpu_ns, a.on_cpu_ns);
   EXPECT_GE(b.run_delay_ns, a.run_delay_ns);
   EXPECT_LE((b.on_cpu_ns - a.on_cpu_ns) + (b.run_delay_ns - a.run_delay_ns), wall);
