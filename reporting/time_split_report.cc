@@ -148,16 +148,17 @@ std::string step_split_section(const Metrics& m) {
   if (m.steps.empty()) return s + no_data("step-time-chart", "no step records") + "</section>\n";
   if (m.header.oversubscribed)
     s += p("warning oversubscribed",
-           "Ranks outnumbered a host's CPUs: every time here includes waiting for a CPU (marked *). The exchange's "
-           "share of it after the last rank arrived is its own part, descheduled; data and compute are longer by "
-           "theirs.");
+           "Ranks outnumbered a host's CPUs: the times marked * include waiting for a CPU. In the exchange, the "
+           "time the ranks were held up by a rank without a CPU after the last one arrived is its own part, "
+           "descheduled; data, compute and transfer are longer by theirs.");
   const std::map<int, SplitMeans> means = split_means(m);
   s += split_chart(means) + split_table(means, m.header.oversubscribed) + what_if_line(m.header);
   s += p("caption",
          "Means over each rank's logged steps. The exchange (comm_s) splits into three parts that do not overlap "
          "and add up to it (docs/metrics.md): wait = from this rank's arrival to the last rank's arrival, on rank "
-         "0's clock; descheduled = the exchange's run_delay (runnable, no CPU) after that; transfer = the rest, "
-         "moving bytes. The last rank to arrive waits 0. Exchange on CPU and run_delay are measured beside them.");
+         "0's clock; descheduled = after that, the longest time any rank was runnable without a CPU (run_delay), "
+         "which holds the whole ring up; transfer = the rest, moving bytes. The last rank to arrive waits 0. This "
+         "rank's exchange time on a CPU and its own run_delay are measured beside them.");
   return s + "</section>\n";
 }
 

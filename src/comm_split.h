@@ -5,21 +5,23 @@
 //   wait         waiting for the slowest rank: from this rank's arrival (the exchange's start,
 //                on rank 0's clock) to the last rank's arrival. Whatever this rank did meanwhile
 //                (slept on a socket, spun, or sat runnable without a CPU) it could not go on.
-//   descheduled  the exchange's run_delay (the thread was runnable but waited for a CPU that
-//                another rank or thread had) that fell after the last rank arrived: the time
-//                the kernel, not the network or a peer, held this rank up once every rank was
-//                there. run_delay is read at the exchange's two ends only, so its share after the
-//                last arrival is taken as run_delay x (wall - wait) / wall (spread evenly).
+//   descheduled  held up by a rank without a CPU once every rank was there: the longest time any
+//                rank of the exchange was runnable but without a CPU between the last arrival
+//                and this rank's end (a ring or butterfly stalls when any of its ranks does, and
+//                this rank then sleeps on its socket). A rank's run_delay is read at its
+//                exchange's two ends only, so its share of a span is taken as run_delay x span /
+//                wall (spread evenly).
 //   transfer     moving bytes: the rest (sending, receiving, summing, and the time bytes spend
 //                on the wire after every rank has arrived).
 //
 // The three never overlap and add up to the exchange's wall time. The last rank to arrive has
-// wait 0, so all of its run_delay is descheduled: when ranks outnumber cores, that shows as
+// wait 0, so when ranks outnumber cores its time without a CPU -- and the others' -- shows as
 // descheduled, not as moving bytes. Beside them, measured and disjoint: on_cpu (the thread's CPU
-// time: spinning inside wait, copying and summing inside transfer) and run_delay, with
+// time: spinning inside wait, copying and summing inside transfer) and run_delay (its own), with
 // on_cpu + run_delay <= wall (the rest the thread slept, on a socket or a --link-delay hold).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "src/cpu_clock.h"
 
@@ -36,8 +38,14 @@ struct CommSplit {
   int64_t run_delay_ns = 0;  // runnable, waiting for a CPU, over the whole exchange
 };
 
-// latest_begin_ns: the last rank's arrival (the largest begin_ns of this exchange over ranks).
-CommSplit split_comm(const CommSample& s, int64_t latest_begin_ns);
+// The part of s's run_delay that fell between the last rank's arrival (latest_begin_ns: the largest
+// begin_ns of this exchange over ranks) and until_ns, the run_delay taken as spread evenly over
+// s's exchange: run_delay x (overlap of [latest, until] with s) / wall.
+int64_t stall_until_ns(const CommSample& s, int64_t latest_begin_ns, int64_t until_ns);
+// The split; stall_ns: the largest stall_until_ns(rank, latest, this rank's end) over the ranks.
+CommSplit split_comm(const CommSample& s, int64_t latest_begin_ns, int64_t stall_ns);
+// The split of every rank's sample of one exchange (one definition for --metrics and --timeline).
+std::vector<CommSplit> split_exchange(const std::vector<CommSample>& ranks);
 
 // The gradient exchange the Trainer just made on this thread (src/step_observer.cc samples it
 // around every observer's begin/end of Stretch::kExchange when enabled): steady_clock ns, not yet

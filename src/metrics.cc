@@ -96,14 +96,17 @@ std::string header_record(const MetricsHeader& h, const Options& o) {
 }
 
 std::vector<std::string> step_records(const StepPosition& p, const std::vector<StepRecord>& ranks) {
-  int64_t first = ranks.empty() ? 0 : ranks[0].comm_begin_ns, last = first;
+  int64_t first = ranks.empty() ? 0 : ranks[0].comm_begin_ns;
+  std::vector<CommSample> samples;
   for (const StepRecord& r : ranks) {
     first = std::min(first, r.comm_begin_ns);
-    last = std::max(last, r.comm_begin_ns);
+    samples.push_back(CommSample{r.comm_begin_ns, r.comm_end_ns, r.on_cpu_ns, r.run_delay_ns});
   }
+  const std::vector<CommSplit> split = split_exchange(samples);
   std::vector<std::string> out;
-  for (const StepRecord& r : ranks) {
-    const CommSplit c = split_comm(CommSample{r.comm_begin_ns, r.comm_end_ns, r.on_cpu_ns, r.run_delay_ns}, last);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const StepRecord& r = ranks[i];
+    const CommSplit& c = split[i];
     JsonLine j;
     j.str("type", "step")
         .integer("epoch", p.epoch)

@@ -16,9 +16,9 @@ struct AllreducePatch {
 };
 
 // Collective. For each recorded gradient allreduce (the same steps on every rank): wait,
-// transfer and descheduled by split_comm (src/comm_split.h, the definition --metrics uses) with
-// the latest begin over ranks, and arrive = this begin minus the earliest; written into fd at
-// each patch's offset.
+// transfer and descheduled by split_exchange over every rank's begin, end and run_delay
+// (src/comm_split.h, the definition --metrics uses), and arrive = this begin minus the earliest;
+// written into fd at each patch's offset.
 // Returns "" or a one-line reason the ranks' records did not match (then nothing is written).
 std::string patch_allreduce_waits(Communicator& comm, int fd, const std::vector<AllreducePatch>& patches);
 

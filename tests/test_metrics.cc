@@ -55,8 +55,9 @@ TEST(Metrics, JsonLineEscapesAndNullsNonFinite) {
 }
 
 // Rank 0 arrives at t = 1 ms (on rank 0's clock) and leaves at 5 ms, 0.5 ms of it runnable without
-// a CPU; rank 1 arrives last at 4 ms and leaves at 5 ms. Rank 0 waited 3 ms for rank 1, and of its
-// run_delay the share after rank 1's arrival (1/4 of its exchange) is descheduled.
+// a CPU; rank 1 arrives last at 4 ms and leaves at 5 ms, never without a CPU. Rank 0 waited 3 ms
+// for rank 1; its run_delay's share after rank 1's arrival (1/4 of its exchange), the longest of
+// the two ranks', is both ranks' descheduled time.
 TEST(Metrics, StepRecordsInFormatOrderWithWaitUntilTheLastArrival) {
   std::vector<StepRecord> ranks = {
       {2.3, 1.5, 0.001, 0.002, 0.0040, 0.0075, 8533.3, 0, 87360, 1000000, 5000000, 300000, 500000},
@@ -73,7 +74,8 @@ TEST(Metrics, StepRecordsInFormatOrderWithWaitUntilTheLastArrival) {
                       R"("descheduled_s":0.000125,"on_cpu_s":0.0003,"run_delay_s":0.0005,"arrive_s":0,)"
                       R"("step_s":0.0075,"samples_per_s":8533.3,"allreduce_bytes":87360})");
   EXPECT_DOUBLE_EQ(num_field(lines[1], "wait_s"), 0);
-  EXPECT_DOUBLE_EQ(num_field(lines[1], "transfer_s"), 0.001);
+  EXPECT_DOUBLE_EQ(num_field(lines[1], "transfer_s"), 0.000875);
+  EXPECT_DOUBLE_EQ(num_field(lines[1], "descheduled_s"), 0.000125);
   EXPECT_DOUBLE_EQ(num_field(lines[1], "arrive_s"), 0.003);
 }
 

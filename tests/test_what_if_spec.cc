@@ -81,30 +81,45 @@ TEST(CpuClock, SchedstatRunDelay) {
   EXPECT_LE((b.on_cpu_ns - a.on_cpu_ns) + (b.run_delay_ns - a.run_delay_ns), wall);
 }
 
-// The one definition: wait to the last arrival, then the run_delay's share after it, then the rest.
+// The one definition: wait to the last arrival, then the longest stall of any rank after it,
+// then the rest.
 TEST(CommSplit, PartsDoNotOverlapAndAddUpToTheWallTime) {
   // Arrived at 1 ms, the last rank at 4 ms, left at 5 ms; 0.4 ms runnable without a CPU.
-  CommSplit c = split_comm(CommSample{1000000, 5000000, 250000, 400000}, 4000000);
+  const CommSample first{1000000, 5000000, 250000, 400000};
+  EXPECT_EQ(stall_until_ns(first, 4000000, 5000000), 100000);  // 0.4 ms x (1 ms after the last arrival / 4 ms)
+  EXPECT_EQ(stall_until_ns(first, 4000000, 4500000), 50000);   // half of that before 4.5 ms
+  EXPECT_EQ(stall_until_ns(first, 4000000, 3000000), 0);       // nothing before the last arrival
+  CommSplit c = split_comm(first, 4000000, 100000);
   EXPECT_EQ(c.wall_ns, 4000000);
   EXPECT_EQ(c.wait_ns, 3000000);
-  EXPECT_EQ(c.descheduled_ns, 100000);  // 0.4 ms x (1 ms after the last arrival / 4 ms)
+  EXPECT_EQ(c.descheduled_ns, 100000);
   EXPECT_EQ(c.transfer_ns, 900000);
   EXPECT_EQ(c.on_cpu_ns, 250000);
   EXPECT_EQ(c.run_delay_ns, 400000);
-  // The last rank to arrive waits 0: all its run_delay is descheduled, not moving bytes.
-  c = split_comm(CommSample{4000000, 10000000, 100000, 5000000}, 4000000);
-  EXPECT_EQ(c.wait_ns, 0);
-  EXPECT_EQ(c.descheduled_ns, 5000000);
-  EXPECT_EQ(c.transfer_ns, 1000000);
+  // The last rank to arrive waits 0: its run_delay is descheduled, not moving bytes; and the
+  // first rank, asleep on its socket meanwhile, was held up by it as long.
+  const CommSample last{4000000, 5000000, 100000, 600000};
+  std::vector<CommSplit> both = split_exchange({first, last});
+  EXPECT_EQ(both[1].wait_ns, 0);
+  EXPECT_EQ(both[1].descheduled_ns, 600000);
+  EXPECT_EQ(both[1].transfer_ns, 400000);
+  EXPECT_EQ(both[0].wait_ns, 3000000);
+  EXPECT_EQ(both[0].descheduled_ns, 600000);
+  EXPECT_EQ(both[0].transfer_ns, 400000);
+  // A rank that left at 4.5 ms counts only the stall of the others up to then.
+  both = split_exchange({CommSample{1000000, 4500000, 0, 0}, CommSample{4000000, 6000000, 0, 1000000}});
+  EXPECT_EQ(both[0].descheduled_ns, 250000);  // 1 ms x 0.5 ms / 2 ms
+  EXPECT_EQ(both[0].transfer_ns, 250000);
+  EXPECT_EQ(both[1].descheduled_ns, 1000000);
   // Clamped: a run_delay read beyond the wall time, a last arrival after this rank left.
-  c = split_comm(CommSample{0, 1000, 5000, 9000}, 3000);
+  c = split_comm(CommSample{0, 1000, 5000, 9000}, 3000, 9000);
   EXPECT_EQ(c.wait_ns, 1000);
   EXPECT_EQ(c.descheduled_ns + c.transfer_ns, 0);
   EXPECT_EQ(c.on_cpu_ns, 1000);
   for (int64_t latest : {-5, 0, 7, 500, 999, 2000})
-    for (int64_t delay : {0, 1, 300, 1000, 4000}) {
-      c = split_comm(CommSample{0, 1000, 0, delay}, latest);
-      EXPECT_EQ(c.wait_ns + c.descheduled_ns + c.transfer_ns, 1000) << latest << " " << delay;
+    for (int64_t stall : {-3, 0, 1, 300, 1000, 4000}) {
+      c = split_comm(CommSample{0, 1000, 0, 0}, latest, stall);
+      EXPECT_EQ(c.wait_ns + c.descheduled_ns + c.transfer_ns, 1000) << latest << " " << stall;
       EXPECT_GE(c.wait_ns, 0);
       EXPECT_GE(c.descheduled_ns, 0);
       EXPECT_GE(c.transfer_ns, 0);
