@@ -233,7 +233,7 @@ FUZZ_SRC_c10d_wire      := comm/c10d_wire.cc
 FUZZ_SRC_tagger         := launcher/tagger.cc
 FUZZ_SRC_step_list      := src/step_list.cc
 FUZZ_SRC_perturb_spec   := src/perturb_spec.cc src/step_list.cc
-FUZZ_SRC_what_if_spec   := src/what_if_spec.cc src/cpu_clock.cc
+FUZZ_SRC_what_if_spec   := src/what_if_spec.cc comm/thread_cpu_clock.cc
 FUZZ_SRC_json           := reporting/json.cc
 FUZZ_SRC_metrics        := reporting/json.cc reporting/metrics_reader.cc reporting/file_io.cc reporting/svg.cc \
                            reporting/timeline_reader.cc reporting/timeline_lanes.cc reporting/html_report.cc \

@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/cpu_clock.h"
+#include "comm/thread_cpu_clock.h"
 
 // One exchange on one rank: begin and end on rank 0's clock (steady_clock ns minus the rank's
 // offset, src/clock_sync.h), and the thread's CPU clocks over it (end minus begin).

@@ -168,6 +168,8 @@ class Observer : public AllreduceObserver {
     r.recv_peer = s.recv_peer;
     r.bytes = s.send_bytes;
     r.recv_bytes = s.recv_bytes;
+    r.on_cpu_ns = s.on_cpu_ns;
+    r.run_delay_ns = s.run_delay_ns;
     timeline_detail::push(r);
   }
   void on_call_end(int64_t end_ns) override {

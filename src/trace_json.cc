@@ -127,6 +127,10 @@ void append_step(std::string* out, const TimelineRecord& r, const TraceContext& 
   append_int(out, (long long)r.bytes);
   *out += ",\"recv_bytes\":";
   append_int(out, (long long)r.recv_bytes);
+  *out += ",\"on_cpu_us\":";
+  append_us(out, r.on_cpu_ns);
+  *out += ",\"run_delay_us\":";
+  append_us(out, r.run_delay_ns);
   *out += "}},\n";
   // Both ends 1 ns inside the slice (when it is that long), so each binds to this slice and not
   // to the step before or after it.

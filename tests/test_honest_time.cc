@@ -106,6 +106,24 @@ TEST(HonestTime, MetricsWaitIsTheTraceWaitAndThePartsAddUp) {
   std::map<int, double> max_run_delay;
   for (const ReportStep& s : m.steps) max_run_delay[s.step] = std::max(max_run_delay[s.step], s.run_delay_s);
   for (const ReportStep& s : m.steps) EXPECT_LE(s.descheduled_s, max_run_delay[s.step] + 1e-9) << s.step;
+  // Each ring step's slice carries its CPU clocks too: on CPU and runnable without one, together
+  // within the step's wall time (plus the clock reads, 50 us).
+  const std::string text = testutil::read_file(dir + "/t.json");
+  const std::regex step_line(
+      R"re("name":"ring [a-z-]+ \d+ [^"]*","cat":"comm".*"dur":([0-9.]+),.*"on_cpu_us":([0-9.]+),"run_delay_us":([0-9.]+)\}\})re");
+  size_t steps_seen = 0;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string l = text.substr(at, end - at);
+    std::smatch m;
+    if (std::regex_search(l, m, step_line)) {
+      ++steps_seen;
+      EXPECT_LE(std::stod(m[2]) + std::stod(m[3]), std::stod(m[1]) + 50) << l;
+    }
+    at = end + 1;
+  }
+  EXPECT_EQ(steps_seen, 12u * 3u * 4u);  // 12 steps x 3 ranks x 2(W-1) ring steps
   // At each step the last rank to arrive waited 0, the first arrived at 0.
   std::map<int, std::pair<double, double>> per_step;  // step -> (min wait, min arrive)
   for (const ReportStep& s : m.steps) {

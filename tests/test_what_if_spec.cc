@@ -1,6 +1,6 @@
 // test_what_if_spec: the pure parts of issue 24's honest time and what-if switches: the
 // --straggler / --link-delay / --link-bandwidth parsers (src/what_if_spec.h), the schedstat
-// parser (src/cpu_clock.h), the one split of an exchange into wait, descheduled and transfer
+// parser (comm/thread_cpu_clock.h), the one split of an exchange into wait, descheduled and transfer
 // (src/comm_split.h), the emulated link's hold (comm/emulated_link.h) and the trainer's
 // oversubscription line (src/oversubscription.h).
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <string>
 
 #include "comm/emulated_link.h"
+#include "comm/thread_cpu_clock.h"
 #include "src/comm_split.h"
-#include "src/cpu_clock.h"
 #include "src/oversubscription.h"
 #include "src/what_if_spec.h"
 

@@ -1,5 +1,5 @@
 // fuzz_what_if_spec: libFuzzer target for the what-if switches' parsers (src/what_if_spec.h) and
-// the schedstat parser (src/cpu_clock.h).
+// the schedstat parser (comm/thread_cpu_clock.h).
 //
 // Input: the first byte picks the parser (mod 4: --straggler, --link-delay, --link-bandwidth,
 // a schedstat line), the rest is the text. Contract checked: each parser returns or throws
@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "src/cpu_clock.h"
+#include "comm/thread_cpu_clock.h"
 #include "src/what_if_spec.h"
 #include "tests/fuzz/fuzz_common.h"
 

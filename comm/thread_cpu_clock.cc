@@ -1,5 +1,5 @@
-// cpu_clock: the calling thread's on-CPU time and run_delay (see cpu_clock.h).
-#include "src/cpu_clock.h"
+// thread_cpu_clock: the calling thread's on-CPU time and run_delay (see thread_cpu_clock.h).
+#include "comm/thread_cpu_clock.h"
 
 #include <fcntl.h>
 #include <time.h>

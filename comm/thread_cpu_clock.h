@@ -1,7 +1,8 @@
-// cpu_clock: how long the calling thread has run on a CPU and how long it has waited for one, so
+// thread_cpu_clock: how long the calling thread has run on a CPU and how long it has waited for one, so
 // a slice of wall time splits into on-CPU, descheduled (runnable, waiting for a CPU: the
 // kernel's run_delay) and the rest (asleep: blocked on a socket or a sleep). Read at the two ends
-// of the gradient exchange when --metrics or --timeline records it (src/comm_split.h).
+// of the gradient exchange when --metrics or --timeline records it (src/comm_split.h), and of
+// each step of our allreduce algorithms when an observer sees them (comm/allreduce_internal.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
