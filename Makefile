@@ -217,7 +217,7 @@ FUZZ_CXXFLAGS ?= -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,add
 FUZZ_NAMES    := $(patsubst tests/fuzz/fuzz_%.cc,%,$(wildcard tests/fuzz/fuzz_*.cc))
 FUZZ_SRC_store_server   := comm/store_protocol.cc comm/store_session.cc
 FUZZ_SRC_idx            := src/mnist.cc src/safe_file.cc
-FUZZ_SRC_train_options  := src/options.cc src/step_list.cc src/step_range.cc comm/allreduce_names.cc
+FUZZ_SRC_train_options  := src/options.cc src/step_list.cc src/step_range.cc src/what_if_spec.cc comm/allreduce_names.cc
 FUZZ_SRC_step_range     := src/step_range.cc
 FUZZ_SRC_launch_options := launcher/options.cc launcher/elastic_options.cc launcher/blacklist_cooldown.cc launcher/horovod_flags.cc launcher/horovod_config.cc launcher/shell_words.cc launcher/restart.cc launcher/tagger.cc launcher/agent_protocol.cc launcher/netaddr.cc src/shown_text.cc src/checkpoint_names.cc src/run_config.cc comm/allreduce_names.cc
 FUZZ_SRC_horovod_config := $(FUZZ_SRC_launch_options)
@@ -234,10 +234,11 @@ FUZZ_SRC_tagger         := launcher/tagger.cc
 FUZZ_SRC_step_list      := src/step_list.cc
 FUZZ_SRC_perturb_spec   := src/perturb_spec.cc src/step_list.cc
 FUZZ_SRC_test_pause     := src/stop_signal.cc
+FUZZ_SRC_what_if_spec   := src/what_if_spec.cc comm/thread_cpu_clock.cc
 FUZZ_SRC_json           := reporting/json.cc reporting/byte_source.cc
 FUZZ_SRC_metrics        := reporting/json.cc reporting/byte_source.cc reporting/metrics_reader.cc reporting/file_io.cc src/safe_file.cc \
                            reporting/svg.cc reporting/timeline_reader.cc reporting/trace_args.cc reporting/timeline_lanes.cc \
-                           reporting/html_report.cc
+                           reporting/html_report.cc reporting/time_split_report.cc
 FUZZ_SRC_timeline       := reporting/json.cc reporting/byte_source.cc reporting/timeline_reader.cc reporting/trace_args.cc \
                            reporting/file_io.cc reporting/svg.cc reporting/timeline_lanes.cc src/safe_file.cc
 FUZZ_LIBS_idx           := -lz

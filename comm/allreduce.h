@@ -32,6 +32,9 @@ struct AllreduceStep {
   int send_peer, recv_peer;       // -1: nothing sent / received in this step
   size_t send_bytes, recv_bytes;  // bytes on the wire in each direction
   int64_t begin_ns, end_ns;       // std::chrono::steady_clock on this rank, nanoseconds
+  // The thread's CPU time and time runnable without a CPU over the step (comm/thread_cpu_clock.h):
+  // on_cpu + run_delay <= end - begin, the rest it slept waiting for the peer's bytes.
+  int64_t on_cpu_ns = 0, run_delay_ns = 0;
 };
 
 // Sees every allreduce call (begin/end) and, for our own algorithms, every step. Calls are

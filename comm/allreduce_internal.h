@@ -8,6 +8,7 @@
 #include "comm/allreduce.h"
 #include "comm/communicator.h"
 #include "comm/half_float.h"
+#include "comm/thread_cpu_clock.h"
 
 namespace allreduce_detail {
 
@@ -25,7 +26,7 @@ inline void add_into(half_bits* acc, const half_bits* in, size_t n) {
 }
 
 // Runs one numbered step of an algorithm over T elements: comm.exchange, then observer->on_step
-// (when there is an observer and something moved). count 0 or peer -1: that side is idle.
+// (when there is an observer and something moved) with the step's times and CPU clocks. count 0 or peer -1: that side is idle.
 template <typename T>
 class Steps {
  public:
@@ -35,9 +36,12 @@ class Steps {
     if (send_count == 0) send_peer = -1;
     if (recv_count == 0) recv_peer = -1;
     if (send_peer == -1 && recv_peer == -1) return;
+    const CpuTimes cpu = observer_ ? thread_cpu_times() : CpuTimes{};
     const int64_t begin = observer_ ? now_ns() : 0;
     comm_.exchange(send, send_count * sizeof(T), send_peer, recv, recv_count * sizeof(T), recv_peer);
     if (!observer_) return;
+    const int64_t end = now_ns();
+    const CpuTimes cpu_end = thread_cpu_times();
     AllreduceStep s;
     s.step = step;
     s.phase = phase;
@@ -46,7 +50,9 @@ class Steps {
     s.send_bytes = send_peer == -1 ? 0 : send_count * sizeof(T);
     s.recv_bytes = recv_peer == -1 ? 0 : recv_count * sizeof(T);
     s.begin_ns = begin;
-    s.end_ns = now_ns();
+    s.end_ns = end;
+    s.on_cpu_ns = cpu_end.on_cpu_ns - cpu.on_cpu_ns;
+    s.run_delay_ns = cpu_end.run_delay_ns - cpu.run_delay_ns;
     observer_->on_step(s);
   }
 

@@ -132,7 +132,6 @@ int run_mpirun(const JobPlan& plan, const JobIdentity& id, Supervisor* sup) {
     return 1;
   }
   MpirunPlan mp = build_mpirun_plan(plan_mpirun(plan, id));
-  if (mp.yield_set) say_launch(mpi_yield_line(plan));
   if (plan.opts.verbose) say_launch("running: " + display_command(mp.argv));
   spec.argv = mp.argv;
   spec.env = mp.env;
@@ -383,6 +382,7 @@ int run_job(const JobPlan& plan) {
   if (code != kGoOn) return code;
   if (plan.opts.verbose)
     for (const std::string& line : rank_table(plan)) say_launch(line);
+  if (const std::string over = oversubscribed_line(plan); !over.empty()) say_launch(over);
   install_launcher_signal_handlers();
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   Watchdog watchdog;  // not started for Gloo: every call on it is then a no-op

@@ -23,6 +23,7 @@
 #include "launcher/slurm_step.h"
 #include "launcher/srun.h"
 #include "src/program_name.h"
+#include "src/oversubscription.h"
 #include "src/thread_policy.h"
 
 namespace {
@@ -437,6 +438,15 @@ std::string mpi_yield_line(const JobPlan& plan) {
               ? ranks + " ranks on this machine's " + cpus
               : ranks + " ranks on one host, more than this machine's " + cpus + " (taken for every host's)") +
          ": Open MPI yields when idle (OMPI_MCA_mpi_yield_when_idle=1)";
+}
+
+std::string oversubscribed_line(const JobPlan& plan) {
+  if (busiest_host_ranks(plan) <= plan.cores) return "";
+  const bool yields =
+      plan.opts.transport == Transport::kMpi && !env_find(plan.base_env, "OMPI_MCA_mpi_yield_when_idle", nullptr);
+  std::string line = mpi_yield_line(plan);
+  line = yields ? line + "; " : line.substr(0, line.find(": Open MPI yields")) + ": ";
+  return line + oversubscribed_consequence();
 }
 
 std::string find_mpirun() {

@@ -87,6 +87,10 @@ int busiest_host_ranks(const JobPlan& plan);
 // ranks outnumber the cores), e.g. "4 ranks on this machine's 2 CPUs: Open MPI yields when idle
 // (OMPI_MCA_mpi_yield_when_idle=1)".
 std::string mpi_yield_line(const JobPlan& plan);
+// The one line ./launch says when the busiest host's ranks outnumber the cores, "" otherwise:
+// "4 ranks on this machine's 2 CPUs: times include waiting for a CPU (...)", with --mpi's yield
+// ("...: Open MPI yields when idle (OMPI_MCA_mpi_yield_when_idle=1); times include ...").
+std::string oversubscribed_line(const JobPlan& plan);
 
 // mpirun's path; throws std::runtime_error("--mpi: mpirun not found in PATH ...").
 std::string find_mpirun();

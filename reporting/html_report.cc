@@ -7,6 +7,7 @@
 #include <set>
 
 #include "reporting/svg.h"
+#include "reporting/time_split_report.h"
 #include "reporting/timeline_lanes.h"
 
 namespace {
@@ -253,80 +254,6 @@ std::string accuracy_chart(const Metrics& m) {
   s += svg_end();
   s += "<p class=\"caption\">Averaged over ranks, as the Test line prints. Last: " + num(tests.back().accuracy * 100) +
        " % after epoch " + std::to_string(tests.back().epoch) + ".</p>\n";
-  return s + "</section>\n";
-}
-
-struct StepTimeMeans {
-  double part[4] = {0, 0, 0, 0};  // data, compute, comm minus wait, wait (seconds)
-  double step = 0;
-  int count = 0;
-};
-
-std::map<int, StepTimeMeans> step_time_means(const Metrics& m) {
-  std::map<int, StepTimeMeans> out;
-  for (const ReportStep& r : m.steps) {
-    StepTimeMeans& t = out[r.rank];
-    t.part[0] += r.data_s;
-    t.part[1] += r.compute_s;
-    t.part[2] += std::max(0.0, r.comm_s - r.wait_s);
-    t.part[3] += std::max(0.0, std::min(r.wait_s, r.comm_s));
-    t.step += r.step_s;
-    ++t.count;
-  }
-  for (auto& kv : out) {
-    for (double& p : kv.second.part) p /= kv.second.count;
-    kv.second.step /= kv.second.count;
-  }
-  return out;
-}
-
-std::string step_time_chart(const Metrics& m) {
-  std::string s = "<section>\n<h2>Where a step's time goes, per rank</h2>\n";
-  if (m.steps.empty()) return s + no_data("step-time-chart", "no step records") + "</section>\n";
-  const std::map<int, StepTimeMeans> means = step_time_means(m);
-  static const char* const names[4] = {"data", "compute", "comm (moving bytes)", "wait (for the slowest rank)"};
-  static const char* const classes[4] = {"part-data", "part-compute", "part-comm", "part-wait"};
-  static const char* const colors[4] = {"#9ecae1", "#3182bd", "#fd8d3c", "#d62728"};
-  double top = 0;
-  for (const auto& kv : means)
-    top = std::max(top, (kv.second.part[0] + kv.second.part[1] + kv.second.part[2] + kv.second.part[3]) * 1e3);
-  Frame f;
-  f.width = std::max(600.0, std::min(1100.0, 120.0 + 70.0 * double(means.size())));
-  f.x.lo = 0, f.x.hi = double(means.size());
-  f.y = nice_axis(0, top, 6, true);
-  std::vector<LegendEntry> legend;
-  for (int k = 0; k < 4; ++k) legend.push_back({names[k], colors[k], ""});
-  const std::string legend_svg = top_legend(f, legend);
-  std::string body = svg_axes(f, "rank", "mean time per logged step (ms)", false);
-  const double slot = f.plot_width() / double(means.size());
-  const double bar = std::min(48.0, slot * 0.7);
-  int i = 0;
-  for (const auto& kv : means) {
-    const double x = f.left + slot * (i + 0.5) - bar / 2;
-    double acc = 0;
-    for (int k = 0; k < 4; ++k) {
-      const double v = kv.second.part[k] * 1e3;
-      const double y_top = f.py(acc + v), y_bottom = f.py(acc);
-      body += svg_rect(x, y_top, bar, y_bottom - y_top, colors[k],
-                       "class=\"bar " + std::string(classes[k]) + "\" " + rank_attr(kv.first),
-                       "rank " + std::to_string(kv.first) + " " + names[k] + ": " + num(v, 3) + " ms");
-      acc += v;
-    }
-    if (means.size() <= 32 || i % int((means.size() + 31) / 32) == 0)
-      body += svg_text(f.left + slot * (i + 0.5), f.top + f.plot_height() + 16, std::to_string(kv.first), "middle",
-                       "class=\"tick x-tick\"");
-    ++i;
-  }
-  s += svg_begin("step-time-chart", f.width, f.height, "per-rank step time breakdown") + legend_svg + body + svg_end();
-  s += "<table>\n<tr><th>rank</th><th>logged steps</th><th>data</th><th>compute</th><th>comm minus wait</th>"
-       "<th>wait</th><th>step</th></tr>\n";
-  for (const auto& kv : means) {
-    s += "<tr><td>" + std::to_string(kv.first) + "</td><td class=\"num\">" + std::to_string(kv.second.count) + "</td>";
-    for (double p : kv.second.part) s += "<td class=\"num\">" + ms(p) + "</td>";
-    s += "<td class=\"num\">" + ms(kv.second.step) + "</td></tr>\n";
-  }
-  s += "</table>\n<p class=\"caption\">Means over each rank's logged steps. wait = this rank's comm time minus "
-       "the fastest rank's at that step, the time spent waiting for the slowest rank to arrive.</p>\n";
   return s + "</section>\n";
 }
 
@@ -577,7 +504,8 @@ std::string build_report_html(const ReportInput& in) {
   s += summary_section(in.metrics);
   s += loss_chart(in.metrics);
   s += accuracy_chart(in.metrics);
-  s += step_time_chart(in.metrics);
+  s += step_split_section(in.metrics);
+  s += arrival_section(in.metrics);
   s += bytes_chart(in.metrics);
   s += layer_norm_chart(in.metrics);
   s += adasum_section(in.metrics);

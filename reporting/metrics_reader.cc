@@ -1,7 +1,9 @@
 // metrics_reader: one JSON object per line -> typed records (see reporting/metrics_reader.h).
 #include "reporting/metrics_reader.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "reporting/byte_source.h"
 #include "reporting/file_io.h"
@@ -30,6 +32,8 @@ class Record {
     if (!v.is_number()) fail(std::string("field \"") + name + "\" is not a number");
     return v.number;
   }
+  // An optional number (a field newer files have): fallback when absent.
+  double number_or(const char* name, double fallback) const { return obj_.find(name) ? number(name) : fallback; }
   // A number, or null (a run with no test pass writes "test_accuracy":null) as NaN.
   double number_or_null(const char* name) const {
     const JsonValue& v = field(name);
@@ -57,6 +61,7 @@ class Record {
       out.emplace_back(m.first, m.second.is_string() ? m.second.text : json_to_text(m.second));
     return out;
   }
+  const JsonValue* optional(const char* name) const { return obj_.find(name); }
   int rank(int world_size) const {
     const int r = integer("rank");
     if (r < 0 || r >= world_size)
@@ -91,6 +96,16 @@ ReportHeader read_header(const Record& r) {
            std::to_string(h.world_size));
   h.versions = r.object_texts("versions");
   h.flags = r.object_texts("flags");
+  if (const JsonValue* o = r.optional("oversubscribed")) {
+    if (o->kind != JsonValue::Kind::Bool) r.fail("field \"oversubscribed\" is not true or false");
+    h.oversubscribed = o->boolean;
+  }
+  for (const auto& [name, text] : r.object_texts("what_if")) {
+    const double v = std::strtod(text.c_str(), nullptr);
+    if (name == "straggler_rank") h.straggler_rank = int(v);
+    if (name == "link_delay_ms") h.link_delay_ms = v;
+    if (name == "link_bytes_per_s") h.link_bytes_per_s = v;
+  }
   return h;
 }
 
@@ -107,6 +122,12 @@ ReportStep read_step(const Record& r, int world_size) {
   s.compute_s = r.number("compute_s");
   s.comm_s = r.number("comm_s");
   s.wait_s = r.number("wait_s");
+  s.transfer_s = r.number_or("transfer_s", std::max(0.0, s.comm_s - s.wait_s));
+  s.descheduled_s = r.number_or("descheduled_s", 0);
+  s.on_cpu_s = r.number_or("on_cpu_s", 0);
+  s.run_delay_s = r.number_or("run_delay_s", 0);
+  s.has_arrival = r.optional("arrive_s") != nullptr;
+  s.arrive_s = r.number_or("arrive_s", 0);
   s.step_s = r.number("step_s");
   s.samples_per_s = r.number("samples_per_s");
   s.allreduce_bytes = r.number("allreduce_bytes");

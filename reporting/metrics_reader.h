@@ -19,12 +19,21 @@ struct ReportHeader {
   std::vector<std::string> hosts;                             // hosts[r] = rank r's host
   std::vector<std::pair<std::string, std::string>> versions;  // name -> value as JSON text
   std::vector<std::pair<std::string, std::string>> flags;     // name -> value as JSON text
+  // Some host ran more ranks than CPUs: times include waiting for a CPU (absent: false).
+  bool oversubscribed = false;
+  // The what-if switches ("what_if"; absent: off): --straggler's rank, --link-delay, --link-bandwidth.
+  int straggler_rank = -1;
+  double link_delay_ms = 0, link_bytes_per_s = 0;
 };
 
 struct ReportStep {
   int epoch = 0, batch = 0, step = 0, rank = 0;
   double loss = 0, lr = 0, grad_norm = 0;
   double data_s = 0, compute_s = 0, comm_s = 0, wait_s = 0, step_s = 0;
+  // comm_s's split (src/comm_split.h; a file from before it: transfer = comm - wait, the rest 0),
+  // the exchange's CPU clocks, and this rank's arrival after the first rank's.
+  double transfer_s = 0, descheduled_s = 0, on_cpu_s = 0, run_delay_s = 0, arrive_s = 0;
+  bool has_arrival = false;  // arrive_s was recorded
   double samples_per_s = 0, allreduce_bytes = 0;
 };
 

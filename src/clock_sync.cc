@@ -1,6 +1,7 @@
 // clock_sync: ping-pong offset measurement between rank 0 and every other rank.
 #include "src/clock_sync.h"
 
+#include <chrono>
 #include <limits>
 
 namespace {
@@ -54,4 +55,9 @@ ClockSync sync_clocks(Communicator& comm, int rounds, int64_t (*now)()) {
   s.bound_ns.assign(all.begin() + size, all.begin() + 2 * size);
   s.origin_ns = all.back();
   return s;
+}
+
+int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }

@@ -18,3 +18,7 @@ struct ClockSync {
 // the round with the smallest t1 - t0 is kept. Rank 0 then broadcasts the result to every rank.
 // now: the clock (steady_clock ns), replaceable in tests.
 ClockSync sync_clocks(Communicator& comm, int rounds, int64_t (*now)());
+
+// The rounds the Trainer syncs with (--metrics and --timeline share one ClockSync), and its clock.
+constexpr int kClockSyncRounds = 20;
+int64_t steady_now_ns();

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "comm/library_versions.h"
+#include "src/comm_split.h"
 #include "src/json_line.h"
 #include "src/version.h"
 
@@ -60,7 +61,20 @@ std::string options_json(const Options& o) {
       .raw("inspect", inspect)
       .str("inspect_dump", o.inspect_dump)
       .integer("check_sync", o.check_sync)
-      .str("allreduce", o.allreduce);
+      .str("allreduce", o.allreduce)
+      .str("straggler", o.straggler)
+      .num("link_delay", o.link_delay_ms)
+      .str("link_bandwidth", o.link_bandwidth);
+  return j.object();
+}
+
+// The what-if switches in effect (emulations: docs/internals.md).
+std::string what_if_json(const MetricsHeader& h) {
+  JsonLine j;
+  j.integer("straggler_rank", h.straggler_rank)
+      .num("link_delay_ms", h.link_delay_ms)
+      .num("link_bytes_per_s", h.link_bytes_per_s)
+      .str("link", h.link_delay_ms > 0 || h.link_bytes_per_s > 0 ? "emulated (our algorithms' messages)" : "real");
   return j.object();
 }
 
@@ -76,15 +90,24 @@ std::string header_record(const MetricsHeader& h, const Options& o) {
       .str("algorithm", h.algorithm)
       .strings("hosts", h.hosts)
       .raw("versions", versions.object())
-      .raw("flags", options_json(o));
+      .raw("flags", options_json(o))
+      .boolean("oversubscribed", h.oversubscribed)
+      .raw("what_if", what_if_json(h));
   return j.object();
 }
 
 std::vector<std::string> step_records(const StepPosition& p, const std::vector<StepRecord>& ranks) {
-  double min_comm = ranks.empty() ? 0 : ranks[0].comm_s;
-  for (const StepRecord& r : ranks) min_comm = std::min(min_comm, r.comm_s);
-  std::vector<std::string> out;
+  int64_t first = ranks.empty() ? 0 : ranks[0].comm_begin_ns;
+  std::vector<CommSample> samples;
   for (const StepRecord& r : ranks) {
+    first = std::min(first, r.comm_begin_ns);
+    samples.push_back(CommSample{r.comm_begin_ns, r.comm_end_ns, r.on_cpu_ns, r.run_delay_ns});
+  }
+  const std::vector<CommSplit> split = split_exchange(samples);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const StepRecord& r = ranks[i];
+    const CommSplit& c = split[i];
     JsonLine j;
     j.str("type", "step")
         .integer("epoch", p.epoch)
@@ -97,7 +120,12 @@ std::vector<std::string> step_records(const StepPosition& p, const std::vector<S
         .num("data_s", r.data_s)
         .num("compute_s", r.compute_s)
         .num("comm_s", r.comm_s)
-        .num("wait_s", r.comm_s - min_comm)
+        .num("wait_s", c.wait_ns * 1e-9)
+        .num("transfer_s", c.transfer_ns * 1e-9)
+        .num("descheduled_s", c.descheduled_ns * 1e-9)
+        .num("on_cpu_s", c.on_cpu_ns * 1e-9)
+        .num("run_delay_s", c.run_delay_ns * 1e-9)
+        .num("arrive_s", (r.comm_begin_ns - first) * 1e-9)
         .num("step_s", r.step_s)
         .num("samples_per_s", r.samples_per_s)
         .integer("allreduce_bytes", r.allreduce_bytes);

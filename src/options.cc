@@ -137,6 +137,15 @@ const char* const kBaresgdFlagsHelp =
     "                                 at those steps as raw float32 files in DIR (tests)\n"
     "  --check-sync N                 every N steps compare the ranks' parameter checksums;\n"
     "                                 stop naming the layer and ranks if they differ\n"
+    "  --straggler RANK:MS            what-if: rank RANK sleeps MS ms in each step after\n"
+    "                                 backward (RANK:xF: its compute takes F times as long)\n"
+    "  --link-delay MS                what-if: each message of our allreduce algorithms\n"
+    "                                 (--allreduce ring, halving-doubling, direct) is held\n"
+    "                                 MS ms after it arrives, as a link with that latency\n"
+    "  --link-bandwidth RATE          what-if: ... and bytes/RATE more (100Mbit, 1Gbit,\n"
+    "                                 10MB/s); an emulation in user space: Gloo's and MPI's\n"
+    "                                 own collectives (--allreduce auto, gloo, mpi), --overlap\n"
+    "                                 on's buckets and the start-up broadcast are not delayed\n"
     "  -h, --help                     show this help and exit\n"
     "  --version                      print the version and the backends built in, and exit\n"
     "\n"
@@ -255,6 +264,33 @@ void add_inspection_flags(Options& o, FlagTable* t) {
   });
 }
 
+// A what-if value: the parser's reason becomes "argument --flag: reason".
+template <class Parse>
+auto what_if(const std::string& flag, const std::string& v, Parse parse) {
+  try {
+    return parse(v);
+  } catch (const std::invalid_argument& e) {
+    throw TrainUsageError{"argument " + flag + ": " + e.what()};
+  }
+}
+
+// The what-if switches: --straggler, --link-delay, --link-bandwidth (src/what_if_spec.h).
+void add_what_if_flags(Options& o, FlagTable* t) {
+  t->insert({
+      {"--straggler",
+       [&](auto& f, auto& v) {
+         o.straggler_spec = what_if(f, v, parse_straggler);
+         o.straggler = v;
+       }},
+      {"--link-delay", [&](auto& f, auto& v) { o.link_delay_ms = what_if(f, v, parse_link_delay_ms); }},
+      {"--link-bandwidth",
+       [&](auto& f, auto& v) {
+         o.link_bytes_per_s = what_if(f, v, parse_link_rate);
+         o.link_bandwidth = v;
+       }},
+  });
+}
+
 std::map<std::string, bool*> switch_flags(Options& o) {
   return {
       {"--no-cuda", &o.no_cuda},
@@ -288,6 +324,7 @@ Options parse_options(const std::vector<std::string>& args) {
   add_comm_flags(o, &valued);
   add_run_flags(o, &valued);
   add_inspection_flags(o, &valued);
+  add_what_if_flags(o, &valued);
   const std::map<std::string, bool*> switches = switch_flags(o);
   for (size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i];

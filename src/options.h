@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "src/step_range.h"
+#include "src/what_if_spec.h"
 
 struct Options {
   // The Horovod PyTorch MNIST example's flags, same defaults.
@@ -53,6 +54,12 @@ struct Options {
   std::string timeline;                 // --timeline FILE: Chrome trace of every rank (else HOROVOD_TIMELINE)
   StepRange timeline_steps;             // --timeline-steps A-B: optimizer steps recorded (default all)
   bool timeline_steps_given = false;    // --timeline-steps was given (it needs a timeline)
+  // What-if switches (src/what_if_spec.h): emulations a learner turns without root.
+  std::string straggler;         // --straggler RANK:MS or RANK:xF as given ("": off)
+  StragglerSpec straggler_spec;  // its value
+  double link_delay_ms = 0;      // --link-delay MS: each received message of our algorithms held MS
+  std::string link_bandwidth;    // --link-bandwidth RATE as given ("": unlimited)
+  double link_bytes_per_s = 0;   // its value (0: unlimited)
   bool help = false;
   bool data_dir_given = false;  // --data-dir was on the command line (src/data_dir.h)
 };

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "src/comm_split.h"
 #include "src/net.h"
 #include "src/shared_failure.h"
 
@@ -69,6 +70,7 @@ RunRecords::RunRecords(const Options& opts, Communicator& comm, const RunFacts& 
       perturb_(perturb_from_environment()) {
   if (!opts.inspect_dump.empty()) check_dump_dir(opts.inspect_dump);
   if (opts.metrics.empty()) return;
+  enable_exchange_sampling();
   // Rank 0 opens the file; the outcome reaches every rank, so all stop together on failure.
   std::string error;
   int32_t ok = 1;
@@ -88,9 +90,18 @@ RunRecords::RunRecords(const Options& opts, Communicator& comm, const RunFacts& 
   h.backend = backend_;
   h.algorithm = facts.algorithm;
   h.hosts = gather_hosts(comm);
+  for (int32_t over : allgather_of(comm, std::vector<int32_t>{facts.host_oversubscribed ? 1 : 0}))
+    h.oversubscribed = h.oversubscribed || over != 0;
+  h.link_delay_ms = opts.link_delay_ms;
+  h.link_bytes_per_s = opts.link_bytes_per_s;
+  h.straggler_rank = opts.straggler_spec.rank;
   fill_versions(&h, backend_);
   metrics_.line(header_record(h, opts));
   metrics_.flush();
+}
+
+void RunRecords::run_begin(const RunShape& shape) {
+  if (shape.clocks) clock_offset_ns_ = shape.clocks->offset_ns[size_t(rank_)];
 }
 
 void RunRecords::epoch_begin(int epoch, size_t first_sample) { epoch_start_ = std::chrono::steady_clock::now(); }
@@ -211,9 +222,20 @@ void RunRecords::check_sync(const float* params) {
 void RunRecords::log_step(float loss, int n) {
   const StepTimes& t = clock_.last();
   const int64_t bytes = size_ > 1 ? int64_t(Net::kNumParams * facts_.elem_bytes) : 0;
-  const StepRecord mine{
-      double(loss), grad_norm_, t.data_s, t.compute_s, t.comm_s, t.step_s, t.step_s > 0 ? n / t.step_s : 0,
-      rank_,        bytes};
+  const CommSample& x = last_exchange_sample();
+  const StepRecord mine{double(loss),
+                        grad_norm_,
+                        t.data_s,
+                        t.compute_s,
+                        (x.end_ns - x.begin_ns) * 1e-9,
+                        t.step_s,
+                        t.step_s > 0 ? n / t.step_s : 0,
+                        rank_,
+                        bytes,
+                        x.begin_ns - clock_offset_ns_,
+                        x.end_ns - clock_offset_ns_,
+                        x.on_cpu_ns,
+                        x.run_delay_ns};
   const std::vector<StepRecord> all = allgather_of(comm_, std::vector<StepRecord>{mine});
   if (rank_ != 0) return;
   for (const std::string& line : step_records(StepPosition{epoch_, batch_, step_, facts_.lr}, all)) metrics_.line(line);

@@ -21,9 +21,10 @@
 
 // What the Trainer knows about the job that the records need.
 struct RunFacts {
-  std::string algorithm = "auto";  // the gradient allreduce (--allreduce; "auto": backend default)
-  double lr = 0;                   // the learning rate the optimizer uses (scaled by world size)
-  size_t elem_bytes = 4;           // bytes per gradient element on the wire (2 with fp16)
+  std::string algorithm = "auto";    // the gradient allreduce (--allreduce; "auto": backend default)
+  double lr = 0;                     // the learning rate the optimizer uses (scaled by world size)
+  size_t elem_bytes = 4;             // bytes per gradient element on the wire (2 with fp16)
+  bool host_oversubscribed = false;  // this rank's host runs more ranks than it has CPUs
 };
 
 class RunRecords : public StepObserver {
@@ -33,6 +34,8 @@ class RunRecords : public StepObserver {
   // rank throws (rank 0 "--metrics PATH: cannot write: <reason>"), so nothing trains.
   RunRecords(const Options& opts, Communicator& comm, const RunFacts& facts);
 
+  // Keeps this rank's clock offset to rank 0's (RunShape::clocks) for the step records.
+  void run_begin(const RunShape& shape) override;
   void epoch_begin(int epoch, size_t first_sample) override;
   void step_begin(const StepAt& at) override;
   void begin(Stretch s) override;  // kRead, kExchange: the step's data and comm times
@@ -67,6 +70,7 @@ class RunRecords : public StepObserver {
   PerturbSpec perturb_;
   ByteCountingObserver counter_;
 
+  int64_t clock_offset_ns_ = 0;
   int epoch_ = 0;
   uint64_t batch_ = 0, step_ = 0;
   bool logged_ = false, inspecting_ = false;  // inspecting: an --inspect step, step_begin to step_end

@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "src/comm_split.h"
+
 void StepObservers::add(std::unique_ptr<StepObserver> observer) { all_.push_back(std::move(observer)); }
 
 void StepObservers::run_begin(const RunShape& shape) {
@@ -19,9 +21,11 @@ void StepObservers::step_begin(const StepAt& at) {
 
 void StepObservers::begin(Stretch s) {
   for (auto& o : all_) o->begin(s);
+  if (s == Stretch::kExchange) exchange_sample_begin();  // inside every observer's own stretch
 }
 
 void StepObservers::end(Stretch s) {
+  if (s == Stretch::kExchange) exchange_sample_end();
   for (auto o = all_.rbegin(); o != all_.rend(); ++o) (*o)->end(s);
 }
 

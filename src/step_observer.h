@@ -15,6 +15,7 @@
 #include "comm/allreduce.h"
 #include "comm/gradient_averaging.h"
 #include "comm/overlap_observer.h"
+#include "src/clock_sync.h"
 
 // Where a train step is in the run.
 struct StepAt {
@@ -32,6 +33,9 @@ struct RunShape {
   // --overlap's buckets by their layers in backward order ("fc2+fc1", "conv2", "conv1"); empty:
   // the whole buffer is averaged after backward.
   std::vector<std::string> bucket_layers;
+  // Every rank's clock offset to rank 0's, measured once for --metrics and --timeline alike (so
+  // their wait times agree); nullptr when neither records.
+  const ClockSync* clocks = nullptr;
 };
 
 // The stretches of a step the Trainer marks with begin and end.

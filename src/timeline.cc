@@ -112,8 +112,8 @@ void drain() {
       size_t patch_at = std::string::npos;
       append_trace_record(&out, r, g->ctx, &patch_at);
       if (patch_at != std::string::npos)
-        g->patches.push_back(
-            {r.step, r.begin_ns - g->ctx.offset_ns, r.end_ns - g->ctx.offset_ns, g->written + patch_at});
+        g->patches.push_back({r.step, r.begin_ns - g->ctx.offset_ns, r.end_ns - g->ctx.offset_ns, g->written + patch_at,
+                              r.on_cpu_ns, r.run_delay_ns});
     }
     b->tail.store(h, std::memory_order_release);
   }
@@ -169,6 +169,8 @@ class Observer : public AllreduceObserver {
     r.recv_peer = s.recv_peer;
     r.bytes = s.send_bytes;
     r.recv_bytes = s.recv_bytes;
+    r.on_cpu_ns = s.on_cpu_ns;
+    r.run_delay_ns = s.run_delay_ns;
     timeline_detail::push(r);
   }
   void on_call_end(int64_t end_ns) override {
@@ -267,10 +269,13 @@ void timeline_open(const Options& opts, const RankInfo& info) {
   if (info.rank == 0) write_part("[\n");
 }
 
+bool timeline_requested() { return g != nullptr; }
+
 void timeline_start(Communicator& comm, int compute_threads, const GradientAveraging& how,
-                    const std::vector<std::string>& bucket_layers) {
+                    const std::vector<std::string>& bucket_layers, const ClockSync* shared) {
   if (!g) return;
-  const ClockSync clocks = sync_clocks(comm, kClockRounds, &now_ns);
+  const ClockSync clocks = shared ? *shared : sync_clocks(comm, kClockRounds, &now_ns);
+  enable_exchange_sampling();
   g->ctx.rank = comm.rank();
   g->ctx.offset_ns = clocks.offset_ns[size_t(comm.rank())];
   g->ctx.origin_ns = clocks.origin_ns;
@@ -294,12 +299,15 @@ void timeline_step(long long step) {
   timeline_detail::recording.store(g->write_error.empty() && g->steps.contains(step), std::memory_order_relaxed);
 }
 
-void timeline_gradient_allreduce(int64_t begin, size_t floats) {
+void timeline_gradient_allreduce(const CommSample& sample, size_t floats) {
+  const int64_t begin = sample.begin_ns;
   if (begin == 0) return;
   TimelineRecord r;
   r.kind = TimelineKind::kGradientAllreduce;
   r.begin_ns = begin;
-  r.end_ns = now_ns();
+  r.end_ns = sample.end_ns;
+  r.on_cpu_ns = sample.on_cpu_ns;
+  r.run_delay_ns = sample.run_delay_ns;
   r.track = kCommTrack;
   r.step = timeline_detail::current_step();
   r.bytes = floats * (g->ctx.fp16 ? 2 : 4);

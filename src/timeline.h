@@ -27,6 +27,8 @@
 #include "comm/communicator.h"
 #include "comm/gradient_averaging.h"
 #include "comm/overlap_observer.h"
+#include "src/clock_sync.h"
+#include "src/comm_split.h"
 #include "src/options.h"
 
 enum class TimelineKind : uint8_t {
@@ -46,6 +48,7 @@ enum class TimelineKind : uint8_t {
   kAllreduceCall,      // one call of allreduce_sum seen by the observer
   kAllreduceStep,      // one step of our ring / halving-doubling
   kBucketExchange,     // one bucket of the overlapped averaging, on its bucket track
+  kStragglerSleep,     // --straggler's sleep after backward, on compute track 0
   kCount
 };
 
@@ -55,8 +58,11 @@ void timeline_open(const Options& opts, const RankInfo& info);
 // Collective when the timeline is on (every rank calls it); nothing when off. bucket_layers: the
 // overlapped averaging's buckets by their layers ("fc2+fc1", ...), one "comm bucket" track each
 // (empty: --overlap off, no bucket tracks).
+// clocks: the Trainer's sync (RunShape::clocks), shared with --metrics; nullptr: sync here.
 void timeline_start(Communicator& comm, int compute_threads, const GradientAveraging& how,
-                    const std::vector<std::string>& bucket_layers = {});
+                    const std::vector<std::string>& bucket_layers = {}, const ClockSync* clocks = nullptr);
+// timeline_open found a file to record into (the run will call timeline_start).
+bool timeline_requested();
 // Collective when on: stops recording, merges every rank's events into FILE, removes the parts.
 void timeline_finish(Communicator& comm);
 
@@ -76,8 +82,9 @@ inline int64_t timeline_begin() {
 inline void timeline_end(TimelineKind kind, int64_t begin, int track = 0) {
   if (begin != 0) timeline_detail::record_slice(kind, begin, timeline_detail::now_ns(), track);
 }
-// The gradient allreduce [begin, now) of `floats` gradients on the comm track.
-void timeline_gradient_allreduce(int64_t begin, size_t floats);
+// The gradient allreduce of `floats` gradients on the comm track: [begin, end) and the thread's
+// CPU clocks over it (src/comm_split.h's sample, this rank's steady_clock).
+void timeline_gradient_allreduce(const CommSample& sample, size_t floats);
 
 // Consecutive layer blocks of one compute slice: each mark(kind) records the time since the
 // previous mark, skip() or construction as kind's slice on compute track `slice`.

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "src/comm_split.h"
 #include "src/trace_json.h"
 
 void write_all(int fd, const char* data, size_t n, const std::string& what) {
@@ -56,22 +57,28 @@ std::string patch_allreduce_waits(Communicator& comm, int fd, const std::vector<
       return "rank " + std::to_string(r) + " recorded " + std::to_string(counts[r]) + " gradient allreduces, rank 0 " +
              std::to_string(counts[0]);
   if (count == 0) return "";
-  // (step, begin) of each patch, from every rank
-  std::vector<int64_t> mine, all(size_t(size) * size_t(count) * 2);
-  for (const AllreducePatch& p : patches) mine.insert(mine.end(), {p.step, p.begin_ns});
+  // (step, begin, end, run_delay) of each patch, from every rank
+  constexpr size_t kFields = 4;
+  std::vector<int64_t> mine, all(size_t(size) * size_t(count) * kFields);
+  for (const AllreducePatch& p : patches) mine.insert(mine.end(), {p.step, p.begin_ns, p.end_ns, p.run_delay_ns});
   comm.allgather(all.data(), mine.data(), mine.size() * sizeof(int64_t));
   for (size_t i = 0; i < patches.size(); ++i) {
-    int64_t latest = patches[i].begin_ns;
+    const AllreducePatch& p = patches[i];
+    std::vector<CommSample> ranks;
+    int64_t earliest = p.begin_ns;
     for (int r = 0; r < size; ++r) {
-      const int64_t* e = all.data() + (size_t(r) * size_t(count) + i) * 2;
-      if (e[0] != patches[i].step)
+      const int64_t* e = all.data() + (size_t(r) * size_t(count) + i) * kFields;
+      if (e[0] != p.step)
         return "rank " + std::to_string(r) + "'s gradient allreduce " + std::to_string(i) + " is at step " +
-               std::to_string(e[0]) + ", this rank's at " + std::to_string(patches[i].step);
-      latest = std::max(latest, e[1]);
+               std::to_string(e[0]) + ", this rank's at " + std::to_string(p.step);
+      ranks.push_back(CommSample{e[1], e[2], 0, e[3]});
+      earliest = std::min(earliest, e[1]);
     }
-    const double wait_us = double(latest - patches[i].begin_ns) / 1000.0;
-    const double transfer_us = double(patches[i].end_ns - latest) / 1000.0;
-    pwrite_all(fd, trace_patch(wait_us, transfer_us), patches[i].offset);
+    const CommSplit c = split_exchange(ranks)[size_t(comm.rank())];
+    pwrite_all(fd,
+               trace_patch(TracePatch{c.wait_ns / 1e3, c.transfer_ns / 1e3, c.descheduled_ns / 1e3,
+                                      (p.begin_ns - earliest) / 1e3}),
+               p.offset);
   }
   return "";
 }

@@ -11,12 +11,14 @@
 struct AllreducePatch {
   int64_t step;
   int64_t begin_ns, end_ns;
-  uint64_t offset;  // where its patch region (src/trace_json.h trace_patch) starts in the part
+  uint64_t offset;                          // where its patch region (src/trace_json.h trace_patch) starts in the part
+  int64_t on_cpu_ns = 0, run_delay_ns = 0;  // the thread's CPU clocks over it
 };
 
-// Collective. For each recorded gradient allreduce (the same steps on every rank): wait = the
-// latest begin over ranks minus this rank's begin (time spent waiting for the slowest rank),
-// transfer = this rank's end minus that latest begin; written into fd at each patch's offset.
+// Collective. For each recorded gradient allreduce (the same steps on every rank): wait,
+// transfer and descheduled by split_exchange over every rank's begin, end and run_delay
+// (src/comm_split.h, the definition --metrics uses), and arrive = this begin minus the earliest;
+// written into fd at each patch's offset.
 // Returns "" or a one-line reason the ranks' records did not match (then nothing is written).
 std::string patch_allreduce_waits(Communicator& comm, int fd, const std::vector<AllreducePatch>& patches);
 

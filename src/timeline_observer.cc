@@ -5,7 +5,7 @@
 #include "src/timeline.h"
 
 void TimelineObserver::run_begin(const RunShape& shape) {
-  timeline_start(comm_, shape.compute_threads, shape.how, shape.bucket_layers);
+  timeline_start(comm_, shape.compute_threads, shape.how, shape.bucket_layers, shape.clocks);
 }
 
 void TimelineObserver::step_begin(const StepAt& at) { timeline_step((long long)at.step); }
@@ -17,7 +17,7 @@ void TimelineObserver::begin(Stretch s) {
 }
 
 void TimelineObserver::end(Stretch s) {
-  if (s == Stretch::kExchange) timeline_gradient_allreduce(exchange_, Net::kNumParams);
+  if (s == Stretch::kExchange && exchange_ != 0) timeline_gradient_allreduce(last_exchange_sample(), Net::kNumParams);
   if (s == Stretch::kOptimizerStep) timeline_end(TimelineKind::kOptimizerStep, optimizer_step_);
   if (s == Stretch::kCheckpoint) timeline_end(TimelineKind::kCheckpoint, checkpoint_);
 }

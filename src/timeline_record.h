@@ -18,6 +18,8 @@ struct TimelineRecord {
                                      // bucket: its layers, "fc2+fc1" (alive until the process ends)
   int64_t send_end_ns = 0;           // bucket: start() returned (begin_ns: it was called)
   int64_t wait_begin_ns = 0;         // bucket: its wait began (end_ns: it ended)
+  int64_t on_cpu_ns = 0;             // gradient allreduce, algorithm step: the thread's CPU time over it
+  int64_t run_delay_ns = 0;          // ... and its time waiting for a CPU (comm/thread_cpu_clock.h)
   int32_t call = 0;                  // observer's call number (call and step records); bucket's index
   int32_t algo_step = 0;             // algorithm step within the call
   int32_t send_peer = -1, recv_peer = -1;

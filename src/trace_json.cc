@@ -33,6 +33,7 @@ const KindInfo kKinds[size_t(TimelineKind::kCount)] = {
     {"allreduce call", "comm"},
     {"allreduce step", "comm"},
     {"bucket exchange", "comm"},
+    {"straggler sleep (--straggler, what-if)", "what-if"},
 };
 
 void append_int(std::string* out, long long v) {
@@ -86,9 +87,13 @@ void append_gradient_allreduce(std::string* out, const TimelineRecord& r, const 
   *out += trace_quote(r.call >= 0 ? trace_algorithm_name(r.algorithm) : c.algorithm);
   *out += c.fp16 ? ",\"fp16\":true" : ",\"fp16\":false";
   *out += c.adasum ? ",\"adasum\":true" : ",\"adasum\":false";
+  *out += ",\"on_cpu_us\":";
+  append_us(out, r.on_cpu_ns);
+  *out += ",\"run_delay_us\":";
+  append_us(out, r.run_delay_ns);
   *out += ",\"wait_us\":";
   *patch_at = out->size();
-  *out += trace_patch(NAN, NAN);
+  *out += trace_patch(TracePatch{NAN, NAN, NAN, NAN});
   *out += "}},\n";
 }
 
@@ -124,6 +129,10 @@ void append_step(std::string* out, const TimelineRecord& r, const TraceContext& 
   append_int(out, (long long)r.bytes);
   *out += ",\"recv_bytes\":";
   append_int(out, (long long)r.recv_bytes);
+  *out += ",\"on_cpu_us\":";
+  append_us(out, r.on_cpu_ns);
+  *out += ",\"run_delay_us\":";
+  append_us(out, r.run_delay_ns);
   *out += "}},\n";
   // Both ends 1 ns inside the slice (when it is that long), so each binds to this slice and not
   // to the step before or after it.
@@ -170,9 +179,9 @@ void append_bucket(std::string* out, const TimelineRecord& r, const TraceContext
 
 }  // namespace
 
-size_t trace_patch_size() { return 2 * kPatchValueWidth + std::string(",\"transfer_us\":").size(); }
+size_t trace_patch_size() { return trace_patch(TracePatch{NAN, NAN, NAN, NAN}).size(); }
 
-std::string trace_patch(double wait_us, double transfer_us) {
+std::string trace_patch(const TracePatch& p) {
   auto value = [](double v) {
     char b[64];
     if (std::isnan(v) || std::fabs(v) >= 1e12)
@@ -181,7 +190,8 @@ std::string trace_patch(double wait_us, double transfer_us) {
       std::snprintf(b, sizeof b, "%*.3f", int(kPatchValueWidth), v);
     return std::string(b);
   };
-  return value(wait_us) + ",\"transfer_us\":" + value(transfer_us);
+  return value(p.wait_us) + ",\"transfer_us\":" + value(p.transfer_us) +
+         ",\"descheduled_us\":" + value(p.descheduled_us) + ",\"arrive_us\":" + value(p.arrive_us);
 }
 
 void append_trace_record(std::string* out, const TimelineRecord& r, const TraceContext& c, size_t* patch_at) {

@@ -19,12 +19,16 @@ struct TraceContext {
   bool fp16 = false, adasum = false;
 };
 
-// Width of each of the two values a gradient allreduce line leaves to be filled in at the merge
-// (wait_us, transfer_us; "null" right-aligned until then, JSON whitespace before it).
+// Width of each of the values a gradient allreduce line leaves to be filled in at the merge
+// (wait_us, transfer_us, descheduled_us, arrive_us: src/comm_split.h; "null" right-aligned
+// until then, JSON whitespace before it).
 constexpr size_t kPatchValueWidth = 16;
-// The bytes from the wait_us value through the transfer_us value, both kPatchValueWidth wide
-// (NaN: "null"). Always trace_patch_size() long.
-std::string trace_patch(double wait_us, double transfer_us);
+struct TracePatch {
+  double wait_us, transfer_us, descheduled_us, arrive_us;  // NaN: "null"
+};
+// The bytes from the wait_us value through the arrive_us value, each kPatchValueWidth wide.
+// Always trace_patch_size() long.
+std::string trace_patch(const TracePatch& p);
 size_t trace_patch_size();
 
 // Appends r's event line(s) to out. For a gradient allreduce, *patch_at is the offset in out of

@@ -24,6 +24,7 @@
 #include "kernels/sgd.h"
 #include "src/adasum_step.h"
 #include "src/checkpoint.h"
+#include "src/clock_sync.h"
 #include "src/gradient_exchange.h"
 #include "src/net.h"
 #include "src/resume_plan.h"
@@ -35,6 +36,8 @@
 #include "src/step_observer.h"
 #include "src/stop_agreement.h"
 #include "src/stop_signal.h"
+#include "src/straggler.h"
+#include "src/timeline.h"
 #include "src/timeline_observer.h"
 #include "src/timing_line.h"
 #include "src/torch_streams.h"
@@ -89,6 +92,7 @@ class Trainer {
   std::string saved_path_;
   StopVote stop_;          // the agreed stop, once there is one
   const TestPause pause_;  // BARESGD_TEST_STOP_AT
+  ClockSync clocks_;        // every rank's clock offset to rank 0's (--metrics, --timeline)
 };
 
 // Reads a training batch's samples into the batch buffers for Net::forward, slice by slice
@@ -346,12 +350,15 @@ double scaled_lr(const Options& opts, int size) { return opts.use_adasum ? opts.
 // BARESGD_TIMING's line (closing calls go in reverse, so its line follows the summary) and the
 // records (--metrics' header is a collective, made before the exchange opens its channels; their
 // byte counter passes the allreduce's events on to the timeline's, added after them).
-StepObservers first_observers(const Options& opts, Communicator& comm, const RunPlan& plan) {
+StepObservers first_observers(const Options& opts, Communicator& comm, const RunPlan& plan,
+                              const ThreadPolicy& threads) {
   RunFacts facts;
+  facts.host_oversubscribed = comm.local_size() > threads.host_cpus;
   facts.lr = scaled_lr(opts, comm.size());
   facts.elem_bytes = opts.fp16_allreduce ? 2 : 4;
   facts.algorithm = allreduce_algorithm_name(plan.algorithm);
   StepObservers watch;
+  if (opts.straggler_spec.active()) watch.add(make_straggler(opts.straggler, opts.straggler_spec, comm));
   if (timing_enabled()) watch.add(std::make_unique<TimingLine>(comm));
   watch.add(std::make_unique<RunRecords>(opts, comm, facts));
   return watch;
@@ -370,7 +377,7 @@ Trainer::Trainer(const Options& opts, const ThreadPolicy& threads, TrainData& da
       start_(start_from_rank0(opts, comm, config_, &net_.params, &momentum_, &torch_rng_.gen)),
       momentum_started_(start_.momentum_started),
       lr_(float(scaled_lr(opts, comm.size()))),
-      watch_(first_observers(opts, comm, plan_)),
+      watch_(first_observers(opts, comm, plan_, threads)),
       exchange_(opts, plan_.algorithm, comm, net_),
       train_sampler_(size_t(data.train.count), comm.size(), comm.rank(), true, kSamplerSeed),
       test_sampler_(size_t(data.test.count), comm.size(), comm.rank(), true, kSamplerSeed),
@@ -384,8 +391,11 @@ Trainer::Trainer(const Options& opts, const ThreadPolicy& threads, TrainData& da
     watch_.add(std::make_unique<SampleRecorder>(opts.sample_record, step_, size_t(data.train.count), comm.size(),
                                                 opts.batch_size));
   // --timeline starts here: clocks synced to rank 0's, tracks named, each bucket on its own track.
-  watch_.run_begin(
-      RunShape{net_.threads(), thread_rule_name(plan_.threads_rule), exchange_.how(), exchange_.bucket_layers()});
+  // One clock sync for --metrics and --timeline alike, so their wait times are the same numbers.
+  const bool records_times = !opts.metrics.empty() || timeline_requested();
+  if (records_times) clocks_ = sync_clocks(comm, kClockSyncRounds, &steady_now_ns);
+  watch_.run_begin(RunShape{net_.threads(), thread_rule_name(plan_.threads_rule), exchange_.how(),
+                            exchange_.bucket_layers(), records_times ? &clocks_ : nullptr});
   exchange_.set_overlap_observer(watch_.overlap_observer());
 }
 

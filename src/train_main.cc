@@ -16,10 +16,12 @@
 #include <sys/stat.h>
 
 #include "comm/communicator.h"
+#include "comm/emulated_link.h"
 #include "kernels/blas.h"
 #include "src/data_dir.h"
 #include "src/mnist.h"
 #include "src/mpi_yield.h"
+#include "src/oversubscription.h"
 #include "src/options.h"
 #include "src/shared_failure.h"
 #include "src/stop_signal.h"
@@ -189,12 +191,34 @@ ThreadPolicy thread_policy_of(const Options& opts, const RankInfo& info) {
 
 // An MPI rank whose host has more ranks than CPUs asks Open MPI to yield when idle
 // (src/mpi_yield.h); Open MPI reads the variable in MPI_Init, so this runs before the communicator.
-void ask_mpi_to_yield_if_oversubscribed(const CommOptions& co, const RankInfo& info, const ThreadPolicy& threads) {
-  if ((co.backend.empty() ? info.backend : co.backend) != "mpi") return;
-  const char* name = "OMPI_MCA_mpi_yield_when_idle";
-  const MpiYield y = decide_mpi_yield(info.local_size, info.local_rank, threads.host_cpus, std::getenv(name));
-  if (y.set) ::setenv(name, "1", 0);
-  if (!y.line.empty()) std::fprintf(stderr, "train: %s\n", y.line.c_str());
+// A rank ./launch did not start (no BARESGD_JOB_ID) says in one line that its host is
+// oversubscribed (./launch says it for the whole job).
+void say_if_oversubscribed(const CommOptions& co, const RankInfo& info, const ThreadPolicy& threads) {
+  std::string yield_line;
+  if ((co.backend.empty() ? info.backend : co.backend) == "mpi") {
+    const char* name = "OMPI_MCA_mpi_yield_when_idle";
+    const MpiYield y = decide_mpi_yield(info.local_size, info.local_rank, threads.host_cpus, std::getenv(name));
+    if (y.set) ::setenv(name, "1", 0);
+    yield_line = y.line;
+  }
+  const char* job = std::getenv("BARESGD_JOB_ID");
+  std::string line = job && *job
+                         ? yield_line
+                         : trainer_oversubscribed_line(info.local_size, info.local_rank, threads.host_cpus, yield_line);
+  if (!line.empty()) std::fprintf(stderr, "train: %s\n", line.c_str());
+}
+
+// --link-delay / --link-bandwidth hold only our algorithms' messages (comm/emulated_link.h): rank 0
+// says in one line when the gradient sum does not go through them.
+void say_what_the_link_delays(const Options& opts, const Communicator& comm) {
+  if ((opts.link_delay_ms <= 0 && opts.link_bytes_per_s <= 0) || comm.rank() != 0) return;
+  const bool ours = opts.allreduce == "ring" || opts.allreduce == "halving-doubling" || opts.allreduce == "direct";
+  if (!ours || opts.overlap || opts.use_adasum)
+    std::fprintf(stderr,
+                 "train: --link-delay/--link-bandwidth delay only the messages of --allreduce ring, "
+                 "halving-doubling and direct without --overlap on or --use-adasum; this run's gradient "
+                 "sum (--allreduce %s) is not delayed\n",
+                 opts.allreduce.c_str());
 }
 
 // This rank's job: data, timeline file, communicator, training. Exits 1 on any failure with its one
@@ -212,11 +236,12 @@ int run_rank(Options& opts) {
     if (!info.notice.empty()) std::fprintf(stderr, "train: %s\n", info.notice.c_str());
     const ThreadPolicy threads = thread_policy_of(opts, info);
     co.spin_while_waiting = threads.spin_while_waiting;
-    ask_mpi_to_yield_if_oversubscribed(co, info, threads);
+    say_if_oversubscribed(co, info, threads);
     resolve_data_dir(opts);
     TrainData data = load_train_data(opts);  // a bad file fails here, before any rendezvous
     timeline_open(opts, info);               // so does a timeline file this rank cannot write
-    comm = make_communicator(co);
+    comm = emulate_link(make_communicator(co), LinkEmulation{opts.link_delay_ms / 1000, opts.link_bytes_per_s});
+    say_what_the_link_delays(opts, *comm);
     install_stop_signal_handlers();  // again: the MPI library may have set its own in MPI_Init
     return run_training(opts, threads, data, *comm, stdout);
   } catch (const PrintedError&) {

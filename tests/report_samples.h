@@ -42,7 +42,8 @@ inline std::vector<std::string> two_hosts(int world) {
   return hosts;
 }
 
-// One logged step of every rank (wait_s = comm_s minus the fastest rank's comm_s).
+// One logged step of every rank (wait_s = comm_s minus the fastest rank's comm_s; rank r arrives
+// 0.2 ms x r after rank 0, so the last rank is the last to arrive).
 inline std::string step_lines(int world, int epoch, int batch, int step) {
   std::vector<double> comm(static_cast<size_t>(world), 0.0);
   double fastest = 1e9;
@@ -60,8 +61,8 @@ inline std::string step_lines(int world, int epoch, int batch, int step) {
          ",\"step\":" + std::to_string(step) + ",\"rank\":" + std::to_string(r) + ",\"loss\":" + fmt(loss) +
          ",\"lr\":" + fmt(0.01 * world) + ",\"grad_norm\":" + fmt(1.5 * std::exp(-step / 300.0) + 0.2) +
          ",\"data_s\":" + fmt(data) + ",\"compute_s\":" + fmt(compute) + ",\"comm_s\":" + fmt(comm[size_t(r)]) +
-         ",\"wait_s\":" + fmt(comm[size_t(r)] - fastest) + ",\"step_s\":" + fmt(total) +
-         ",\"samples_per_s\":" + fmt(64 / total) + ",\"allreduce_bytes\":87360}\n";
+         ",\"wait_s\":" + fmt(comm[size_t(r)] - fastest) + ",\"arrive_s\":" + fmt(0.0002 * r) +
+         ",\"step_s\":" + fmt(total) + ",\"samples_per_s\":" + fmt(64 / total) + ",\"allreduce_bytes\":87360}\n";
   }
   return s;
 }

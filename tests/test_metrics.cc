@@ -54,18 +54,29 @@ TEST(Metrics, JsonLineEscapesAndNullsNonFinite) {
   EXPECT_FALSE(jsoncheck::valid_json("{\"a\":1} x"));
 }
 
-TEST(Metrics, StepRecordsInFormatOrderWithWaitFromTheFastestRank) {
-  std::vector<StepRecord> ranks = {{2.3, 1.5, 0.001, 0.002, 0.0040, 0.0075, 8533.3, 0, 87360},
-                                   {2.1, 1.4, 0.001, 0.003, 0.0010, 0.0060, 10666.7, 1, 87360}};
+// Rank 0 arrives at t = 1 ms (on rank 0's clock) and leaves at 5 ms, 0.5 ms of it runnable without
+// a CPU; rank 1 arrives last at 4 ms and leaves at 5 ms, never without a CPU. Rank 0 waited 3 ms
+// for rank 1; its run_delay's share after rank 1's arrival (1/4 of its exchange), the longest of
+// the two ranks', is both ranks' descheduled time.
+TEST(Metrics, StepRecordsInFormatOrderWithWaitUntilTheLastArrival) {
+  std::vector<StepRecord> ranks = {
+      {2.3, 1.5, 0.001, 0.002, 0.0040, 0.0075, 8533.3, 0, 87360, 1000000, 5000000, 300000, 500000},
+      {2.1, 1.4, 0.001, 0.003, 0.0010, 0.0060, 10666.7, 1, 87360, 4000000, 5000000, 900000, 0}};
   std::vector<std::string> lines = step_records(StepPosition{1, 10, 10, 0.02}, ranks);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(keys_of(lines[0]),
-            (std::vector<std::string>{"type", "epoch", "batch", "step", "rank", "loss", "lr", "grad_norm", "data_s",
-                                      "compute_s", "comm_s", "wait_s", "step_s", "samples_per_s", "allreduce_bytes"}));
+            (std::vector<std::string>{"type",        "epoch",    "batch",      "step",          "rank",
+                                      "loss",        "lr",       "grad_norm",  "data_s",        "compute_s",
+                                      "comm_s",      "wait_s",   "transfer_s", "descheduled_s", "on_cpu_s",
+                                      "run_delay_s", "arrive_s", "step_s",     "samples_per_s", "allreduce_bytes"}));
   EXPECT_EQ(lines[0], R"({"type":"step","epoch":1,"batch":10,"step":10,"rank":0,"loss":2.3,"lr":0.02,"grad_norm":1.5,)"
-                      R"("data_s":0.001,"compute_s":0.002,"comm_s":0.004,"wait_s":0.003,"step_s":0.0075,)"
-                      R"("samples_per_s":8533.3,"allreduce_bytes":87360})");
+                      R"("data_s":0.001,"compute_s":0.002,"comm_s":0.004,"wait_s":0.003,"transfer_s":0.000875,)"
+                      R"("descheduled_s":0.000125,"on_cpu_s":0.0003,"run_delay_s":0.0005,"arrive_s":0,)"
+                      R"("step_s":0.0075,"samples_per_s":8533.3,"allreduce_bytes":87360})");
   EXPECT_DOUBLE_EQ(num_field(lines[1], "wait_s"), 0);
+  EXPECT_DOUBLE_EQ(num_field(lines[1], "transfer_s"), 0.000875);
+  EXPECT_DOUBLE_EQ(num_field(lines[1], "descheduled_s"), 0.000125);
+  EXPECT_DOUBLE_EQ(num_field(lines[1], "arrive_s"), 0.003);
 }
 
 TEST(Metrics, HeaderTestInspectAdasumAndSummaryRecords) {
@@ -81,6 +92,19 @@ TEST(Metrics, HeaderTestInspectAdasumAndSummaryRecords) {
   o.inspect_steps = {0, 5};
   const std::string header = header_record(h, o);
   ASSERT_TRUE(jsoncheck::valid_json(header)) << header;
+  EXPECT_NE(header.find(R"(,"oversubscribed":false,"what_if":{"straggler_rank":-1,"link_delay_ms":0,)"
+                        R"("link_bytes_per_s":0,"link":"real"}})"),
+            std::string::npos)
+      << header;
+  MetricsHeader slow = h;
+  slow.oversubscribed = true;
+  slow.link_delay_ms = 2;
+  slow.link_bytes_per_s = 12.5e6;
+  slow.straggler_rank = 2;
+  EXPECT_NE(
+      header_record(slow, o).find(R"(,"oversubscribed":true,"what_if":{"straggler_rank":2,"link_delay_ms":2,)"
+                                  R"x("link_bytes_per_s":12500000,"link":"emulated (our algorithms' messages)"}})x"),
+      std::string::npos);
   EXPECT_EQ(header.rfind(R"({"type":"header","format":"baresgd-metrics","version":1,"world_size":2,"backend":"gloo",)"
                          R"("algorithm":"auto","hosts":["hpc01","hpc03"],"versions":{"baresgd":"0.3.0","openblas":)",
                          0),
@@ -184,7 +208,6 @@ TEST_F(MetricsRun, TwoGlooRanksTwoEpochsFile) {
   int seen[2] = {0, 0};
   for (int e = 1; e <= 2; ++e) {
     for (int b : {0, 50, 100}) {
-      double min_comm = 1e9;
       std::vector<std::string> pair = {lines[at], lines[at + 1]};
       at += 2;
       for (int k = 0; k < 2; ++k) {
@@ -205,11 +228,14 @@ TEST_F(MetricsRun, TwoGlooRanksTwoEpochsFile) {
         EXPECT_NE(train_lines[k][size_t(seen[k])].find(loss), std::string::npos)
             << train_lines[k][size_t(seen[k])] << " vs " << l;
         ++seen[k];
-        min_comm = std::min(min_comm, num_field(l, "comm_s"));
+        // comm_s splits into wait, transfer and descheduled (src/comm_split.h), rounded to 10 digits.
+        EXPECT_NEAR(num_field(l, "wait_s") + num_field(l, "transfer_s") + num_field(l, "descheduled_s"),
+                    num_field(l, "comm_s"), 1e-9 * (1 + num_field(l, "comm_s") * 1e3))
+            << l;
       }
-      for (const std::string& l : pair)
-        EXPECT_NEAR(num_field(l, "wait_s"), num_field(l, "comm_s") - min_comm, 1e-9) << l;
+      // The last rank to arrive waited for nobody; the first arrived at 0.
       EXPECT_DOUBLE_EQ(std::min(num_field(pair[0], "wait_s"), num_field(pair[1], "wait_s")), 0);
+      EXPECT_DOUBLE_EQ(std::min(num_field(pair[0], "arrive_s"), num_field(pair[1], "arrive_s")), 0);
     }
     const std::string& t = lines[at++];
     EXPECT_EQ(int_field(t, "epoch"), e) << t;

@@ -67,7 +67,8 @@ TEST(MpiYield, LaunchSaysItAndItsRanksYield) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(count_of(r.err,
                      "launch: 4 ranks on this machine's 1 CPU: Open MPI yields when idle "
-                     "(OMPI_MCA_mpi_yield_when_idle=1)\n"),
+                     "(OMPI_MCA_mpi_yield_when_idle=1); times include waiting for a CPU (descheduled_s in "
+                     "--metrics, marked in ./report)\n"),
             1)
       << r.err;
   for (int rank = 0; rank < 4; ++rank)
@@ -98,7 +99,8 @@ TEST(MpiYield, RanksOfPlainMpirunAskOpenMpiThemselves) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(count_of(r.err,
                      "train: 2 ranks on this host's 1 CPU: Open MPI yields when idle "
-                     "(OMPI_MCA_mpi_yield_when_idle=1, set before MPI_Init)\n"),
+                     "(OMPI_MCA_mpi_yield_when_idle=1, set before MPI_Init); times include waiting for a CPU "
+                     "(descheduled_s in --metrics, marked in ./report)\n"),
             1)
       << r.err;
   RunResult u = testutil::run(start + "-x OMPI_MCA_mpi_yield_when_idle=0 " + train_bin() + " --max-steps 2", 300);

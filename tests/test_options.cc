@@ -67,6 +67,35 @@ TEST(Options, MalformedFlagsNameTheFlag) {
   EXPECT_NE(usage_error({"--hosts", "a:1"}).find("need --num-proc"), std::string::npos);
 }
 
+// The what-if switches (src/what_if_spec.h): values, and one line naming the flag for a bad one.
+TEST(Options, WhatIfSwitches) {
+  Options o = parse({"--straggler", "2:5", "--link-delay=0.5", "--link-bandwidth", "100Mbit"});
+  EXPECT_EQ(o.straggler, "2:5");
+  EXPECT_EQ(o.straggler_spec.rank, 2);
+  EXPECT_DOUBLE_EQ(o.straggler_spec.sleep_ms, 5);
+  EXPECT_DOUBLE_EQ(o.straggler_spec.factor, 0);
+  EXPECT_DOUBLE_EQ(o.link_delay_ms, 0.5);
+  EXPECT_EQ(o.link_bandwidth, "100Mbit");
+  EXPECT_DOUBLE_EQ(o.link_bytes_per_s, 12.5e6);
+  Options f = parse({"--straggler=1:x2.5", "--link-bandwidth=10MB/s"});
+  EXPECT_EQ(f.straggler_spec.rank, 1);
+  EXPECT_DOUBLE_EQ(f.straggler_spec.factor, 2.5);
+  EXPECT_DOUBLE_EQ(f.link_bytes_per_s, 1e7);
+  EXPECT_FALSE(parse({}).straggler_spec.active());
+  EXPECT_EQ(usage_error({"--straggler", "2"}),
+            "argument --straggler: expected RANK:MS or RANK:xFACTOR (e.g. 2:5 or 2:x3)");
+  EXPECT_EQ(usage_error({"--straggler", "-1:5"}), "argument --straggler: rank '-1' is not a rank (0..65535)");
+  EXPECT_EQ(usage_error({"--straggler", "0:x1"}), "argument --straggler: factor 'x1' is not xF with 1 < F <= 1000");
+  EXPECT_EQ(usage_error({"--straggler", "0:5ms"}), "argument --straggler: '5ms' is not milliseconds in [0, 60000]");
+  EXPECT_EQ(usage_error({"--link-delay", "-2"}), "argument --link-delay: '-2' is not milliseconds in [0, 10000]");
+  EXPECT_EQ(usage_error({"--link-bandwidth", "fast"}),
+            "argument --link-bandwidth: 'fast' does not start with a number (e.g. 100Mbit, 10MB/s)");
+  EXPECT_EQ(usage_error({"--link-bandwidth", "100"}),
+            "argument --link-bandwidth: '100' has no known unit (bit, kbit, Mbit, Gbit or B/s, kB/s, MB/s, GB/s)");
+  EXPECT_EQ(usage_error({"--link-bandwidth", "0Mbit"}),
+            "argument --link-bandwidth: '0Mbit' is not between 1 B/s and 1000 GB/s");
+}
+
 TEST(TrainMain, HelpAndUsageErrors) {
   auto h = testutil::run(testutil::train_bin() + " --help", 30);
   EXPECT_EQ(h.status, 0);

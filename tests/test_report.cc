@@ -410,9 +410,14 @@ TEST(Report, HtmlHasEveryChartAndOnePolylinePerRank) {
     EXPECT_EQ(count(loss, "class=\"rank-line\" data-rank=\"" + std::to_string(r) + "\""), 1u) << r;
   EXPECT_EQ(count(loss, "class=\"legend-item\""), 4u);
   EXPECT_NE(loss.find("rank 2 @ hpc03"), std::string::npos);
-  // Stacked bars: 4 parts for each of 4 ranks; a bar per logged step; a bar per (step, layer, rank).
-  EXPECT_EQ(count(svg_by_id(html, "step-time-chart"), "class=\"bar part-"), 16u);
+  // Stacked bars: 5 parts for each of 4 ranks; a bar per logged step; a bar per (step, layer, rank).
+  EXPECT_EQ(count(svg_by_id(html, "step-time-chart"), "class=\"bar part-"), 20u);  // 4 ranks x 5 parts
   EXPECT_EQ(count(svg_by_id(html, "bytes-chart"), "class=\"bar bytes-bar\""), 48u);
+  // The arrival strip: a cell per (logged step, rank); rank 3 (0.6 ms after rank 0) is named last.
+  EXPECT_EQ(count(svg_by_id(html, "arrival-strip"), "class=\"arrival\""), 4u * 48u);
+  EXPECT_NE(html.find("<p id=\"last-to-arrive\" data-rank=\"3\"><strong>Rank 3 arrived last most often</strong>: at "
+                      "48 of 48 logged steps"),
+            std::string::npos);
   EXPECT_EQ(count(svg_by_id(html, "layer-norm-chart"), "class=\"bar layer-bar\""), 2u * 8u * 4u);
   EXPECT_EQ(count(svg_by_id(html, "accuracy-chart"), "<circle "), 2u);
   EXPECT_NE(html.find("id=\"timeline-summary\""), std::string::npos);
@@ -654,7 +659,7 @@ TEST(ReportBrowser, ChromiumBuildsTheChartsWithNoConsoleErrors) {
   const std::string& dom = b.out;
   for (const char* id : kChartIds) EXPECT_NE(svg_by_id(dom, id), "") << id << " missing from the DOM";
   EXPECT_EQ(count(svg_by_id(dom, "loss-chart"), "<polyline "), 4u);
-  EXPECT_EQ(count(svg_by_id(dom, "step-time-chart"), "<rect x="), 16u + 4u);  // bars + legend swatches
+  EXPECT_EQ(count(svg_by_id(dom, "step-time-chart"), "<rect x="), 20u + 5u);  // bars + legend swatches
   EXPECT_NE(dom.find("data-report-ready=\"1\""), std::string::npos) << "the page's script did not finish";
   // The lane chart of one step: a lane group per rank, its two tracks' lanes, five slices per rank.
   const std::string lanes = svg_by_id(dom, "timeline-lanes");

@@ -159,7 +159,8 @@ void check_training_trace(const std::vector<Value>& ev, const std::vector<std::s
       ASSERT_EQ(args["wait_us"].type, Value::kNumber) << "rank " << r << " step " << s;
       ASSERT_EQ(args["transfer_us"].type, Value::kNumber);
       EXPECT_GE(args["wait_us"].n(), 0);
-      EXPECT_NEAR(args["wait_us"].n() + args["transfer_us"].n(), (*a)["dur"].n(), 0.002);
+      ASSERT_EQ(args["descheduled_us"].type, Value::kNumber);
+      EXPECT_NEAR(args["wait_us"].n() + args["transfer_us"].n() + args["descheduled_us"].n(), (*a)["dur"].n(), 0.003);
       min_wait = std::min(min_wait, args["wait_us"].n());
     }
     EXPECT_EQ(min_wait, 0) << "step " << s << ": no rank was the last to arrive";
@@ -242,8 +243,8 @@ TEST(TimelineTrace, FormatsLinesAsJson) {
   s += " ";
   append_us(&s, 7);
   EXPECT_EQ(s, "-1.250 12.000 0.007");
-  EXPECT_EQ(trace_patch(1.5, -2).size(), trace_patch_size());
-  EXPECT_EQ(trace_patch(NAN, NAN).size(), trace_patch_size());
+  EXPECT_EQ(trace_patch(TracePatch{1.5, -2, 3, 1e11}).size(), trace_patch_size());
+  EXPECT_EQ(trace_patch(TracePatch{NAN, NAN, NAN, NAN}).size(), trace_patch_size());
   EXPECT_EQ(trace_quote("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
   EXPECT_NE(trace_flow_id(3, 1, 0, 1), trace_flow_id(3, 1, 1, 0));
   EXPECT_LT(trace_flow_id(123456, 7, 3, 2), uint64_t(1) << 53);
@@ -265,7 +266,7 @@ TEST(TimelineTrace, FormatsLinesAsJson) {
   r.call = -1;
   append_trace_record(&out, r, c, &patch);
   ASSERT_NE(patch, std::string::npos);
-  out.replace(patch, trace_patch_size(), trace_patch(0.25, 2.25));
+  out.replace(patch, trace_patch_size(), trace_patch(TracePatch{0.25, 2.25, 0.5, 1}));
   r.kind = TimelineKind::kAllreduceStep;
   r.algorithm = AllreduceAlgorithm::kRing;
   r.phase = "reduce-scatter";
