@@ -30,6 +30,7 @@
 #include "src/sample_record.h"
 #include "src/sampler.h"
 #include "src/step_observer.h"
+#include "src/timeline.h"
 #include "src/timeline_observer.h"
 #include "src/timing_line.h"
 #include "src/torch_streams.h"
@@ -212,7 +213,9 @@ TestResult evaluate(Net& net, const MnistSplit& test, DistributedSampler& sample
     }
   }
   double m[2] = {loss_sum / double(sampler.size()), correct / double(sampler.size())};
+  const int64_t t = timeline_traffic_begin();
   comm.allreduce_sum(m, 2);
+  timeline_traffic("test-metric allreduce", t, sizeof m);
   return {m[0] / comm.size(), m[1] / comm.size()};
 }
 
