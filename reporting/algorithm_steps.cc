@@ -12,8 +12,7 @@
 
 namespace {
 
-constexpr double kPanelW = 280, kPanelH = 262, kTitleH = 34, kNodeR = 11, kStripW = 40, kStripH = 10, kRingR = 74,
-                 kWidth = 4 * kPanelW + 20, kLegendH = 64;
+constexpr double kWidth = 1140, kTitleH = 34, kBoxH = 32, kStripW = 40, kStripH = 11, kLegendH = 64;
 
 // One message of one algorithm step: who sent which piece of the vector to whom.
 struct Message {
@@ -35,6 +34,12 @@ struct AlgoCall {
   std::vector<AlgoStep> steps;
 };
 
+// The panels' grid: 4 to a row up to 4 ranks, 3 (wider, taller) from 5 on, so 8 ranks' strips fit.
+int columns(int world) { return world > 4 ? 3 : 4; }
+double panel_w(int world) { return (kWidth - 20) / columns(world); }
+double panel_h(int world) { return world > 4 ? 300 : 262; }
+double strip_w(size_t pieces) { return std::min(64.0, std::max(kStripW, 8.0 * double(pieces))); }
+
 bool has_arg(const TraceSlice& s, const char* key) {
   for (const auto& a : s.args)
     if (a.first == key) return true;
@@ -53,7 +58,8 @@ long arg_long(const TraceSlice& s, const char* key, long fallback) {
 AlgoCall call_of(const Timeline& t, long step) {
   long first = LONG_MAX;
   for (const TraceSlice& s : t.slices)
-    if (s.step == step && has_arg(s, "algo_step") && has_arg(s, "send_to")) first = std::min(first, arg_long(s, "call", -1));
+    if (s.step == step && has_arg(s, "algo_step") && has_arg(s, "send_to"))
+      first = std::min(first, arg_long(s, "call", -1));
   AlgoCall c;
   if (first == LONG_MAX) return c;
   std::map<long, AlgoStep> by_step;
@@ -139,23 +145,29 @@ struct Pt {
   double x, y;
 };
 
-// Node centres in a panel's drawing area (origin at its top left, kPanelW x kPanelH - kTitleH).
-std::vector<Pt> node_positions(const AlgoCall& c) {
-  const double cx = kPanelW / 2, cy = (kPanelH - kTitleH) / 2;
+// A rank is a box: "rank r" on top, the strip of its pieces below; box_w wide, kBoxH high.
+double box_w(size_t pieces) { return strip_w(pieces) + 8; }
+
+// Node (box) centres in a panel's drawing area (origin at its top left, panel_w x panel_h -
+// kTitleH): the ring as an ellipse as wide as the boxes leave room for; the hypercube's
+// dimension j drawn along axis j.
+std::vector<Pt> node_positions(const AlgoCall& c, size_t pieces) {
+  const double cx = panel_w(c.world) / 2, cy = (panel_h(c.world) - kTitleH - 18) / 2;
+  const double rx = cx - box_w(pieces) / 2 - 10, ry = cy - kBoxH / 2 - 6;
   const int w = c.world;
   int p = 1, dims = 0;
   while (p * 2 <= w) p *= 2, ++dims;
   std::vector<Pt> pts(static_cast<size_t>(w));
   if (c.algorithm == "halving-doubling" && dims >= 1 && dims <= 3) {
     // a hypercube: dimension j is the level-j pairing r <-> r ^ 2^j
-    const Pt axis[3] = {{104, 0}, {0, 100}, {46, -40}};
+    const Pt axis[3] = {{dims == 3 ? 2 * rx - 90 : 2 * rx, 0}, {0, dims == 3 ? 2 * ry - 62 : 2 * ry}, {90, -62}};
     double lo_x = 1e9, hi_x = -1e9, lo_y = 1e9, hi_y = -1e9;
     for (int r = 0; r < w; ++r) {
       const int b = r < p ? r : r - p;
       Pt q{0, 0};
       for (int j = 0; j < dims; ++j)
         if (b >> j & 1) q.x += axis[j].x, q.y += axis[j].y;
-      if (r >= p) q.y += 36;  // a folding rank sits just below its partner r - P
+      if (r >= p) q.y += kBoxH + 14;  // a folding rank sits just below its partner r - P
       pts[r] = q;
       lo_x = std::min(lo_x, q.x), hi_x = std::max(hi_x, q.x), lo_y = std::min(lo_y, q.y), hi_y = std::max(hi_y, q.y);
     }
@@ -164,48 +176,56 @@ std::vector<Pt> node_positions(const AlgoCall& c) {
   }
   for (int r = 0; r < w; ++r) {  // a ring, rank 0 at the top, clockwise
     const double a = -M_PI / 2 + 2 * M_PI * r / w;
-    pts[r] = {cx + kRingR * std::cos(a), cy + kRingR * std::sin(a)};
+    pts[r] = {cx + rx * std::cos(a), cy + ry * std::sin(a)};
   }
   return pts;
 }
 
 std::string n(double v) { return format_number(v, 6); }
 
-// The strip of rank r's pieces after the step: shade by how many ranks' values each sums.
-std::string strip_svg(const AlgoCall& c, const std::vector<size_t>& cuts, const std::vector<uint64_t>& held, int r,
-                      Pt node, Pt centre, const std::vector<bool>& just_received, const std::string& phase) {
-  double dx = node.x - centre.x, dy = node.y - centre.y;
-  const double len = std::hypot(dx, dy);
-  if (len < 1e-6) dx = 0, dy = 1;
-  else dx /= len, dy /= len;
-  const double sx = node.x + dx * (kNodeR + 6 + kStripW / 2) - kStripW / 2;
-  const double sy = node.y + dy * (kNodeR + 6 + kStripH / 2) - kStripH / 2;
-  const double bw = kStripW / double(held.size());
-  std::string s;
+// Rank r's box after the step: its name, and the strip of its pieces shaded by how many ranks'
+// values each sums (outlined in the phase's colour: just received).
+std::string node_svg(const AlgoCall& c, const std::vector<size_t>& cuts, const std::vector<uint64_t>& held, int r,
+                     Pt node, const std::vector<bool>& just_received, const std::string& phase) {
+  const double bw_all = box_w(held.size()), x0 = node.x - bw_all / 2, y0 = node.y - kBoxH / 2;
+  std::string s = "<g class=\"algo-node\" data-node=\"" + std::to_string(r) + "\"><rect x=\"" + n(x0) + "\" y=\"" +
+                  n(y0) + "\" width=\"" + n(bw_all) + "\" height=\"" + n(kBoxH) +
+                  "\" rx=\"4\" fill=\"#fff\" stroke=\"#333\"/>" +
+                  svg_text(node.x, y0 + 12, "rank " + std::to_string(r), "middle", "class=\"node-label\"") + "\n";
+  const double sx = x0 + 4, sy = y0 + kBoxH - kStripH - 4, bw = strip_w(held.size()) / double(held.size());
   for (size_t k = 0; k < held.size(); ++k) {
     const int have = count_bits(held[k]);
     const bool full = have == c.world;
     const double opacity = full ? 1.0 : 0.12 + 0.6 * (have - 1) / std::max(1, c.world - 1);
     const std::string title = "rank " + std::to_string(r) + ", elements [" + std::to_string(cuts[k]) + ", " +
-                              std::to_string(cuts[k + 1]) + "): " +
-                              (full ? "the full sum" : "the sum of ranks " + ranks_in(held[k])) + " (" +
+                              std::to_string(cuts[k + 1]) +
+                              "): " + (full ? "the full sum" : "the sum of ranks " + ranks_in(held[k])) + " (" +
                               std::to_string(have) + " of " + std::to_string(c.world) + ")";
     s += "<rect x=\"" + n(sx + k * bw) + "\" y=\"" + n(sy) + "\" width=\"" + n(bw) + "\" height=\"" + n(kStripH) +
          "\" fill=\"" + (full ? "#1b3a5c" : "#2b6ca3") + "\" fill-opacity=\"" + n(opacity) + "\" stroke=\"" +
          (just_received[k] ? phase_color(phase) : "#fff") + "\" stroke-width=\"" + (just_received[k] ? "2" : "0.5") +
          "\"><title>" + xml_escape(title) + "</title></rect>\n";
   }
-  return s;
+  return s + "</g>\n";
+}
+
+// Where the line from a box's centre in direction (ux, uy) leaves the box (plus a margin).
+Pt box_exit(Pt centre, double ux, double uy, double half_w, double margin) {
+  const double tx = std::fabs(ux) > 1e-9 ? half_w / std::fabs(ux) : 1e9;
+  const double ty = std::fabs(uy) > 1e-9 ? (kBoxH / 2) / std::fabs(uy) : 1e9;
+  const double t = std::min(tx, ty) + margin;
+  return {centre.x + ux * t, centre.y + uy * t};
 }
 
 // One arrow from sender to receiver, bent to its right so the two ways of a pair stay apart,
 // labelled with its chunk.
-std::string arrow_svg(const Message& m, Pt a, Pt b, const std::string& phase, const std::string& step_label) {
+std::string arrow_svg(const Message& m, Pt a, Pt b, double half_w, const std::string& phase,
+                      const std::string& step_label) {
   double ux = b.x - a.x, uy = b.y - a.y;
   const double len = std::max(1e-6, std::hypot(ux, uy));
   ux /= len, uy /= len;
-  const Pt s{a.x + ux * (kNodeR + 2), a.y + uy * (kNodeR + 2)}, e{b.x - ux * (kNodeR + 3), b.y - uy * (kNodeR + 3)};
-  const double bend = std::min(16.0, len * 0.18);
+  const Pt s = box_exit(a, ux, uy, half_w, 2), e = box_exit(b, -ux, -uy, half_w, 3);
+  const double bend = std::min(14.0, std::hypot(e.x - s.x, e.y - s.y) * 0.2);
   const Pt ctl{(s.x + e.x) / 2 - uy * bend, (s.y + e.y) / 2 + ux * bend};
   const Pt mid{0.25 * s.x + 0.5 * ctl.x + 0.25 * e.x, 0.25 * s.y + 0.5 * ctl.y + 0.25 * e.y};
   const std::string color = phase_color(phase);
@@ -222,34 +242,30 @@ std::string arrow_svg(const Message& m, Pt a, Pt b, const std::string& phase, co
 // Panel k: 0 the start, else algorithm step k-1; its frame, title, arrows, nodes and strips.
 std::string panel_svg(const AlgoCall& c, const std::vector<size_t>& cuts, const std::vector<Held>& sums, size_t k,
                       const std::vector<Pt>& pts) {
-  const double x0 = 10 + (k % 4) * kPanelW, y0 = (k / 4) * kPanelH;
+  const double pw = panel_w(c.world), ph = panel_h(c.world);
+  const double x0 = 10 + double(k % size_t(columns(c.world))) * pw, y0 = double(k / size_t(columns(c.world))) * ph;
   const AlgoStep* st = k == 0 ? nullptr : &c.steps[k - 1];
   const std::string phase = st ? st->phase : "";
   std::string s = "<g class=\"algo-panel\" transform=\"translate(" + n(x0) + " " + n(y0) + ")\">\n";
-  s += "<rect x=\"2\" y=\"2\" width=\"" + n(kPanelW - 6) + "\" height=\"" + n(kPanelH - 6) +
+  s += "<rect x=\"2\" y=\"2\" width=\"" + n(pw - 6) + "\" height=\"" + n(ph - 6) +
        "\" fill=\"#fff\" stroke=\"#ddd\"/>\n";
-  if (st)
-    s += "<rect x=\"2\" y=\"2\" width=\"" + n(kPanelW - 6) + "\" height=\"5\" fill=\"" + phase_color(phase) + "\"/>\n";
-  const std::string title = st ? std::to_string(k) + ". " + st->label : "start: every rank holds its own gradient";
+  if (st) s += "<rect x=\"2\" y=\"2\" width=\"" + n(pw - 6) + "\" height=\"5\" fill=\"" + phase_color(phase) + "\"/>\n";
+  const std::string title = st ? std::to_string(k) + ". " + st->label : "start: each rank its own gradient";
   s += svg_text(12, 22, title, "start", "class=\"panel-title\"");
   if (st && !st->messages.empty())
-    s += svg_text(kPanelW - 12, 22, "chunks: 1/" + std::to_string(st->messages[0].parts) + " of the vector", "end",
+    s += svg_text(pw - 12, ph - 12, "each chunk: 1/" + std::to_string(st->messages[0].parts) + " of the vector", "end",
                   "class=\"panel-note\"");
   s += "<g transform=\"translate(0 " + n(kTitleH) + ")\">\n";
-  Pt centre{0, 0};
-  for (const Pt& p : pts) centre.x += p.x / pts.size(), centre.y += p.y / pts.size();
+  const double half_w = box_w(cuts.size() - 1) / 2;
   if (st)
-    for (const Message& m : st->messages) s += arrow_svg(m, pts[m.from], pts[m.to], phase, st->label);
+    for (const Message& m : st->messages) s += arrow_svg(m, pts[m.from], pts[m.to], half_w, phase, st->label);
   for (int r = 0; r < c.world; ++r) {
     std::vector<bool> got(cuts.size() - 1, false);
     if (st)
       for (const Message& m : st->messages)
         for (size_t q = 0; q + 1 < cuts.size(); ++q)
           if (m.to == r && cuts[q] >= m.lo && cuts[q + 1] <= m.hi) got[q] = true;
-    s += "<g class=\"algo-node\" data-node=\"" + std::to_string(r) + "\"><circle cx=\"" + n(pts[r].x) + "\" cy=\"" +
-         n(pts[r].y) + "\" r=\"" + n(kNodeR) + "\" fill=\"#fff\" stroke=\"#333\"/>" +
-         svg_text(pts[r].x, pts[r].y + 4, std::to_string(r), "middle", "class=\"node-label\"") + "</g>\n";
-    s += strip_svg(c, cuts, sums[k][r], r, pts[r], centre, got, phase);
+    s += node_svg(c, cuts, sums[k][r], r, pts[r], got, phase);
   }
   return s + "</g>\n</g>\n";
 }
@@ -279,11 +295,12 @@ std::string algorithm_steps_svg(const Timeline& t, long step) {
   if (c.steps.empty() || c.world < 2 || c.world > 64 || c.elements == 0) return "";
   const std::vector<size_t> cuts = cuts_of(c);
   const std::vector<Held> sums = partial_sums(c, cuts);
-  const std::vector<Pt> pts = node_positions(c);
-  const size_t panels = c.steps.size() + 1, rows = (panels + 3) / 4;
-  const double height = rows * kPanelH + kLegendH;
-  std::string s = svg_begin("algorithm-steps", kWidth, height,
-                            c.algorithm + " allreduce of step " + std::to_string(step) + ", one panel per algorithm step");
+  const std::vector<Pt> pts = node_positions(c, cuts.size() - 1);
+  const size_t cols = size_t(columns(c.world)), panels = c.steps.size() + 1, rows = (panels + cols - 1) / cols;
+  const double height = double(rows) * panel_h(c.world) + kLegendH;
+  std::string s =
+      svg_begin("algorithm-steps", kWidth, height,
+                c.algorithm + " allreduce of step " + std::to_string(step) + ", one panel per algorithm step");
   s += arrow_markers();
   for (size_t k = 0; k < panels; ++k) s += panel_svg(c, cuts, sums, k, pts);
   std::vector<LegendEntry> legend;
@@ -293,9 +310,10 @@ std::string algorithm_steps_svg(const Timeline& t, long step) {
       seen.push_back(st.phase);
       legend.push_back({st.phase + ": message, labelled with its chunk", phase_color(st.phase), ""});
     }
-  legend.push_back({"strip: the vector's pieces on that rank, shade = how many ranks' values are summed", "#2b6ca3", ""});
+  legend.push_back(
+      {"strip: the vector's pieces on that rank, shade = how many ranks' values are summed", "#2b6ca3", ""});
   legend.push_back({"the full sum of all " + std::to_string(c.world) + " ranks", "#1b3a5c", ""});
   double used = 0;
-  s += svg_legend(10, rows * kPanelH + 8, kWidth - 20, legend, used);
+  s += svg_legend(10, double(rows) * panel_h(c.world) + 8, kWidth - 20, legend, used);
   return s + svg_end();
 }

@@ -16,9 +16,9 @@
 // AllreduceStep; -1 / empty range on an idle side).
 struct PlannedStep {
   int step = 0;
-  std::string phase;             // "reduce-scatter", "allgather", "fold", "unfold", "exchange"
-  int phase_step = 0;            // 1-based within the phase
-  int phase_steps = 0;           // steps of the phase
+  std::string phase;    // "reduce-scatter", "allgather", "fold", "unfold", "exchange"
+  int phase_step = 0;   // 1-based within the phase
+  int phase_steps = 0;  // steps of the phase
   int send_to = -1, recv_from = -1;
   int parts = 0, send_chunk = -1, recv_chunk = -1;
   size_t send_lo = 0, send_hi = 0, recv_lo = 0, recv_hi = 0;  // elements [lo, hi)

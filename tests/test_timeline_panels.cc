@@ -109,7 +109,7 @@ TEST(TimelinePanels, RingAtFourAndEightRanks) {
     EXPECT_EQ(count(panel(svg, 0), kFull), 0u);
     EXPECT_EQ(count(panel(svg, size_t(w - 1)), kFull), size_t(w));
     EXPECT_EQ(count(panel(svg, steps), kFull), size_t(w * w));
-    EXPECT_NE(panel(svg, size_t(w - 1)).find("rank 0, elements [") , std::string::npos);
+    EXPECT_NE(panel(svg, size_t(w - 1)).find("rank 0, elements ["), std::string::npos);
   }
 }
 

@@ -162,7 +162,7 @@ void check_steps_against_closed_form(const std::vector<Value>& ev, AllreduceAlgo
                                      int calls) {
   const int W = 4;
   const size_t N = Net::kNumParams;
-  std::map<std::tuple<int, int, int>, const Value*> slices;  // (rank, call, algo_step)
+  std::map<std::tuple<int, int, int>, const Value*> slices;              // (rank, call, algo_step)
   std::map<std::pair<int, long long>, std::vector<const Value*>> flows;  // (rank, id)
   int call_slices = 0;
   for (const Value& e : ev) {
@@ -196,14 +196,14 @@ void check_steps_against_closed_form(const std::vector<Value>& ev, AllreduceAlgo
   for (int rank = 0; rank < W; ++rank)
     for (int call = 0; call < calls; ++call)
       for (const PlannedStep& p : planned_steps(a, W, rank, N)) {
-        const std::string at = "rank " + std::to_string(rank) + " call " + std::to_string(call) + " step " +
-                               std::to_string(p.step);
+        const std::string at =
+            "rank " + std::to_string(rank) + " call " + std::to_string(call) + " step " + std::to_string(p.step);
         auto it = slices.find({rank, call, p.step});
         ASSERT_NE(it, slices.end()) << at;
         const Value& e = *it->second;
         const Value& args = e["args"];
-        EXPECT_EQ(e["name"].s(), alg + " " + p.phase + " " + std::to_string(p.phase_step) + "/" +
-                                     std::to_string(p.phase_steps))
+        EXPECT_EQ(e["name"].s(),
+                  alg + " " + p.phase + " " + std::to_string(p.phase_step) + "/" + std::to_string(p.phase_steps))
             << at;
         EXPECT_EQ(args["algorithm"].s(), alg);
         EXPECT_EQ(args["phase"].s(), p.phase) << at;
