@@ -171,6 +171,7 @@ std::string rank_block(int rank, const LayerStats* layers) {
                                 ""};
   std::string row = pad_right("total", kLayerW) + " | ";
   for (int c = 0; c < 7; ++c) row += pad(cells[c], kColW[c]);
+  row.erase(row.find_last_not_of(' ') + 1);  // no trailing blanks where the crc column is empty
   return out + row + "\n";
 }
 

@@ -11,6 +11,7 @@
 
 #include "src/net.h"
 #include "src/shared_failure.h"
+#include "src/allreduce_plan.h"
 #include "src/timeline.h"
 
 namespace {
@@ -180,6 +181,9 @@ void RunRecords::inspect(const float* grads, const float* params) {
     bytes.source = "observer";
     bytes.how =
         "counted from the " + std::to_string(counter_.steps()) + " steps of the " + facts_.algorithm + " allreduce";
+    const AllreduceCost cost = allreduce_cost(parse_allreduce_algorithm(facts_.algorithm), size_, rank_,
+                                              Net::kNumParams, facts_.elem_bytes, 0, 0);
+    if (!cost.formula.empty()) bytes.how += "; closed form " + cost.formula;
   }
   const std::vector<LayerStats> all =
       allgather_of(comm_, layer_stats(local_grad_.data(), grads, params_before_.data(), params, bytes));
