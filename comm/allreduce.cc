@@ -85,6 +85,8 @@ void run(Communicator& comm, AllreduceAlgorithm a, T* data, size_t n, AllreduceO
     case AllreduceAlgorithm::kHalvingDoubling:
       halving_doubling_allreduce(comm, data, n, observer);
       return;
+    case AllreduceAlgorithm::kAdasum:
+      break;  // not a sum: adasum_allreduce (comm/gradient_averaging.h)
   }
   throw std::invalid_argument("allreduce: unknown algorithm " + std::to_string(static_cast<int>(a)));
 }

@@ -14,6 +14,7 @@ enum class AllreduceAlgorithm {
   kHalvingDoubling,  // ours: recursive vector halving with distance doubling, then the reverse
   kGloo,             // Gloo's own allreduce (its ring / bcube choice)
   kMpi,              // MPI_Allreduce
+  kAdasum,           // not an --allreduce choice: Horovod's Adasum (--use-adasum), named to observers
 };
 
 // --allreduce names: "auto", "direct", "ring", "halving-doubling", "gloo", "mpi".
@@ -29,6 +30,7 @@ std::string allreduce_unsupported_reason(AllreduceAlgorithm a, const std::string
 struct AllreduceStep {
   int step;                       // 0, 1, ... within the call, the same numbering on every rank
   const char* phase;              // "reduce-scatter", "allgather", "exchange", "fold", "unfold"
+                                  // (Adasum's levels: "reduce-scatter" combines, "allgather" copies)
   int send_peer, recv_peer;       // -1: nothing sent / received in this step
   size_t send_bytes, recv_bytes;  // bytes on the wire in each direction
   int64_t begin_ns, end_ns;       // std::chrono::steady_clock on this rank, nanoseconds

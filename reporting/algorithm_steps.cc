@@ -158,7 +158,7 @@ std::vector<Pt> node_positions(const AlgoCall& c, size_t pieces) {
   int p = 1, dims = 0;
   while (p * 2 <= w) p *= 2, ++dims;
   std::vector<Pt> pts(static_cast<size_t>(w));
-  if (c.algorithm == "halving-doubling" && dims >= 1 && dims <= 3) {
+  if ((c.algorithm == "halving-doubling" || c.algorithm == "adasum") && dims >= 1 && dims <= 3) {
     // a hypercube: dimension j is the level-j pairing r <-> r ^ 2^j
     const Pt axis[3] = {{dims == 3 ? 2 * rx - 90 : 2 * rx, 0}, {0, dims == 3 ? 2 * ry - 62 : 2 * ry}, {90, -62}};
     double lo_x = 1e9, hi_x = -1e9, lo_y = 1e9, hi_y = -1e9;

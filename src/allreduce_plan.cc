@@ -158,6 +158,8 @@ std::vector<PlannedStep> planned_steps(AllreduceAlgorithm a, int w, int r, size_
       return ring_plan(w, r, n);
     case AllreduceAlgorithm::kHalvingDoubling:
       return halving_doubling_plan(w, r, n);
+    case AllreduceAlgorithm::kAdasum:  // the same pieces (W a power of two), combined instead of summed
+      return (w & (w - 1)) == 0 ? halving_doubling_plan(w, r, n) : std::vector<PlannedStep>{};
     case AllreduceAlgorithm::kDirect:
       return direct_plan(w, r, n);
     default:
@@ -173,7 +175,7 @@ std::string phase_position(AllreduceAlgorithm a, int w, int step) {
   if (a == AllreduceAlgorithm::kRing && step < 2 * (w - 1))
     return step < w - 1 ? at("reduce-scatter", step + 1, w - 1) : at("allgather", step - (w - 1) + 1, w - 1);
   if (a == AllreduceAlgorithm::kDirect && step < w - 1) return at("exchange", step + 1, w - 1);
-  if (a != AllreduceAlgorithm::kHalvingDoubling) return "";
+  if (a != AllreduceAlgorithm::kHalvingDoubling && a != AllreduceAlgorithm::kAdasum) return "";
   const int p = largest_power_of_two(w), levels = log2_of(p), first = w > p ? 1 : 0;
   if (first && step == 0) return at("fold", 1, 1);
   const int k = step - first;

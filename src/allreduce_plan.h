@@ -35,6 +35,7 @@ struct PlannedStep {
 //     region k/2 of the level before at its middle; r keeps piece 2k + bit_j(r) of its region k,
 //     sends the other; allgather: the levels reversed, sending the kept piece; unfold i -> P+i.
 //   direct: step k-1 sends the whole vector to r+k and receives r-k's (parts 1).
+//   adasum (--use-adasum, W a power of two): halving-doubling's pieces, combined, not summed.
 std::vector<PlannedStep> planned_steps(AllreduceAlgorithm a, int w, int r, size_t n);
 
 // The phase position of step `step` in a call of a over w ranks: "reduce-scatter 1/3". "" if

@@ -378,6 +378,8 @@ const char* trace_algorithm_name(AllreduceAlgorithm a) {
       return "gloo";
     case AllreduceAlgorithm::kMpi:
       return "mpi";
+    case AllreduceAlgorithm::kAdasum:
+      return "adasum";
   }
   return "unknown";
 }

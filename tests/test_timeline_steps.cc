@@ -280,4 +280,39 @@ TEST_F(TimelineStepsRun, FourRankHalvingDoublingTraceHoldsEveryStepOfTheClosedFo
   check_traffic(ev, {"start-up broadcast: parameters", "clock sync ping-pong", "test-metric allreduce"});
 }
 
+// Adasum (case 6: no longer one opaque slice): its levels are step slices with halving-doubling's
+// pieces, and its local optimizer step is a slice inside the exchange.
+TEST_F(TimelineStepsRun, FourRankAdasumShowsItsLevelsAndItsLocalStep) {
+  const std::vector<Value> ev = trace_of("auto", "--use-adasum --max-steps 1");
+  ASSERT_FALSE(ev.empty());
+  std::map<std::pair<int, int>, const Value*> levels;  // (rank, algo_step)
+  std::map<int, const Value*> exchange, local;
+  for (const Value& e : ev) {
+    if (e["ph"].s() != "X" || !e.has("args") || e["args"]["step"].n() != 0) continue;
+    const int rank = int(e["pid"].n());
+    if (e["args"].has("algo_step") && e["args"]["algorithm"].s() == "adasum")
+      levels[{rank, int(e["args"]["algo_step"].n())}] = &e;
+    if (e["name"].s() == "allreduce") exchange[rank] = &e;
+    if (e["name"].s() == "optimizer step") local[rank] = &e;
+  }
+  EXPECT_EQ(levels.size(), 16u);  // 2 halving + 2 doubling levels on each of 4 ranks
+  for (int rank = 0; rank < 4; ++rank) {
+    for (const PlannedStep& p : planned_steps(AllreduceAlgorithm::kHalvingDoubling, 4, rank, Net::kNumParams)) {
+      const Value* e = levels[{rank, p.step}];
+      ASSERT_NE(e, nullptr) << "rank " << rank << " level step " << p.step;
+      EXPECT_EQ((*e)["name"].s(), "adasum " + p.phase + " " + std::to_string(p.phase_step) + "/2");
+      EXPECT_EQ((*e)["args"]["send_to"].n(), p.send_to);
+      EXPECT_EQ((*e)["args"]["send_chunk"].n(), p.send_chunk);
+      EXPECT_EQ((*e)["args"]["send_lo"].n(), double(p.send_lo));
+      EXPECT_EQ((*e)["args"]["recv_hi"].n(), double(p.recv_hi));
+      EXPECT_EQ((*e)["args"]["bytes_sent"].n(), double(4 * (p.send_hi - p.send_lo)));
+    }
+    ASSERT_NE(exchange[rank], nullptr);
+    ASSERT_NE(local[rank], nullptr) << "rank " << rank << ": no local optimizer step slice";
+    const double b = (*exchange[rank])["ts"].n(), e = b + (*exchange[rank])["dur"].n();
+    EXPECT_GE((*local[rank])["ts"].n(), b);
+    EXPECT_LE((*local[rank])["ts"].n() + (*local[rank])["dur"].n(), e + 0.002);
+  }
+}
+
 }  // namespace
