@@ -356,6 +356,25 @@ std::string step_time_chart(const Metrics& m) {
   return s + "</section>\n";
 }
 
+// What each rank sent at the first --inspect step (the per-layer records summed): the bars are
+// the buffer summed, N; the wire carries more (2(W-1)/W x N for the ring). "" without records.
+std::string sent_note(const Metrics& m) {
+  if (m.inspects.empty()) return "";
+  const int step = m.inspects.front().step;
+  std::map<int, std::pair<double, double>> by_rank;  // rank -> (sent, received)
+  for (const InspectRecord& r : m.inspects)
+    if (r.step == step) by_rank[r.rank].first += r.bytes_sent, by_rank[r.rank].second += r.bytes_received;
+  std::string s = " The bars are the buffer each allreduce sums, not what crosses the wire: at step " +
+                  std::to_string(step) + " (--inspect) each rank sent and received ";
+  bool first = true;
+  for (const auto& kv : by_rank) {
+    s += std::string(first ? "" : ", ") + "rank " + std::to_string(kv.first) + " " + num(kv.second.first, 9) + " / " +
+         num(kv.second.second, 9);
+    first = false;
+  }
+  return s + " bytes (the header of the --inspect table says how they were counted).";
+}
+
 std::string bytes_chart(const Metrics& m) {
   std::string s = "<section>\n<h2>Allreduce bytes per logged step</h2>\n";
   if (m.steps.empty()) return s + no_data("bytes-chart", "no step records") + "</section>\n";
@@ -387,7 +406,7 @@ std::string bytes_chart(const Metrics& m) {
   s += "<p class=\"caption\">Mean over ranks of each rank's gradient allreduce bytes; " +
        (lo == hi ? "every rank reported " + num(hi, 9) + " bytes at every logged step."
                  : "ranks and steps differ: " + num(lo, 9) + " to " + num(hi, 9) + " bytes.") +
-       "</p>\n";
+       esc(sent_note(m)) + "</p>\n";
   return s + "</section>\n";
 }
 
