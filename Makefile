@@ -237,7 +237,7 @@ FUZZ_SRC_json           := reporting/json.cc
 FUZZ_SRC_metrics        := reporting/json.cc reporting/metrics_reader.cc reporting/file_io.cc reporting/svg.cc \
                            reporting/timeline_reader.cc reporting/timeline_lanes.cc reporting/html_report.cc
 FUZZ_SRC_timeline       := reporting/json.cc reporting/timeline_reader.cc reporting/file_io.cc reporting/svg.cc \
-                           reporting/timeline_lanes.cc
+                           reporting/timeline_lanes.cc reporting/algorithm_steps.cc
 FUZZ_LIBS_idx           := -lz
 FUZZ_LIBS_checkpoint    := -lz
 comma := ,
