@@ -29,10 +29,11 @@ void direct(Communicator& comm, T* data, size_t n, AllreduceObserver* observer) 
   thread_local std::vector<T> all;
   all.resize(n * size_t(w));
   std::copy(data, data + n, all.begin() + size_t(r) * n);
-  Steps<T> steps(comm, observer);
+  Steps<T> steps(comm, observer, data, n);
+  const Piece whole{0, n, 0};
   for (int k = 1; k < w; ++k) {
     const int to = (r + k) % w, from = (r + w - k) % w;
-    steps.run(k - 1, "exchange", data, n, to, all.data() + size_t(from) * n, n, from);
+    steps.run(k - 1, "exchange", 1, whole, to, whole, from, all.data() + size_t(from) * n);
   }
   std::copy(all.begin(), all.begin() + n, data);
   for (int q = 1; q < w; ++q) add_into(data, all.data() + size_t(q) * n, n);
@@ -84,6 +85,8 @@ void run(Communicator& comm, AllreduceAlgorithm a, T* data, size_t n, AllreduceO
     case AllreduceAlgorithm::kHalvingDoubling:
       halving_doubling_allreduce(comm, data, n, observer);
       return;
+    case AllreduceAlgorithm::kAdasum:
+      break;  // not a sum: adasum_allreduce (comm/gradient_averaging.h)
   }
   throw std::invalid_argument("allreduce: unknown algorithm " + std::to_string(static_cast<int>(a)));
 }

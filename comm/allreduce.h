@@ -14,6 +14,7 @@ enum class AllreduceAlgorithm {
   kHalvingDoubling,  // ours: recursive vector halving with distance doubling, then the reverse
   kGloo,             // Gloo's own allreduce (its ring / bcube choice)
   kMpi,              // MPI_Allreduce
+  kAdasum,           // not an --allreduce choice: Horovod's Adasum (--use-adasum), named to observers
 };
 
 // --allreduce names: "auto", "direct", "ring", "halving-doubling", "gloo", "mpi".
@@ -29,12 +30,22 @@ std::string allreduce_unsupported_reason(AllreduceAlgorithm a, const std::string
 struct AllreduceStep {
   int step;                       // 0, 1, ... within the call, the same numbering on every rank
   const char* phase;              // "reduce-scatter", "allgather", "exchange", "fold", "unfold"
+                                  // (Adasum's levels: "reduce-scatter" combines, "allgather" copies)
   int send_peer, recv_peer;       // -1: nothing sent / received in this step
   size_t send_bytes, recv_bytes;  // bytes on the wire in each direction
   int64_t begin_ns, end_ns;       // std::chrono::steady_clock on this rank, nanoseconds
   // The thread's CPU time and time runnable without a CPU over the step (comm/thread_cpu_clock.h):
   // on_cpu + run_delay <= end - begin, the rest it slept waiting for the peer's bytes.
   int64_t on_cpu_ns = 0, run_delay_ns = 0;
+  // Which piece of the vector moved. At this step the algorithm has cut the vector of n elements
+  // into `parts` pieces; piece send_chunk, elements [send_lo, send_hi), went to send_peer and
+  // piece recv_chunk, [recv_lo, recv_hi), came from recv_peer (-1: that side is idle). Ring:
+  // parts = W, chunk c of allreduce_ring.cc; halving-doubling: the halves (parts 2), quarters
+  // (4), ... of its levels; fold, unfold and the direct exchange: the whole vector (parts 1).
+  int parts = 0;
+  int send_chunk = -1, recv_chunk = -1;
+  size_t send_lo = 0, send_hi = 0, recv_lo = 0, recv_hi = 0;
+  size_t elements = 0;  // n, the length of the vector being summed
 };
 
 // Sees every allreduce call (begin/end) and, for our own algorithms, every step. Calls are

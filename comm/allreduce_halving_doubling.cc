@@ -27,10 +27,12 @@
 namespace allreduce_detail {
 namespace {
 
-// One reduce-scatter level of this rank: its region before the level and the half it kept.
+// One reduce-scatter level of this rank: its peer, the region it kept and the half it gave away.
+// At level j (distance d = 2^j) the vector is cut into 2^(j+1) pieces; `parts` counts them, and
+// a piece's chunk is its index among them (region i at one level splits into 2i and 2i+1).
 struct Level {
-  int peer;
-  size_t lo, hi, keep_lo, keep_hi;
+  int peer, parts;
+  Piece keep, give;
 };
 
 template <typename T>
@@ -40,16 +42,17 @@ void halving_doubling(Communicator& comm, T* data, size_t n, AllreduceObserver* 
   int p = 1;
   while (p * 2 <= w) p *= 2;
   const bool folds = w > p;
+  const Piece whole{0, n, 0}, nothing{};
   thread_local std::vector<T> incoming;
-  Steps<T> steps(comm, observer);
+  Steps<T> steps(comm, observer, data, n);
   int step = 0;
 
   if (folds) {  // step 0: ranks p.. hand their vector to ranks 0..w-p-1
     if (r >= p) {
-      steps.run(step, "fold", data, n, r - p, nullptr, 0, -1);
+      steps.run(step, "fold", 1, whole, r - p, nothing, -1);
     } else if (r < w - p) {
       incoming.resize(n);
-      steps.run(step, "fold", nullptr, 0, -1, incoming.data(), n, r + p);
+      steps.run(step, "fold", 1, nothing, -1, whole, r + p, incoming.data());
       add_into(data, incoming.data(), n);
     }
     ++step;
@@ -60,35 +63,31 @@ void halving_doubling(Communicator& comm, T* data, size_t n, AllreduceObserver* 
   if (r < p) {
     incoming.resize(n - n / 2);
     std::vector<Level> levels;
-    size_t lo = 0, hi = n;
-    for (int d = 1; d < p; d <<= 1) {  // reduce-scatter
+    Piece region = whole;
+    int parts = 1;
+    for (int d = 1; d < p; d <<= 1) {  // reduce-scatter: halve the region, keep one half
       const int peer = r ^ d;
-      const size_t mid = lo + (hi - lo) / 2;
-      const bool lower = (r & d) == 0;
-      const size_t keep_lo = lower ? lo : mid, keep_hi = lower ? mid : hi;
-      const size_t give_lo = lower ? mid : lo, give_hi = lower ? hi : mid;
-      steps.run(step++, "reduce-scatter", data + give_lo, give_hi - give_lo, peer, incoming.data(), keep_hi - keep_lo,
-                peer);
-      add_into(data + keep_lo, incoming.data(), keep_hi - keep_lo);
-      levels.push_back(Level{peer, lo, hi, keep_lo, keep_hi});
-      lo = keep_lo;
-      hi = keep_hi;
+      const size_t mid = region.lo + region.count() / 2;
+      const Piece lower{region.lo, mid, 2 * region.chunk}, upper{mid, region.hi, 2 * region.chunk + 1};
+      parts *= 2;
+      const bool keeps_lower = (r & d) == 0;
+      const Piece keep = keeps_lower ? lower : upper, give = keeps_lower ? upper : lower;
+      steps.run(step++, "reduce-scatter", parts, give, peer, keep, peer, incoming.data());
+      add_into(data + keep.lo, incoming.data(), keep.count());
+      levels.push_back(Level{peer, parts, keep, give});
+      region = keep;
     }
-    for (auto it = levels.rbegin(); it != levels.rend(); ++it) {  // allgather
-      const bool kept_lower = it->keep_lo == it->lo;
-      const size_t other_lo = kept_lower ? it->keep_hi : it->lo, other_hi = kept_lower ? it->hi : it->keep_lo;
-      steps.run(step++, "allgather", data + it->keep_lo, it->keep_hi - it->keep_lo, it->peer, data + other_lo,
-                other_hi - other_lo, it->peer);
-    }
+    for (auto it = levels.rbegin(); it != levels.rend(); ++it)  // allgather: the same levels back
+      steps.run(step++, "allgather", it->parts, it->keep, it->peer, it->give, it->peer);
   } else {
     step += 2 * levels_count;
   }
 
   if (folds) {  // last step: the result goes back to ranks p..
     if (r >= p)
-      steps.run(step, "unfold", nullptr, 0, -1, data, n, r - p);
+      steps.run(step, "unfold", 1, nothing, -1, whole, r - p);
     else if (r < w - p)
-      steps.run(step, "unfold", data, n, r + p, nullptr, 0, -1);
+      steps.run(step, "unfold", 1, whole, r + p, nothing, -1);
   }
 }
 

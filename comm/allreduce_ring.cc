@@ -25,14 +25,11 @@
 namespace allreduce_detail {
 namespace {
 
-struct Chunk {
-  size_t offset, count;
-};
-
 // Chunk c of N elements over W ranks (the remainder goes to the first N%W chunks).
-Chunk chunk_of(size_t n, int w, int c) {
+Piece chunk_of(size_t n, int w, int c) {
   const size_t base = n / size_t(w), extra = n % size_t(w), cc = size_t(c);
-  return Chunk{cc * base + std::min(cc, extra), base + (cc < extra ? 1 : 0)};
+  const size_t lo = cc * base + std::min(cc, extra);
+  return Piece{lo, lo + base + (cc < extra ? 1 : 0), c};
 }
 
 template <typename T>
@@ -43,15 +40,15 @@ void ring(Communicator& comm, T* data, size_t n, AllreduceObserver* observer) {
   auto mod = [w](int x) { return ((x % w) + w) % w; };
   thread_local std::vector<T> incoming;
   incoming.resize(n / size_t(w) + 1);
-  Steps<T> steps(comm, observer);
-  for (int s = 0; s < w - 1; ++s) {
-    const Chunk out = chunk_of(n, w, mod(r - s)), in = chunk_of(n, w, mod(r - s - 1));
-    steps.run(s, "reduce-scatter", data + out.offset, out.count, right, incoming.data(), in.count, left);
-    add_into(data + in.offset, incoming.data(), in.count);
+  Steps<T> steps(comm, observer, data, n);
+  for (int s = 0; s < w - 1; ++s) {  // reduce-scatter: receive into `incoming`, add it to our copy
+    const Piece out = chunk_of(n, w, mod(r - s)), in = chunk_of(n, w, mod(r - s - 1));
+    steps.run(s, "reduce-scatter", w, out, right, in, left, incoming.data());
+    add_into(data + in.lo, incoming.data(), in.count());
   }
-  for (int s = 0; s < w - 1; ++s) {
-    const Chunk out = chunk_of(n, w, mod(r + 1 - s)), in = chunk_of(n, w, mod(r - s));
-    steps.run(w - 1 + s, "allgather", data + out.offset, out.count, right, data + in.offset, in.count, left);
+  for (int s = 0; s < w - 1; ++s) {  // allgather: a finished chunk lands in place
+    const Piece out = chunk_of(n, w, mod(r + 1 - s)), in = chunk_of(n, w, mod(r - s));
+    steps.run(w - 1 + s, "allgather", w, out, right, in, left);
   }
 }
 

@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -104,21 +105,54 @@ void scaled_add(half_bits* a, const half_bits* b, size_t count, double acoeff, d
   for (size_t i = 0; i < count; ++i) a[i] = float_to_half(std::fma(cb, half_to_float(b[i]), ca * half_to_float(a[i])));
 }
 
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// One Adasum level for an observer: the piece given away [give_lo, give_hi) and the piece kept
+// [keep_lo, keep_hi) (chunks of `parts`), `bytes` on the wire each way (a half padded to the
+// larger one), from begin_ns to now.
+void observe_level(AllreduceObserver* observer, int step, const char* phase, int peer, int parts, size_t send_lo,
+                   size_t send_hi, int send_chunk, size_t recv_lo, size_t recv_hi, int recv_chunk, size_t bytes,
+                   size_t n, int64_t begin_ns) {
+  if (!observer) return;
+  AllreduceStep s{};
+  s.step = step;
+  s.phase = phase;
+  s.send_peer = s.recv_peer = peer;
+  s.send_bytes = s.recv_bytes = bytes;
+  s.begin_ns = begin_ns;
+  s.end_ns = steady_ns();
+  s.parts = parts;
+  s.send_chunk = send_chunk;
+  s.recv_chunk = recv_chunk;
+  s.send_lo = send_lo;
+  s.send_hi = send_hi;
+  s.recv_lo = recv_lo;
+  s.recv_hi = recv_hi;
+  s.elements = n;
+  observer->on_step(s);
+}
+
 template <typename S>
 void adasum_vhdd(Communicator& comm, S* buf, size_t n, const std::vector<Segment>& segs,
-                 std::vector<AdasumCoefficients>* trace) {
+                 std::vector<AdasumCoefficients>* trace, AllreduceObserver* observer) {
   const int rank = comm.rank(), size = comm.size();
   const size_t nseg = segs.size();
   struct Level {
     int peer;
     size_t lo, hi, keep_lo, keep_hi;
+    int parts, keep_chunk, give_chunk;  // the observer's names of the two halves
   };
   std::vector<Level> levels;
   std::vector<S> recv(n / 2 + 1);
   std::vector<double> stats;
   size_t lo = 0, hi = n;
+  int region = 0, parts = 1, step = 0;
 
   for (int d = 1; d < size; d <<= 1) {
+    const int64_t begin_ns = observer ? steady_ns() : 0;
     const int peer = rank ^ d;
     const bool left = (rank & d) == 0;
     const size_t count = hi - lo, mid = lo + count / 2, big = count - count / 2;
@@ -148,13 +182,20 @@ void adasum_vhdd(Communicator& comm, S* buf, size_t n, const std::vector<Segment
       size_t a0 = std::max(segs[s].offset, keep_lo), a1 = std::min(segs[s].offset + segs[s].count, keep_hi);
       if (a1 > a0) scaled_add(buf + a0, recv.data() + (a0 - keep_lo), a1 - a0, ca, cb);
     }
-    levels.push_back(Level{peer, lo, hi, keep_lo, keep_hi});
+    parts *= 2;
+    const int keep_chunk = 2 * region + (left ? 0 : 1), give_chunk = 2 * region + (left ? 1 : 0);
+    const size_t give_lo = left ? mid : lo, give_hi = left ? hi : mid;
+    observe_level(observer, step++, "reduce-scatter", peer, parts, give_lo, give_hi, give_chunk, keep_lo, keep_hi,
+                  keep_chunk, big * sizeof(S), n, begin_ns);
+    levels.push_back(Level{peer, lo, hi, keep_lo, keep_hi, parts, keep_chunk, give_chunk});
+    region = keep_chunk;
     lo = keep_lo;
     hi = keep_hi;
   }
 
   // Distance-halving: give the peer our reduced part, take theirs.
   for (auto it = levels.rbegin(); it != levels.rend(); ++it) {
+    const int64_t begin_ns = observer ? steady_ns() : 0;
     const size_t count = it->hi - it->lo, big = count - count / 2;
     if (big == 0) continue;
     const bool keep_first = it->keep_lo == it->lo;
@@ -163,6 +204,8 @@ void adasum_vhdd(Communicator& comm, S* buf, size_t n, const std::vector<Segment
     const size_t send_from = keep_first ? it->lo : it->keep_lo;
     comm.sendrecv(buf + send_from, recv.data(), big * sizeof(S), it->peer);
     std::memcpy(buf + other_lo, recv.data(), (other_hi - other_lo) * sizeof(S));
+    observe_level(observer, step++, "allgather", it->peer, it->parts, it->keep_lo, it->keep_hi, it->keep_chunk,
+                  other_lo, other_hi, it->give_chunk, big * sizeof(S), n, begin_ns);
   }
 }
 
@@ -200,7 +243,7 @@ void adasum_combine(float* out, const float* a, const float* b, const std::vecto
 }
 
 void adasum_allreduce(Communicator& comm, float* data, size_t n, const std::vector<Segment>& segments, bool fp16,
-                      std::vector<AdasumCoefficients>* trace) {
+                      std::vector<AdasumCoefficients>* trace, AllreduceObserver* observer) {
   const int size = comm.size();
   if (!is_power_of_two(size))
     throw std::runtime_error("Adasum needs a power-of-two number of ranks (as Horovod's), but this job has " +
@@ -210,11 +253,11 @@ void adasum_allreduce(Communicator& comm, float* data, size_t n, const std::vect
   if (fp16) {
     std::vector<half_bits> h(n);
     floats_to_halves(h.data(), data, n);
-    if (size > 1) adasum_vhdd(comm, h.data(), n, segs, trace);
+    if (size > 1) adasum_vhdd(comm, h.data(), n, segs, trace, observer);
     halves_to_floats(data, h.data(), n);
     return;
   }
-  if (size > 1) adasum_vhdd(comm, data, n, segs, trace);
+  if (size > 1) adasum_vhdd(comm, data, n, segs, trace, observer);
 }
 
 void average_gradients(Communicator& comm, float* grad, size_t n, const std::vector<Segment>& segments,

@@ -47,8 +47,10 @@ void average_gradients(Communicator& comm, float* grad, size_t n, const std::vec
 // a_coef = 1 - a.b/|a|^2 * 0.5 unless |a|^2 < sqrt(DBL_MIN) (then 1), likewise b_coef.
 // fp16: the buffer is rounded to half and combined as Horovod's fp16 Adasum, then widened.
 // Every rank ends with the same bits. trace: as GradientAveraging::adasum_trace.
+// observer (may be null) sees each level as a step: the halving levels as "reduce-scatter" (the
+// pieces exchanged, combined), the doubling as "allgather"; the caller brackets the call.
 void adasum_allreduce(Communicator& comm, float* data, size_t n, const std::vector<Segment>& segments, bool fp16,
-                      std::vector<AdasumCoefficients>* trace = nullptr);
+                      std::vector<AdasumCoefficients>* trace = nullptr, AllreduceObserver* observer = nullptr);
 
 // Horovod's threshold: a squared norm below it counts as a zero vector (coefficient 1).
 double adasum_norm_sq_threshold();  // sqrt(DBL_MIN) ~ 1.49e-154

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "reporting/algorithm_steps.h"
 #include "reporting/svg.h"
 #include "reporting/time_split_report.h"
 #include "reporting/timeline_lanes.h"
@@ -40,6 +41,13 @@ svg polyline { stroke-width: 1.8; }
 svg .avg-mark { stroke: #000; stroke-width: 2; }
 svg .legend-item { cursor: default; }
 svg .dim { opacity: 0.15; }
+svg .chunk-label { font-size: 10px; font-weight: 600; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
+svg .slice-tag { font-size: 9px; fill: #fff; pointer-events: none; }
+svg .panel-note, svg .lanes-idle, svg .clock-note { font-size: 11px; fill: #555; }
+svg .node-label { font-size: 11px; font-weight: 600; }
+svg .msg.hidden { display: none; }
+svg .algo-node { cursor: pointer; }
+label.rank-filter { font-size: 13px; }
 )CSS";
 
 // Dims every series but the rank under the pointer in a legend; marks the page as loaded.
@@ -58,6 +66,24 @@ const char* const kScript = R"JS(
     items[i].addEventListener('mouseenter', function () { focus(this.getAttribute('data-rank')); });
     items[i].addEventListener('mouseleave', function () { focus(null); });
   }
+  // "messages of rank N": only the arrows that rank sends or receives, in the lanes and the panels
+  var msgs = document.querySelectorAll('.msg');
+  function only(rank) {
+    for (var i = 0; i < msgs.length; i++) {
+      var m = msgs[i];
+      var keep = rank === '' || m.getAttribute('data-from') === rank || m.getAttribute('data-to') === rank;
+      m.classList.toggle('hidden', !keep);
+    }
+  }
+  var pick = document.getElementById('rank-filter');
+  if (pick) pick.addEventListener('change', function () { only(this.value); });
+  var nodes = document.querySelectorAll('.algo-node');
+  for (var i = 0; i < nodes.length; i++)
+    nodes[i].addEventListener('click', function () {
+      var r = this.getAttribute('data-node');
+      if (pick) pick.value = pick.value === r ? '' : r;
+      only(pick ? pick.value : r);
+    });
   document.body.setAttribute('data-report-ready', '1');
 })();
 )JS";
@@ -257,6 +283,25 @@ std::string accuracy_chart(const Metrics& m) {
   return s + "</section>\n";
 }
 
+// What each rank sent at the first --inspect step (the per-layer records summed): the bars are
+// the buffer summed, N; the wire carries more (2(W-1)/W x N for the ring). "" without records.
+std::string sent_note(const Metrics& m) {
+  if (m.inspects.empty()) return "";
+  const int step = m.inspects.front().step;
+  std::map<int, std::pair<double, double>> by_rank;  // rank -> (sent, received)
+  for (const InspectRecord& r : m.inspects)
+    if (r.step == step) by_rank[r.rank].first += r.bytes_sent, by_rank[r.rank].second += r.bytes_received;
+  std::string s = " The bars are the buffer each allreduce sums, not what crosses the wire: at step " +
+                  std::to_string(step) + " (--inspect) each rank sent and received ";
+  bool first = true;
+  for (const auto& kv : by_rank) {
+    s += std::string(first ? "" : ", ") + "rank " + std::to_string(kv.first) + " " + num(kv.second.first, 9) + " / " +
+         num(kv.second.second, 9);
+    first = false;
+  }
+  return s + " bytes (the header of the --inspect table says how they were counted).";
+}
+
 std::string bytes_chart(const Metrics& m) {
   std::string s = "<section>\n<h2>Allreduce bytes per logged step</h2>\n";
   if (m.steps.empty()) return s + no_data("bytes-chart", "no step records") + "</section>\n";
@@ -288,7 +333,7 @@ std::string bytes_chart(const Metrics& m) {
   s += "<p class=\"caption\">Mean over ranks of each rank's gradient allreduce bytes; " +
        (lo == hi ? "every rank reported " + num(hi, 9) + " bytes at every logged step."
                  : "ranks and steps differ: " + num(lo, 9) + " to " + num(hi, 9) + " bytes.") +
-       "</p>\n";
+       esc(sent_note(m)) + "</p>\n";
   return s + "</section>\n";
 }
 
@@ -459,6 +504,42 @@ std::string adasum_section(const Metrics& m) {
 
 // ---- timeline ------------------------------------------------------------------------------------
 
+// A choice of one rank whose messages alone are drawn (W > 2: the arrows cross every lane).
+std::string rank_filter(const Timeline& t) {
+  if (t.flows.empty() || t.process_names.size() < 3) return "";
+  std::string s =
+      "<p><label class=\"rank-filter\">Messages of: <select id=\"rank-filter\"><option value=\"\">"
+      "every rank</option>";
+  for (const auto& kv : t.process_names)
+    s += "<option value=\"" + std::to_string(kv.first) + "\">rank " + std::to_string(kv.first) + "</option>";
+  return s + "</select></label> (or click a rank in the panels)</p>\n";
+}
+
+// The small multiples of the step's allreduce call, when our algorithms ran it.
+std::string algorithm_steps_part(const Timeline& t, long step) {
+  const std::string svg = algorithm_steps_svg(t, step);
+  if (svg.empty()) return "";
+  return "<p class=\"caption\">The allreduce of step " + std::to_string(step) +
+         ", one panel per algorithm step: each arrow is one message, labelled with the chunk it carries "
+         "(hover it for the float range and bytes); beside each rank, a strip of the vector's pieces shaded by how "
+         "many ranks' values its copy sums after the step. Outlined pieces were just received.</p>\n" +
+         svg;
+}
+
+// The clock-sync's error bound per rank: timestamps of different ranks compare only within it.
+std::string clock_note(const Timeline& t) {
+  if (t.clock_bound_us.size() < 2) return "";
+  std::string s =
+      "<p class=\"caption\" id=\"clock-bound\">Clock-error bound (ping-pong at start-up, per rank "
+      "against rank 0): ";
+  for (size_t r = 1; r < t.clock_bound_us.size(); ++r)
+    s += (r > 1 ? ", " : "") + std::string("rank ") + std::to_string(r) + " \u00b1" + num(t.clock_bound_us[r], 3) +
+         " us";
+  return s +
+         ". A message that took less than its two ranks' bounds is drawn dashed red: which end came first is "
+         "not known.</p>\n";
+}
+
 std::string lanes_part(const ReportInput& in) {
   const long step = in.lane_step >= 0 ? in.lane_step : default_lane_step(in.timeline);
   std::string s = "<h3 id=\"timeline-step\">One optimizer step across ranks</h3>\n";
@@ -468,7 +549,8 @@ std::string lanes_part(const ReportInput& in) {
                           : " (the median-duration recorded step after the first; --step N picks another)") +
        ": one lane per rank and thread track, every slice of the step on rank 0's clock; arrows are our allreduce "
        "algorithm's messages from sender to receiver. Hover a slice for its args.</p>\n";
-  return s + timeline_lanes_svg(in.timeline, step);
+  return s + rank_filter(in.timeline) + algorithm_steps_part(in.timeline, step) + clock_note(in.timeline) +
+         timeline_lanes_svg(in.timeline, step);
 }
 
 std::string timeline_section(const ReportInput& in) {

@@ -7,14 +7,15 @@
 #include <set>
 #include <unordered_map>
 
+#include "reporting/algorithm_steps.h"
 #include "reporting/svg.h"
 
 namespace {
 
 using TrackId = std::pair<long, long>;  // (pid, tid)
 
-constexpr double kWidth = 1140, kLeft = 190, kRight = 20, kTop = 24, kRowHeight = 16, kLaneGap = 6, kRankGap = 10,
-                 kAxisHeight = 40, kIdleHeight = 18;
+constexpr double kWidth = 1140, kMinLeft = 190, kCharWidth = 6.4, kRight = 20, kTop = 24, kRowHeight = 16, kLaneGap = 6,
+                 kRankGap = 10, kAxisHeight = 40, kIdleHeight = 18;
 
 struct Kind {
   const char* label;
@@ -24,11 +25,12 @@ const Kind kKinds[] = {{"batch read", "#8c8c8c"},
                        {"forward", "#4e79a7"},
                        {"backward", "#f28e2b"},
                        {"optimizer step", "#59a14f"},
-                       {"allreduce (whole call)", "#b07aa1"},
+                       {"allreduce (gradient averaging, whole call)", "#b07aa1"},
                        {"allreduce algorithm", "#e15759"},
-                       {"algorithm step (send/recv)", "#76b7b2"},
+                       {"algorithm step", "#76b7b2"},
                        {"bucket exchange (--overlap on)", "#edc948"},
-                       {"other", "#bab0ac"}};
+                       {"other", "#bab0ac"},
+                       {"other traffic (start-up broadcast, clock sync, metrics)", "#c9a227"}};
 
 bool has_arg(const TraceSlice& s, const char* key) {
   for (const auto& a : s.args)
@@ -43,9 +45,10 @@ int kind_of(const TraceSlice& s) {
   if (s.cat == "optimizer") return 3;
   if (s.cat == "comm") {
     if (s.name == "allreduce") return 4;
-    if (has_arg(s, "algorithm")) return 5;
     if (has_arg(s, "algo_step")) return 6;
+    if (has_arg(s, "algorithm")) return 5;
     if (has_arg(s, "bucket")) return 7;
+    if (s.name != "allreduce") return 9;
     return 4;
   }
   return 8;
@@ -101,6 +104,21 @@ std::string lane_label(const Timeline& t, const TrackId& id) {
   return proc + " \xc2\xb7 " + thread;
 }
 
+// Characters (UTF-8 code points) of a label: its width in the chart's 11px font is about
+// kCharWidth each.
+size_t code_points(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char ch : s) n += (ch & 0xC0) != 0x80;
+  return n;
+}
+
+// An algorithm's call slice ("ring allreduce": call, algorithm, no algo_step): not drawn, it spans
+// the same time as the gradient "allreduce" slice around it, whose tooltip gets its args.
+bool is_call_slice(const TraceSlice& s) {
+  return s.cat == "comm" && has_arg(s, "call") && has_arg(s, "algorithm") && !has_arg(s, "algo_step") &&
+         s.name != "allreduce";
+}
+
 std::string slice_title(const TraceSlice& s, double t0) {
   std::string title =
       s.name + "\nstart +" + format_number(s.ts_us - t0, 6) + " us, " + format_number(s.dur_us, 5) + " us";
@@ -124,12 +142,18 @@ struct Lane {
 
 // The lanes of the tracks with a slice in step; a track idle in the step gets no lane (it would be
 // an empty row) and is named in *idle instead.
-std::map<TrackId, Lane> build_lanes(const Timeline& t, long step, std::vector<TrackId>* idle) {
+// *calls: the step's algorithm call slices, which get no lane row (see is_call_slice).
+std::map<TrackId, Lane> build_lanes(const Timeline& t, long step, std::vector<TrackId>* idle,
+                                    std::vector<const TraceSlice*>* calls) {
   std::map<TrackId, Lane> lanes;
   std::set<TrackId> tracks;
   for (const TraceSlice& s : t.slices) {
     tracks.insert({s.pid, s.tid});
-    if (s.step == step) lanes[{s.pid, s.tid}].slices.push_back(&s);
+    if (s.step != step) continue;
+    if (is_call_slice(s))
+      calls->push_back(&s);
+    else
+      lanes[{s.pid, s.tid}].slices.push_back(&s);
   }
   for (const auto& kv : t.thread_names) tracks.insert(kv.first);
   for (const TrackId& id : tracks)
@@ -169,7 +193,15 @@ bool row_at(const Lane& l, double ts, double& y) {
   return true;
 }
 
-// An arrow per flow whose send and receive both lie inside slices of the step.
+// The clock-error bound between two ranks' timestamps (the sum of both ranks' bounds), 0 unknown.
+double clock_bound_between(const Timeline& t, long a, long b) {
+  auto bound = [&](long r) { return r >= 0 && size_t(r) < t.clock_bound_us.size() ? t.clock_bound_us[r] : 0.0; };
+  return bound(a) + bound(b);
+}
+
+// An arrow per flow whose send and receive both lie inside slices of the step, labelled with its
+// chunk ("c2"); an arrow shorter in time than the two ranks' clock-error bound (or running
+// backwards, which only the clock error can make) is dashed: its direction in time is not known.
 std::string flow_arrows(const Timeline& t, const std::map<TrackId, Lane>& lanes, const Frame& f, double lo) {
   std::string s;
   for (const TraceFlow& fl : t.flows) {
@@ -178,15 +210,35 @@ std::string flow_arrows(const Timeline& t, const std::map<TrackId, Lane>& lanes,
     if (a == lanes.end() || b == lanes.end() || !row_at(a->second, fl.from_ts_us, y1) ||
         !row_at(b->second, fl.to_ts_us, y2))
       continue;
-    s += "<line class=\"flow\" x1=\"" + format_number(f.px(fl.from_ts_us - lo), 7) + "\" y1=\"" + format_number(y1, 7) +
-         "\" x2=\"" + format_number(f.px(fl.to_ts_us - lo), 7) + "\" y2=\"" + format_number(y2, 7) +
-         "\" stroke=\"#222\" stroke-width=\"1.2\" marker-end=\"url(#lane-arrow)\"><title>" +
-         xml_escape(fl.name + ": pid " + std::to_string(fl.from_pid) + " -> pid " + std::to_string(fl.to_pid) +
-                    ", sent +" + format_number(fl.from_ts_us - lo, 6) + " us, received +" +
-                    format_number(fl.to_ts_us - lo, 6) + " us") +
-         "</title></line>\n";
+    const double bound = clock_bound_between(t, fl.from_pid, fl.to_pid), took = fl.to_ts_us - fl.from_ts_us;
+    const bool unsure = bound > 0 && took <= bound;
+    const std::string chunk = arg_of(fl.args, "chunk"), bytes = arg_of(fl.args, "bytes");
+    std::string title = fl.name + ": rank " + std::to_string(fl.from_pid) + " -> rank " + std::to_string(fl.to_pid) +
+                        ", sent +" + format_number(fl.from_ts_us - lo, 6) + " us, received +" +
+                        format_number(fl.to_ts_us - lo, 6) + " us";
+    if (unsure)
+      title +=
+          "; within the clock-error bound (" + format_number(bound, 4) + " us): its direction in time is not known";
+    const double x1 = f.px(fl.from_ts_us - lo), x2 = f.px(fl.to_ts_us - lo);
+    s += "<g class=\"msg\" data-from=\"" + std::to_string(fl.from_pid) + "\" data-to=\"" + std::to_string(fl.to_pid) +
+         "\"><title>" + xml_escape(title) + "</title>";
+    s += "<line class=\"flow" + std::string(unsure ? " in-clock-bound" : "") + "\" x1=\"" + format_number(x1, 7) +
+         "\" y1=\"" + format_number(y1, 7) + "\" x2=\"" + format_number(x2, 7) + "\" y2=\"" + format_number(y2, 7) +
+         "\" stroke=\"" + (unsure ? "#d62728" : "#222") + "\" stroke-width=\"1.2\"" +
+         (unsure ? " stroke-dasharray=\"3 2\"" : "") + " marker-end=\"url(#lane-arrow)\"/>";
+    if (!chunk.empty())
+      s += svg_text((x1 + x2) / 2 + 3, (y1 + y2) / 2 - 2, "c" + chunk, "start", "class=\"chunk-label\"");
+    s += "</g>\n";
   }
   return s;
+}
+
+// The chunk and peer of an algorithm step slice, drawn inside it when it is wide enough:
+// "c2\u2192r1" (sent chunk 2 to rank 1).
+std::string step_tag(const TraceSlice& s) {
+  const std::string chunk = arg_of(s.args, "send_chunk"), to = arg_of(s.args, "send_to");
+  if (chunk.empty() || to.empty() || to == "-1") return "";
+  return "c" + chunk + "\xe2\x86\x92r" + to;
 }
 
 }  // namespace
@@ -208,10 +260,10 @@ long default_lane_step(const Timeline& t) {
 namespace {
 
 // The plot frame of one step: lane area height from the lanes, the idle-track note below.
-Frame lanes_frame(double lanes_height, bool has_idle, std::pair<double, double> ext) {
+Frame lanes_frame(double lanes_height, bool has_idle, std::pair<double, double> ext, double left) {
   Frame f;
   f.width = kWidth;
-  f.left = kLeft;
+  f.left = left;
   f.right = kRight;
   f.top = kTop;
   f.bottom = kAxisHeight + 64 + (has_idle ? kIdleHeight : 0);  // axis labels, the legend, the idle tracks
@@ -230,19 +282,34 @@ std::string lanes_axis(const Frame& f, double axis_y, long step, double step_beg
          format_number(axis_y, 7) + "\"/>\n";
     s += svg_text(f.px(tick), axis_y + 14, format_tick(tick, f.x.step), "middle");
   }
-  s += svg_text(kLeft + f.plot_width() / 2, axis_y + 32,
+  s += svg_text(f.left + f.plot_width() / 2, axis_y + 32,
                 "microseconds since step " + std::to_string(step) + " began (" + format_number(step_begin_us, 9) +
                     " us on rank 0's clock)",
                 "middle", "class=\"axis-title\"");
   return s;
 }
 
+// The args of the algorithm's call slice inside a gradient "allreduce" slice (cost, closed form,
+// alpha-beta prediction), for its tooltip; "" when there is none.
+std::string call_args(const std::vector<const TraceSlice*>& calls, const TraceSlice& outer) {
+  for (const TraceSlice* cp : calls)
+    if (const TraceSlice& c = *cp; c.pid == outer.pid && c.tid == outer.tid && c.step == outer.step &&
+                                   c.ts_us >= outer.ts_us - kTouchUs &&
+                                   c.ts_us + c.dur_us <= outer.ts_us + outer.dur_us + kTouchUs) {
+      std::string s = "\n-- " + c.name + " --";
+      for (const auto& a : c.args)
+        if (a.first != "step") s += "\n" + a.first + ": " + a.second;
+      return s;
+    }
+  return "";
+}
+
 // One lane: its label, its background and its slices (the kinds drawn go into *kinds_used).
 std::string lane_svg(const Timeline& t, const TrackId& id, const Lane& l, const Frame& f, double step_begin_us,
-                     std::set<int>* kinds_used) {
-  std::string s = svg_text(kLeft - 6, l.y + kRowHeight * 0.75, lane_label(t, id), "end",
+                     const std::vector<const TraceSlice*>& calls, std::set<int>* kinds_used) {
+  std::string s = svg_text(f.left - 6, l.y + kRowHeight * 0.75, lane_label(t, id), "end",
                            "class=\"lane-label\" data-rank=\"" + std::to_string(id.first) + "\"");
-  s += "<rect class=\"lane\" x=\"" + format_number(kLeft, 7) + "\" y=\"" + format_number(l.y, 7) + "\" width=\"" +
+  s += "<rect class=\"lane\" x=\"" + format_number(f.left, 7) + "\" y=\"" + format_number(l.y, 7) + "\" width=\"" +
        format_number(f.plot_width(), 7) + "\" height=\"" + format_number(l.rows * kRowHeight, 7) +
        "\" fill=\"#f4f4f4\" data-pid=\"" + std::to_string(id.first) + "\" data-tid=\"" + std::to_string(id.second) +
        "\"/>\n";
@@ -251,15 +318,22 @@ std::string lane_svg(const Timeline& t, const TrackId& id, const Lane& l, const 
     const int k = kind_of(sl);
     kinds_used->insert(k);
     const double x = f.px(sl.ts_us - step_begin_us), w = std::max(0.8, f.px(sl.ts_us + sl.dur_us - step_begin_us) - x);
-    s += svg_rect(x, l.y + l.depth[i] * kRowHeight + 1, w, kRowHeight - 2, kKinds[k].color,
-                  "class=\"slice\" data-rank=\"" + std::to_string(sl.pid) + "\"", slice_title(sl, step_begin_us));
+    const double y = l.y + l.depth[i] * kRowHeight + 1;
+    const bool step_slice = k == 6;  // an algorithm step: its phase's colour, its chunk inside
+    const std::string title = slice_title(sl, step_begin_us) + (sl.name == "allreduce" ? call_args(calls, sl) : "");
+    s += svg_rect(x, y, w, kRowHeight - 2, step_slice ? phase_color(arg_of(sl.args, "phase")) : kKinds[k].color,
+                  "class=\"slice\" data-rank=\"" + std::to_string(sl.pid) + "\"" +
+                      (step_slice ? " stroke=\"#fff\" stroke-width=\"0.8\"" : ""),
+                  title);
+    const std::string tag = step_slice ? step_tag(sl) : "";
+    if (!tag.empty() && w >= 34) s += svg_text(x + 2, y + kRowHeight - 5, tag, "start", "class=\"slice-tag\"");
   }
   return s;
 }
 
 // Every lane, each rank's lanes in one <g class="rank-lanes" data-rank="N">.
 std::string all_lanes_svg(const Timeline& t, const std::map<TrackId, Lane>& lanes, const Frame& f, double step_begin_us,
-                          std::set<int>* kinds_used) {
+                          const std::vector<const TraceSlice*>& calls, std::set<int>* kinds_used) {
   std::string s;
   bool group_open = false;
   long open_rank = 0;
@@ -270,7 +344,7 @@ std::string all_lanes_svg(const Timeline& t, const std::map<TrackId, Lane>& lane
       open_rank = kv.first.first;
       s += "<g class=\"rank-lanes\" data-rank=\"" + std::to_string(open_rank) + "\">\n";
     }
-    s += lane_svg(t, kv.first, kv.second, f, step_begin_us, kinds_used);
+    s += lane_svg(t, kv.first, kv.second, f, step_begin_us, calls, kinds_used);
   }
   if (group_open) s += "</g>\n";
   return s;
@@ -280,10 +354,13 @@ std::string all_lanes_svg(const Timeline& t, const std::map<TrackId, Lane>& lane
 
 std::string timeline_lanes_svg(const Timeline& t, long step) {
   std::vector<TrackId> idle;
-  std::map<TrackId, Lane> lanes = build_lanes(t, step, &idle);
+  std::vector<const TraceSlice*> calls;
+  std::map<TrackId, Lane> lanes = build_lanes(t, step, &idle, &calls);
   const double lanes_height = place_lanes(lanes);
   const auto ext = step_extent(t, step);
-  const Frame f = lanes_frame(lanes_height, !idle.empty(), ext);
+  double left = kMinLeft;  // wide enough for the longest lane label: labels never clip
+  for (const auto& kv : lanes) left = std::max(left, 14 + kCharWidth * double(code_points(lane_label(t, kv.first))));
+  const Frame f = lanes_frame(lanes_height, !idle.empty(), ext, left);
   std::string s = svg_begin("timeline-lanes", f.width, f.height,
                             "step " + std::to_string(step) + ": slices per rank and thread track over time");
   s += "<defs><marker id=\"lane-arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" "
@@ -292,13 +369,22 @@ std::string timeline_lanes_svg(const Timeline& t, long step) {
   const double axis_y = kTop + lanes_height;
   s += lanes_axis(f, axis_y, step, ext.first);
   std::set<int> kinds_used;
-  s += all_lanes_svg(t, lanes, f, ext.first, &kinds_used);
+  s += all_lanes_svg(t, lanes, f, ext.first, calls, &kinds_used);
   s += flow_arrows(t, lanes, f, ext.first);
   std::vector<LegendEntry> legend;
-  for (int k : kinds_used) legend.push_back({kKinds[k].label, kKinds[k].color, ""});
-  if (!t.flows.empty()) legend.push_back({"message: send \xe2\x86\x92 receive (flow event)", "#222", ""});
+  std::set<std::string> phases;
+  for (const auto& kv : lanes)
+    for (const TraceSlice* sl : kv.second.slices)
+      if (kind_of(*sl) == 6) phases.insert(arg_of(sl->args, "phase"));
+  for (int k : kinds_used)
+    if (k != 6) legend.push_back({kKinds[k].label, kKinds[k].color, ""});
+  for (const std::string& p : phases)
+    legend.push_back({p.empty() ? "algorithm step" : "algorithm step: " + p, phase_color(p), ""});
+  if (!t.flows.empty()) legend.push_back({"message: send \xe2\x86\x92 receive, labelled with its chunk", "#222", ""});
+  if (!t.clock_bound_us.empty())
+    legend.push_back({"dashed red: a message shorter than the clock-error bound", "#d62728", ""});
   double used = 0;
-  s += svg_legend(kLeft, axis_y + 42, f.plot_width(), legend, used);
-  if (!idle.empty()) s += svg_text(kLeft, f.height - 10, idle_note(t, idle, step), "start", "class=\"lanes-idle\"");
+  s += svg_legend(f.left, axis_y + 42, f.plot_width(), legend, used);
+  if (!idle.empty()) s += svg_text(f.left, f.height - 10, idle_note(t, idle, step), "start", "class=\"lanes-idle\"");
   return s + svg_end();
 }

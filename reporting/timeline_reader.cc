@@ -40,6 +40,16 @@ TraceArgs args_of(const JsonValue& e) {
   return out;
 }
 
+// The clock_sync metadata's clock_error_bound_us list, one bound per rank.
+std::vector<double> clock_bounds_of(const JsonValue& e) {
+  std::vector<double> out;
+  const JsonValue* args = e.find("args");
+  const JsonValue* bounds = args ? args->find("clock_error_bound_us") : nullptr;
+  if (!bounds || !bounds->is_array()) return out;
+  for (const JsonValue& b : bounds->items) out.push_back(b.is_number() ? b.number : 0);
+  return out;
+}
+
 // Collects events into a Timeline, pairing "B"/"E" per (pid, tid).
 class Collector {
  public:
@@ -73,10 +83,13 @@ class Collector {
       b.dur_us = std::max(0.0, s.ts_us - b.ts_us);
       t_.slices.push_back(std::move(b));
     } else if (ph == "s" || ph == "f") {
+      if (ph == "s") s.args = args_of(e);
       add_flow_end(e, s, ph == "s");
     } else if (ph == "M" && s.name == "process_name") {
       const JsonValue* args = e.find("args");
       if (args) t_.process_names[s.pid] = string_or(*args, "name");
+    } else if (ph == "M" && s.name == "clock_sync") {
+      t_.clock_bound_us = clock_bounds_of(e);
     } else if (ph == "M" && s.name == "thread_name") {
       const JsonValue* args = e.find("args");
       if (args) t_.thread_names[{s.pid, s.tid}] = string_or(*args, "name");
@@ -102,7 +115,7 @@ class Collector {
     }
     const TraceSlice& from = is_start ? s : it->second;
     const TraceSlice& to = is_start ? it->second : s;
-    t_.flows.push_back({s.name, from.pid, from.tid, to.pid, to.tid, from.ts_us, to.ts_us});
+    t_.flows.push_back({s.name, from.pid, from.tid, to.pid, to.tid, from.ts_us, to.ts_us, from.args});
     other.erase(it);
   }
 
@@ -209,4 +222,10 @@ std::vector<ProcessSummary> summarize_timeline(const Timeline& t) {
     out.push_back(std::move(p));
   }
   return out;
+}
+
+std::string arg_of(const std::vector<std::pair<std::string, std::string>>& args, const std::string& key) {
+  for (const auto& a : args)
+    if (a.first == key) return a.second;
+  return "";
 }

@@ -46,6 +46,12 @@ std::string divergence_message(uint64_t step, const std::vector<uint32_t>& crcs,
   return "";
 }
 
+std::string sync_agreement_line(uint64_t checks, uint64_t last_step, int world_size) {
+  return "--check-sync: parameters identical on all " + std::to_string(world_size) +
+         (world_size == 1 ? " rank" : " ranks") + " at every check (" + std::to_string(checks) +
+         (checks == 1 ? " check, step 0)" : " checks, steps 0 to " + std::to_string(last_step) + ")");
+}
+
 void check_perturb_layer(const PerturbSpec& spec) { (void)layer_index(spec.layer); }
 
 void maybe_perturb(const PerturbSpec& spec, int rank, uint64_t step, float* params) {

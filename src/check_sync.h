@@ -17,6 +17,10 @@ std::vector<uint32_t> layer_checksums(const float* params);
 // rank 0 (crc 5e6f7a8b)" for the first layer that differs (every disagreeing rank listed).
 std::string divergence_message(uint64_t step, const std::vector<uint32_t>& crcs, int world_size);
 
+// The one line --check-sync prints when every check passed: "--check-sync: parameters identical
+// on all 4 ranks at every check (3 checks, steps 0 to 20)".
+std::string sync_agreement_line(uint64_t checks, uint64_t last_step, int world_size);
+
 // True when --check-sync N checks after 0-based optimizer step `step`: steps 0, N, 2N, ...
 inline bool check_sync_due(long long every, uint64_t step) { return every > 0 && step % uint64_t(every) == 0; }
 

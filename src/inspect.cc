@@ -39,6 +39,8 @@ std::string fmt(const char* f, double v) {
 std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
 std::string pad_right(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 
+constexpr size_t kMaxWidth = 100;  // every line of the table fits 100 columns
+const std::string kContinued = "inspect:   ";
 constexpr size_t kLayerW = 13;
 // One rank's column group: |g_r|, cos, |g|, |dp|/|p|, sent, recv, crc32.
 constexpr size_t kColW[7] = {11, 8, 11, 10, 8, 8, 9};
@@ -57,12 +59,6 @@ std::string group(const LayerStats& s) {
   std::string out;
   for (int c = 0; c < 7; ++c) out += pad(cells[c], kColW[c]);
   return out;
-}
-
-size_t group_width() {
-  size_t w = 0;
-  for (size_t c : kColW) w += c;
-  return w;
 }
 
 // The closing line: checksums equal on all ranks? local gradients different?
@@ -93,6 +89,9 @@ std::string verdict(const std::vector<LayerStats>& stats, int world) {
   return s;
 }
 
+std::string wrapped(const std::string& text);
+std::string rank_block(int rank, const LayerStats* layers);
+
 }  // namespace
 
 std::vector<LayerStats> layer_stats(const float* local_grad, const float* avg_grad, const float* params_before,
@@ -109,32 +108,89 @@ std::vector<LayerStats> layer_stats(const float* local_grad, const float* avg_gr
     s.update_ratio = pnorm > 0 ? diff_norm(params_after + p.offset, params_before + p.offset, p.count) / pnorm : 0;
     s.bytes_sent = share_of(bytes.sent, p.count, Net::kNumParams);
     s.bytes_received = share_of(bytes.received, p.count, Net::kNumParams);
+
     s.param_checksum = crc32_of(params_after + p.offset, p.count * sizeof(float));
     out.push_back(s);
   }
+  // The last layer takes what the rounding down left, so the rows add up to the rank's bytes.
+  uint64_t sent = 0, received = 0;
+  for (const LayerStats& s : out) sent += s.bytes_sent, received += s.bytes_received;
+  out.back().bytes_sent += bytes.sent - sent;
+  out.back().bytes_received += bytes.received - received;
   return out;
 }
 
+namespace {
+
+// text as lines of at most kMaxWidth characters, cut at spaces: the first after "inspect: ", the
+// rest after "inspect:   ".
+std::string wrapped(const std::string& text) {
+  std::string out, line = "inspect: ", word;
+  auto flush_word = [&]() {
+    if (word.empty()) return;
+    if (line.size() + word.size() + 1 > kMaxWidth && line.size() > kContinued.size()) {
+      out += line + "\n";
+      line = kContinued;
+    } else if (line.back() != ' ') {
+      line += ' ';
+    }
+    line += word;
+    word.clear();
+  };
+  for (char ch : text) {
+    if (ch == ' ')
+      flush_word();
+    else
+      word += ch;
+  }
+  flush_word();
+  return out + line + "\n";
+}
+
+// One rank's block: its name and the column heads, a row per layer, and the total row (the
+// norms of the whole gradient, the rank's bytes).
+std::string rank_block(int rank, const LayerStats* layers) {
+  std::string out = pad_right("rank " + std::to_string(rank), kLayerW) + " | ";
+  for (int c = 0; c < 7; ++c) out += pad(kColHead[c], kColW[c]);
+  out += "\n";
+  LayerStats total{};
+  double local_sq = 0, average_sq = 0;
+  for (int l = 0; l < Net::kNumTensors; ++l) {
+    const LayerStats& s = layers[l];
+    out += pad_right(Net::kParams[l].name, kLayerW) + " | " + group(s) + "\n";
+    local_sq += s.local_grad_norm * s.local_grad_norm;
+    average_sq += s.average_grad_norm * s.average_grad_norm;
+    total.bytes_sent += s.bytes_sent;
+    total.bytes_received += s.bytes_received;
+  }
+  const std::string cells[7] = {fmt("%.4e", std::sqrt(local_sq)),
+                                "",
+                                fmt("%.4e", std::sqrt(average_sq)),
+                                "",
+                                std::to_string(total.bytes_sent),
+                                std::to_string(total.bytes_received),
+                                ""};
+  std::string row = pad_right("total", kLayerW) + " | ";
+  for (int c = 0; c < 7; ++c) row += pad(cells[c], kColW[c]);
+  row.erase(row.find_last_not_of(' ') + 1);  // no trailing blanks where the crc column is empty
+  return out + row + "\n";
+}
+
+}  // namespace
+
 std::string inspect_table(const InspectHeader& h, const std::vector<LayerStats>& stats) {
   const int L = Net::kNumTensors, W = h.world_size;
-  std::string out = "inspect: step " + std::to_string(h.step) + " (epoch " + std::to_string(h.epoch) + ", batch " +
-                    std::to_string(h.batch) + "), " + std::to_string(W) + (W == 1 ? " rank" : " ranks") + ", " +
-                    h.backend + ", allreduce " + h.algorithm + "; |g_r| local gradient before averaging, cos to " +
-                    "the average g, |dp|/|p| update over parameter norm; bytes (" + h.bytes.source +
-                    "): " + h.bytes.how + "\n";
-  std::string ranks = pad_right("", kLayerW), heads = pad_right("layer", kLayerW);
-  for (int r = 0; r < W; ++r) {
-    ranks += " | " + (r + 1 < W ? pad_right("rank " + std::to_string(r), group_width()) : "rank " + std::to_string(r));
-    heads += " | ";
-    for (int c = 0; c < 7; ++c) heads += pad(kColHead[c], kColW[c]);
-  }
-  out += ranks + "\n" + heads + "\n";
-  for (int l = 0; l < L; ++l) {
-    std::string row = pad_right(Net::kParams[l].name, kLayerW);
-    for (int r = 0; r < W; ++r) row += " | " + group(stats[size_t(r) * L + l]);
-    out += row + "\n";
-  }
-  return out + "inspect: step " + std::to_string(h.step) + ": " + verdict(stats, W) + "\n";
+  std::string out = wrapped("step " + std::to_string(h.step) + " (epoch " + std::to_string(h.epoch) + ", batch " +
+                            std::to_string(h.batch) + "), " + std::to_string(W) + (W == 1 ? " rank" : " ranks") + ", " +
+                            h.backend + ", allreduce " + h.algorithm + "; |g_r| local gradient before " +
+                            "averaging, cos to the average g, |dp|/|p| update over parameter norm; bytes (" +
+                            h.bytes.source + "): " + h.bytes.how);
+  for (int r = 0; r < W; ++r) out += rank_block(r, &stats[size_t(r) * L]);
+  if (W > 1)
+    out += wrapped(
+        "sent/recv of a layer: its share of the rank's bytes in proportion to its size (the "
+        "algorithm's chunks cut across layers); total: the rank's bytes");
+  return out + wrapped("step " + std::to_string(h.step) + ": " + verdict(stats, W));
 }
 
 std::string adasum_lines(uint64_t step, const std::vector<std::vector<AdasumLevelCoef>>& coefs) {

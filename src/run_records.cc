@@ -12,6 +12,8 @@
 #include "src/comm_split.h"
 #include "src/net.h"
 #include "src/shared_failure.h"
+#include "src/allreduce_plan.h"
+#include "src/timeline.h"
 
 namespace {
 
@@ -190,6 +192,9 @@ void RunRecords::inspect(const float* grads, const float* params) {
     bytes.source = "observer";
     bytes.how =
         "counted from the " + std::to_string(counter_.steps()) + " steps of the " + facts_.algorithm + " allreduce";
+    const AllreduceCost cost = allreduce_cost(parse_allreduce_algorithm(facts_.algorithm), size_, rank_,
+                                              Net::kNumParams, facts_.elem_bytes, 0, 0);
+    if (!cost.formula.empty()) bytes.how += "; closed form " + cost.formula;
   }
   const std::vector<LayerStats> all =
       allgather_of(comm_, layer_stats(local_grad_.data(), grads, params_before_.data(), params, bytes));
@@ -214,9 +219,13 @@ void RunRecords::inspect(const float* grads, const float* params) {
 }
 
 void RunRecords::check_sync(const float* params) {
+  const int64_t t = timeline_traffic_begin();
   const std::vector<uint32_t> all = allgather_of(comm_, layer_checksums(params));
+  timeline_traffic("check-sync allgather", t, all.size() * sizeof(uint32_t));
   const std::string message = divergence_message(step_, all, size_);
   if (!message.empty()) throw std::runtime_error(message);
+  ++sync_checks_;
+  last_sync_step_ = step_;
 }
 
 void RunRecords::log_step(float loss, int n) {
@@ -257,6 +266,8 @@ void RunRecords::run_end() {
   const RunSummary s = make_run_summary(size_, backend_, facts_.algorithm, epochs_, steps_, totals[0], totals[1],
                                         totals[2], has_accuracy_, accuracy_);
   if (rank_ != 0) return;
+  if (sync_checks_ > 0)
+    std::fprintf(stderr, "train: %s\n", sync_agreement_line(sync_checks_, last_sync_step_, size_).c_str());
   std::fprintf(stderr, "%s\n", summary_line(s).c_str());
   std::fflush(stderr);
   if (!metrics_.is_open()) return;

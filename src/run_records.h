@@ -50,8 +50,9 @@ class RunRecords : public StepObserver {
   void step_end(const StepAt& at, const float* grads, float* params, float loss, int n) override;
   void epoch_end(int epoch) override;
   void test_end(int epoch, uint64_t step, double loss, double accuracy) override;
-  // After training (every rank; one small allreduce): the summary line on rank 0's stderr, the
-  // summary record, and the metrics file closed.
+  // After training (every rank; one small allreduce): --check-sync's one line when every check
+  // passed and the summary line on rank 0's stderr, the summary record, and the metrics file
+  // closed.
   void run_end() override;
 
  private:
@@ -84,6 +85,7 @@ class RunRecords : public StepObserver {
   uint64_t steps_ = 0;
   double samples_ = 0;
   int epochs_ = 0;
+  uint64_t sync_checks_ = 0, last_sync_step_ = 0;  // --check-sync: checks passed, the last one's step
   bool has_accuracy_ = false;
   double accuracy_ = 0;
 };

@@ -13,6 +13,7 @@
 #include "src/resume_plan.h"
 #include "src/run_id.h"
 #include "src/shared_failure.h"
+#include "src/timeline.h"
 
 namespace {
 
@@ -141,8 +142,12 @@ RunStart start_from_rank0(const Options& opts, Communicator& comm, const RunConf
     }
   }
   // Horovod's broadcast_parameters and broadcast_optimizer_state from rank 0.
+  int64_t t = timeline_traffic_begin();
   comm.broadcast(params->data(), params->size() * sizeof(float), 0);
+  timeline_traffic("start-up broadcast: parameters", t, params->size() * sizeof(float));
+  t = timeline_traffic_begin();
   comm.broadcast(momentum->data(), momentum->size() * sizeof(float), 0);
+  timeline_traffic("start-up broadcast: momentum", t, momentum->size() * sizeof(float));
   if (!rank_momentum.empty()) {
     const auto mine = rank_momentum.begin() + std::ptrdiff_t(size_t(comm.rank()) * momentum->size());
     std::copy(mine, mine + std::ptrdiff_t(momentum->size()), momentum->begin());

@@ -77,6 +77,7 @@ struct Recorder {
   double writer_cpu_s = 0;  // the writer thread's CPU time (the recording's off-path cost)
   std::vector<AllreducePatch> patches;
   std::string write_error;
+  std::vector<TimelineRecord> early;  // traffic before timeline_start, recorded by it
 };
 
 Recorder* g = nullptr;  // non-null once timeline_open found a FILE; never freed (no exit-time joins)
@@ -159,8 +160,16 @@ class Observer : public AllreduceObserver {
     algorithm_ = a;
     bytes_ = bytes;
     begin_ns_ = begin_ns;
+    messages_ = 0;
+    sent_ = received_ = elements_ = 0;
   }
   void on_step(const AllreduceStep& s) override {
+    if (s.send_peer >= 0) {
+      ++messages_;
+      sent_ += s.send_bytes;
+    }
+    if (s.recv_peer >= 0) received_ += s.recv_bytes;
+    elements_ = s.elements;
     if (!timeline_detail::recording.load(std::memory_order_relaxed)) return;
     TimelineRecord r = base(TimelineKind::kAllreduceStep, s.begin_ns, s.end_ns);
     r.algo_step = s.step;
@@ -171,12 +180,24 @@ class Observer : public AllreduceObserver {
     r.recv_bytes = s.recv_bytes;
     r.on_cpu_ns = s.on_cpu_ns;
     r.run_delay_ns = s.run_delay_ns;
+    r.parts = s.parts;
+    r.send_chunk = s.send_chunk;
+    r.recv_chunk = s.recv_chunk;
+    r.send_lo = s.send_lo;
+    r.send_hi = s.send_hi;
+    r.recv_lo = s.recv_lo;
+    r.recv_hi = s.recv_hi;
+    r.elements = s.elements;
     timeline_detail::push(r);
   }
   void on_call_end(int64_t end_ns) override {
     if (!timeline_detail::recording.load(std::memory_order_relaxed)) return;
     TimelineRecord r = base(TimelineKind::kAllreduceCall, begin_ns_, end_ns);
     r.bytes = bytes_;
+    r.messages = messages_;
+    r.call_sent = sent_;
+    r.call_received = received_;
+    r.elements = elements_;
     timeline_detail::push(r);
   }
   // The algorithm of the last call if it began at or after since_ns.
@@ -203,9 +224,22 @@ class Observer : public AllreduceObserver {
   AllreduceAlgorithm algorithm_ = AllreduceAlgorithm::kAuto;
   size_t bytes_ = 0;
   int64_t begin_ns_ = 0;
+  int messages_ = 0;  // what this call's steps sent and received so far
+  uint64_t sent_ = 0, received_ = 0, elements_ = 0;
 };
 
 Observer* g_observer = nullptr;
+
+TimelineRecord traffic_record(const char* what, int64_t begin_ns, int64_t end_ns, size_t bytes) {
+  TimelineRecord r;
+  r.kind = TimelineKind::kTraffic;
+  r.begin_ns = begin_ns;
+  r.end_ns = end_ns;
+  r.track = kCommTrack;
+  r.phase = what;
+  r.bytes = bytes;
+  return r;
+}
 
 }  // namespace
 
@@ -283,10 +317,21 @@ void timeline_start(Communicator& comm, int compute_threads, const GradientAvera
   g->ctx.algorithm = how.adasum ? "adasum" : "auto";
   g->ctx.fp16 = how.fp16;
   g->ctx.adasum = how.adasum;
+  g->ctx.world_size = comm.size();
+  g->ctx.alpha_us = clocks.alpha_us;
+  g->ctx.beta_us_per_byte = clocks.beta_us_per_byte;
   std::string head = thread_metadata(compute_threads, bucket_layers);
-  if (comm.rank() == 0) head += trace_clock_metadata(clocks.offset_ns, clocks.bound_ns, kClockRounds);
+  if (comm.rank() == 0)
+    head +=
+        trace_clock_metadata(clocks.offset_ns, clocks.bound_ns, kClockRounds, clocks.alpha_us, clocks.beta_us_per_byte);
   write_part(head);
   for (int t = 0; t < compute_threads + 1; ++t) g->buffers.push_back(std::make_unique<ThreadBuffer>());
+  g->early.push_back(traffic_record("clock sync ping-pong", clocks.begin_ns, clocks.end_ns, 0));
+  for (TimelineRecord& r : g->early) {  // the start-up, step -1, recorded with step 0
+    r.step = -1;
+    if (g->steps.contains(0)) timeline_detail::push(r);
+  }
+  g->early.clear();
   g_observer = new Observer;
   timeline_detail::start_bucket_observer(bucket_layers);
   g->started = true;
@@ -312,6 +357,20 @@ void timeline_gradient_allreduce(const CommSample& sample, size_t floats) {
   r.step = timeline_detail::current_step();
   r.bytes = floats * (g->ctx.fp16 ? 2 : 4);
   r.call = g_observer->call_since(begin, &r.algorithm) ? g_observer->call() : -1;
+  timeline_detail::push(r);
+}
+
+int64_t timeline_traffic_begin() { return g && g->write_error.empty() ? now_ns() : 0; }
+
+void timeline_traffic(const char* what, int64_t begin, size_t bytes) {
+  if (begin == 0 || !g) return;
+  TimelineRecord r = traffic_record(what, begin, now_ns(), bytes);
+  if (!g->started) {
+    g->early.push_back(r);
+    return;
+  }
+  if (!timeline_detail::recording.load(std::memory_order_relaxed)) return;
+  r.step = timeline_detail::current_step();
   timeline_detail::push(r);
 }
 

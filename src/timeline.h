@@ -6,7 +6,8 @@
 //                      rank 0 FILE itself, rank N FILE.rank<N>.part on its own host; a path that
 //                      cannot be written is this rank's one-line error before any rendezvous.
 //   timeline_start     (run_training, connected, before training) clock offsets to rank 0 by
-//                      ping-pong (src/clock_sync.h), track metadata, the streaming writer thread.
+//                      ping-pong (src/clock_sync.h, also the alpha-beta model's alpha and beta),
+//                      track metadata, the streaming writer thread.
 //   timeline_step      what follows belongs to optimizer step `step` (recorded when inside
 //                      --timeline-steps); the test pass and epoch-end writes count as the next step.
 //   timeline_begin/end a slice on a compute track; TimelineLayers the fused layer blocks of one
@@ -49,6 +50,7 @@ enum class TimelineKind : uint8_t {
   kAllreduceStep,      // one step of our ring / halving-doubling
   kBucketExchange,     // one bucket of the overlapped averaging, on its bucket track
   kStragglerSleep,     // --straggler's sleep after backward, on compute track 0
+  kTraffic,            // other traffic on the comm track: start-up broadcast, clock sync, metrics
   kCount
 };
 
@@ -107,6 +109,13 @@ class TimelineLayers {
   int slice_;
   int64_t t_;
 };
+
+// Other traffic, [begin, now) on the comm track as a slice named `what` (a string literal) with its
+// bytes: the start-up broadcast, the test-metric allreduce, --check-sync's allgather. begin is
+// timeline_traffic_begin()'s. Traffic before timeline_start (the start-up broadcast) is kept and
+// recorded when the timeline starts as step -1 (when the recorded steps include step 0).
+int64_t timeline_traffic_begin();  // now when a timeline is open (started or not), else 0
+void timeline_traffic(const char* what, int64_t begin, size_t bytes);
 
 // The observer to hand to allreduce_sum / average_gradients; nullptr when the timeline is off.
 AllreduceObserver* timeline_allreduce_observer();

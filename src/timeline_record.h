@@ -15,7 +15,8 @@ struct TimelineRecord {
   uint64_t bytes = 0;                // allreduce: bytes reduced; algorithm step: bytes sent
   uint64_t recv_bytes = 0;           // algorithm step: bytes received
   const char* phase = nullptr;       // algorithm step: "reduce-scatter", ... (a string literal);
-                                     // bucket: its layers, "fc2+fc1" (alive until the process ends)
+                                     // bucket: its layers, "fc2+fc1" (alive until the process ends);
+                                     // traffic: what moved, "start-up broadcast: parameters" (a literal)
   int64_t send_end_ns = 0;           // bucket: start() returned (begin_ns: it was called)
   int64_t wait_begin_ns = 0;         // bucket: its wait began (end_ns: it ended)
   int64_t on_cpu_ns = 0;             // gradient allreduce, algorithm step: the thread's CPU time over it
@@ -24,6 +25,13 @@ struct TimelineRecord {
   int32_t algo_step = 0;             // algorithm step within the call
   int32_t send_peer = -1, recv_peer = -1;
   int32_t track = 0;
+  // algorithm step: the piece sent and received (comm/allreduce.h's AllreduceStep), elements
+  int32_t parts = 0, send_chunk = -1, recv_chunk = -1;
+  uint64_t send_lo = 0, send_hi = 0, recv_lo = 0, recv_hi = 0;
+  uint64_t elements = 0;  // algorithm step and call: the length of the vector summed
+  // call: what its steps sent and received on this rank (messages: steps that sent)
+  uint64_t call_sent = 0, call_received = 0;
+  int32_t messages = 0;
   TimelineKind kind = TimelineKind::kBatchRead;
   AllreduceAlgorithm algorithm = AllreduceAlgorithm::kAuto;
 };

@@ -8,6 +8,8 @@
 #include <string_view>
 
 #include "src/json_line.h"
+#include "src/allreduce_plan.h"
+#include "src/net.h"
 
 namespace {
 
@@ -34,6 +36,7 @@ const KindInfo kKinds[size_t(TimelineKind::kCount)] = {
     {"allreduce step", "comm"},
     {"bucket exchange", "comm"},
     {"straggler sleep (--straggler, what-if)", "what-if"},
+    {"traffic", "comm"},
 };
 
 void append_int(std::string* out, long long v) {
@@ -60,8 +63,10 @@ void open_slice(std::string* out, const std::string& name, const char* cat, cons
   append_int(out, r.step);
 }
 
-// One flow end ('s' at a send, 'f' bound to the enclosing receive slice) on the comm track.
-void append_flow(std::string* out, char ph, uint64_t id, int64_t ns, const std::string& name, const TraceContext& c) {
+// One flow end ('s' at a send, 'f' bound to the enclosing receive slice) on the comm track; both
+// ends carry the message's args (algorithm step, chunk, bytes, sender and receiver).
+void append_flow(std::string* out, char ph, uint64_t id, int64_t ns, const std::string& name, const std::string& args,
+                 const TraceContext& c) {
   *out += "{\"ph\":\"";
   *out += ph;
   *out += ph == 'f' ? "\",\"bp\":\"e" : "";
@@ -75,7 +80,7 @@ void append_flow(std::string* out, char ph, uint64_t id, int64_t ns, const std::
   append_int(out, trace_tid(kCommTrack));
   *out += ",\"ts\":";
   append_us(out, ns - c.offset_ns - c.origin_ns);
-  *out += "},\n";
+  *out += ",\"args\":{" + args + "}},\n";
 }
 
 void append_gradient_allreduce(std::string* out, const TimelineRecord& r, const TraceContext& c, size_t* patch_at) {
@@ -97,6 +102,32 @@ void append_gradient_allreduce(std::string* out, const TimelineRecord& r, const 
   *out += "}},\n";
 }
 
+// The cost a call's steps had on this rank beside its closed form and the alpha-beta model's time
+// (our own algorithms; the libraries' report no steps).
+void append_call_cost(std::string* out, const TimelineRecord& r, const TraceContext& c) {
+  *out += ",\"messages\":";
+  append_int(out, r.messages);
+  *out += ",\"bytes_sent\":";
+  append_int(out, (long long)r.call_sent);
+  *out += ",\"bytes_received\":";
+  append_int(out, (long long)r.call_received);
+  const size_t elem = r.elements ? r.bytes / r.elements : 0;
+  const AllreduceCost cost =
+      allreduce_cost(r.algorithm, c.world_size, c.rank, r.elements, elem, c.alpha_us, c.beta_us_per_byte);
+  if (cost.formula.empty()) return;
+  *out += ",\"closed_form\":" + trace_quote(cost.formula) + ",\"closed_form_messages\":";
+  append_int(out, cost.messages);
+  *out += ",\"closed_form_bytes_sent\":";
+  append_int(out, (long long)cost.sent);
+  *out += ",\"closed_form_bytes_received\":";
+  append_int(out, (long long)cost.received);
+  if (c.alpha_us <= 0) return;
+  *out += ",\"alpha_beta\":" + trace_quote(cost.model) + ",\"predicted_us\":";
+  append_us(out, int64_t(cost.predicted_us * 1e3));
+  *out += ",\"measured_us\":";
+  append_us(out, r.end_ns - r.begin_ns);
+}
+
 void append_call(std::string* out, const TimelineRecord& r, const TraceContext& c) {
   const std::string alg = trace_algorithm_name(r.algorithm);
   open_slice(out, alg + " allreduce", "comm", r, c);
@@ -104,30 +135,78 @@ void append_call(std::string* out, const TimelineRecord& r, const TraceContext& 
   append_int(out, r.call);
   *out += ",\"algorithm\":" + trace_quote(alg) + ",\"bytes\":";
   append_int(out, (long long)r.bytes);
+  *out += ",\"world_size\":";
+  append_int(out, c.world_size);
+  if (r.messages > 0) append_call_cost(out, r, c);
   *out += "}},\n";
 }
 
-// "ring reduce-scatter 2 -> rank 3" (or "<- rank 1" for a step that only receives), its slice,
-// then the flow ends: 's' for the message sent, 'f' for the one received.
-void append_step(std::string* out, const TimelineRecord& r, const TraceContext& c) {
+// ",\"send_lo\":0,\"send_hi\":5460,\"send_layers\":\"conv1.weight+...\"" for one side of a step
+// (layers only when the vector is the flat parameter buffer: the gradients).
+void append_piece(std::string* out, const char* side, uint64_t lo, uint64_t hi, uint64_t elements) {
+  const std::string k = side;
+  *out += ",\"" + k + "_lo\":";
+  append_int(out, (long long)lo);
+  *out += ",\"" + k + "_hi\":";
+  append_int(out, (long long)hi);
+  if (elements == Net::kNumParams) *out += ",\"" + k + "_layers\":" + trace_quote(layers_covering(lo, hi));
+}
+
+// The step's name: "ring reduce-scatter 1/3" (its phase, and its place in the phase).
+std::string step_name(const TimelineRecord& r, const TraceContext& c) {
   const std::string alg = trace_algorithm_name(r.algorithm);
-  std::string name = alg + " " + (r.phase ? r.phase : "step") + " " + std::to_string(r.algo_step);
-  if (r.send_peer >= 0)
-    name += " -> rank " + std::to_string(r.send_peer);
-  else if (r.recv_peer >= 0)
-    name += " <- rank " + std::to_string(r.recv_peer);
+  const std::string phase = r.phase ? r.phase : "step";
+  const std::string at = phase_position(r.algorithm, c.world_size, r.algo_step);
+  if (at.rfind(phase + " ", 0) == 0) return alg + " " + at;
+  // not a step of ours (a test's own exchange): its phase, number and peer
+  std::string name = alg + " " + phase + " " + std::to_string(r.algo_step);
+  if (r.send_peer >= 0) return name + " -> rank " + std::to_string(r.send_peer);
+  return r.recv_peer >= 0 ? name + " <- rank " + std::to_string(r.recv_peer) : name;
+}
+
+// A flow's args: "step":2,"phase":"reduce-scatter","chunk":1,"bytes":21840,"from_rank":0,"to_rank":1.
+std::string flow_args(const TimelineRecord& r, int chunk, uint64_t bytes, int from, int to) {
+  std::string a = "\"algo_step\":";
+  append_int(&a, r.algo_step);
+  a += ",\"phase\":" + trace_quote(r.phase ? r.phase : "step") + ",\"chunk\":";
+  append_int(&a, chunk);
+  a += ",\"parts\":";
+  append_int(&a, r.parts);
+  a += ",\"bytes\":";
+  append_int(&a, (long long)bytes);
+  a += ",\"from_rank\":";
+  append_int(&a, from);
+  a += ",\"to_rank\":";
+  append_int(&a, to);
+  return a;
+}
+
+// "ring reduce-scatter 1/3", its slice with what moved (peers, chunks, element ranges, layers,
+// bytes), then the flow ends: 's' for the message sent, 'f' for the one received, each named
+// "ring reduce-scatter 1/3: chunk 0 (21840 B)".
+void append_step(std::string* out, const TimelineRecord& r, const TraceContext& c) {
+  const std::string name = step_name(r, c);
   open_slice(out, name, "comm", r, c);
   *out += ",\"call\":";
   append_int(out, r.call);
-  *out += ",\"algo_step\":";
+  *out += ",\"algorithm\":" + trace_quote(trace_algorithm_name(r.algorithm));
+  *out += ",\"phase\":" + trace_quote(r.phase ? r.phase : "step") + ",\"algo_step\":";
   append_int(out, r.algo_step);
-  *out += ",\"peer\":";
+  *out += ",\"send_to\":";
   append_int(out, r.send_peer);
-  *out += ",\"recv_peer\":";
+  *out += ",\"recv_from\":";
   append_int(out, r.recv_peer);
-  *out += ",\"bytes\":";
+  *out += ",\"parts\":";
+  append_int(out, r.parts);
+  *out += ",\"send_chunk\":";
+  append_int(out, r.send_chunk);
+  *out += ",\"recv_chunk\":";
+  append_int(out, r.recv_chunk);
+  if (r.send_peer >= 0) append_piece(out, "send", r.send_lo, r.send_hi, r.elements);
+  if (r.recv_peer >= 0) append_piece(out, "recv", r.recv_lo, r.recv_hi, r.elements);
+  *out += ",\"bytes_sent\":";
   append_int(out, (long long)r.bytes);
-  *out += ",\"recv_bytes\":";
+  *out += ",\"bytes_received\":";
   append_int(out, (long long)r.recv_bytes);
   *out += ",\"on_cpu_us\":";
   append_us(out, r.on_cpu_ns);
@@ -136,12 +215,25 @@ void append_step(std::string* out, const TimelineRecord& r, const TraceContext& 
   *out += "}},\n";
   // Both ends 1 ns inside the slice (when it is that long), so each binds to this slice and not
   // to the step before or after it.
-  const std::string flow = alg + " message";
   const int64_t inside = r.end_ns - r.begin_ns >= 2 ? 1 : 0;
+  auto flow_name = [&](int chunk, uint64_t bytes) {
+    return name + ": chunk " + std::to_string(chunk) + " (" + std::to_string(bytes) + " B)";
+  };
   if (r.send_peer >= 0)
-    append_flow(out, 's', trace_flow_id(r.call, r.algo_step, c.rank, r.send_peer), r.begin_ns + inside, flow, c);
+    append_flow(out, 's', trace_flow_id(r.call, r.algo_step, c.rank, r.send_peer), r.begin_ns + inside,
+                flow_name(r.send_chunk, r.bytes), flow_args(r, r.send_chunk, r.bytes, c.rank, r.send_peer), c);
   if (r.recv_peer >= 0)
-    append_flow(out, 'f', trace_flow_id(r.call, r.algo_step, r.recv_peer, c.rank), r.end_ns - inside, flow, c);
+    append_flow(out, 'f', trace_flow_id(r.call, r.algo_step, r.recv_peer, c.rank), r.end_ns - inside,
+                flow_name(r.recv_chunk, r.recv_bytes), flow_args(r, r.recv_chunk, r.recv_bytes, r.recv_peer, c.rank),
+                c);
+}
+
+// Other traffic on the comm track ("start-up broadcast: parameters", "clock sync ping-pong", ...).
+void append_traffic(std::string* out, const TimelineRecord& r, const TraceContext& c) {
+  open_slice(out, r.phase ? r.phase : "traffic", "comm", r, c);
+  *out += ",\"bytes\":";
+  append_int(out, (long long)r.bytes);
+  *out += "}},\n";
 }
 
 // A part of a bucket's exchange, [begin_ns, end_ns), as a slice inside the bucket's slice.
@@ -208,6 +300,9 @@ void append_trace_record(std::string* out, const TimelineRecord& r, const TraceC
     case TimelineKind::kBucketExchange:
       append_bucket(out, r, c);
       return;
+    case TimelineKind::kTraffic:
+      append_traffic(out, r, c);
+      return;
     default:
       break;
   }
@@ -232,7 +327,7 @@ std::string trace_thread_metadata(int rank, int track, const std::string& name) 
 }
 
 std::string trace_clock_metadata(const std::vector<int64_t>& offset_ns, const std::vector<int64_t>& bound_ns,
-                                 int rounds) {
+                                 int rounds, double alpha_us, double beta_us_per_byte) {
   std::string s =
       "{\"ph\":\"M\",\"name\":\"clock_sync\",\"pid\":0,\"tid\":0,\"args\":{\"method\":\"ping-pong over the "
       "communicator's sendrecv, best of ";
@@ -246,7 +341,13 @@ std::string trace_clock_metadata(const std::vector<int64_t>& offset_ns, const st
     if (i) s += ",";
     append_us(&s, bound_ns[i]);
   }
-  return s + "]}},\n";
+  s += "]";
+  if (alpha_us > 0) {
+    char b[128];
+    std::snprintf(b, sizeof b, ",\"alpha_us\":%.3f,\"beta_ns_per_byte\":%.4f", alpha_us, beta_us_per_byte * 1e3);
+    s += b;
+  }
+  return s + "}},\n";
 }
 
 std::string trace_end(int world_size) {
@@ -288,6 +389,8 @@ const char* trace_algorithm_name(AllreduceAlgorithm a) {
       return "gloo";
     case AllreduceAlgorithm::kMpi:
       return "mpi";
+    case AllreduceAlgorithm::kAdasum:
+      return "adasum";
   }
   return "unknown";
 }

@@ -17,6 +17,8 @@ struct TraceContext {
   std::string backend;    // "single", "gloo", "mpi"
   std::string algorithm;  // the gradient allreduce's, until an observed call names it
   bool fp16 = false, adasum = false;
+  int world_size = 1;
+  double alpha_us = 0, beta_us_per_byte = 0;  // the alpha-beta model's, measured by the clock sync
 };
 
 // Width of each of the values a gradient allreduce line leaves to be filled in at the merge
@@ -38,8 +40,9 @@ void append_trace_record(std::string* out, const TimelineRecord& r, const TraceC
 // Metadata lines: the rank's process track "rank N @ host", its thread tracks, the clocks.
 std::string trace_process_metadata(int rank, const std::string& host);
 std::string trace_thread_metadata(int rank, int track, const std::string& name);
+// alpha_us, beta_us_per_byte: the alpha-beta model's, from the same ping-pong (left out when 0).
 std::string trace_clock_metadata(const std::vector<int64_t>& offset_ns, const std::vector<int64_t>& bound_ns,
-                                 int rounds);
+                                 int rounds, double alpha_us = 0, double beta_us_per_byte = 0);
 // The last element of a merged file: "{...}\n]\n" (no trailing comma).
 std::string trace_end(int world_size);
 

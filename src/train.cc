@@ -265,7 +265,9 @@ TestResult evaluate(Net& net, const MnistSplit& test, DistributedSampler& sample
     }
   }
   double m[2] = {loss_sum / double(sampler.size()), correct / double(sampler.size())};
+  const int64_t t = timeline_traffic_begin();
   comm.allreduce_sum(m, 2);
+  timeline_traffic("test-metric allreduce", t, sizeof m);
   return {m[0] / comm.size(), m[1] / comm.size()};
 }
 

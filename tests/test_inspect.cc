@@ -5,6 +5,7 @@
 // identity |g| = (1/W) sum_r |g_r| cos_r), and --check-sync stopping on an injected divergence.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -140,6 +141,10 @@ TEST(CheckSync, DivergenceMessageNamesFirstLayerAndRanks) {
   EXPECT_TRUE(check_sync_due(10, 30));
   EXPECT_FALSE(check_sync_due(10, 31));
   EXPECT_FALSE(check_sync_due(0, 0));
+  EXPECT_EQ(sync_agreement_line(3, 20, 4),
+            "--check-sync: parameters identical on all 4 ranks at every check (3 checks, steps 0 to 20)");
+  EXPECT_EQ(sync_agreement_line(1, 0, 2),
+            "--check-sync: parameters identical on all 2 ranks at every check (1 check, step 0)");
 }
 
 TEST(Inspect, LayerStatsOfKnownVectors) {
@@ -168,6 +173,21 @@ TEST(Inspect, LayerStatsOfKnownVectors) {
   EXPECT_EQ(again[3].param_checksum, s[3].param_checksum);
 }
 
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+// text with the table's wrapped lines joined again ("\ninspect:   " -> " ").
+std::string unwrapped(std::string text) {
+  for (size_t at; (at = text.find("\ninspect:   ")) != std::string::npos;) text.replace(at, 12, " ");
+  for (size_t at; (at = text.find("\n[0]<stderr>:inspect:   ")) != std::string::npos;) text.replace(at, 24, " ");
+  return text;
+}
+
 TEST(Inspect, TableHasEveryLayerAndRankAndTheVerdict) {
   const int W = 3, L = Net::kNumTensors;
   std::vector<LayerStats> stats(size_t(W) * L);
@@ -182,21 +202,52 @@ TEST(Inspect, TableHasEveryLayerAndRankAndTheVerdict) {
       s.param_checksum = 0xabc00000u + uint32_t(l);
     }
   InspectHeader h{100, 1, 100, W, "gloo", "auto", AllreduceBytes{0, 0, "model", "Gloo direct exchange"}};
-  std::string t = inspect_table(h, stats);
+  std::string t = unwrapped(inspect_table(h, stats));
   EXPECT_EQ(t.rfind("inspect: step 100 (epoch 1, batch 100), 3 ranks, gloo, allreduce auto;", 0), 0u) << t;
   EXPECT_NE(t.find("bytes (model): Gloo direct exchange"), std::string::npos);
-  for (int r = 0; r < W; ++r) EXPECT_NE(t.find("rank " + std::to_string(r)), std::string::npos);
-  for (const ParamView& p : Net::kParams) {
-    std::regex row("\\n" + std::string(p.name) + " +\\|.*\\|.*\\|.*\\n");
+  for (int r = 0; r < W; ++r) EXPECT_NE(t.find("\nrank " + std::to_string(r) + " "), std::string::npos) << t;
+  for (const ParamView& p : Net::kParams) {  // once per rank block
+    std::regex row("\\n" + std::string(p.name) + " +\\| +1\\.0000e-01 +\\+0\\.9000 ");
     EXPECT_TRUE(std::regex_search(t, row)) << p.name << "\n" << t;
   }
+  // Each block ends in a total row: the rank's bytes (8 x 1000) and the whole gradient's norms.
+  std::regex total(R"(\ntotal +\| +2\.8284e-01 +1\.4142e-01 +8000 +8000\n)");
+  EXPECT_TRUE(std::regex_search(t, total)) << t;
+  EXPECT_NE(t.find("sent/recv of a layer: its share of the rank's bytes in proportion to its size"), std::string::npos)
+      << t;
   EXPECT_NE(t.find("parameters identical on all ranks (8/8 layer checksums equal); local gradient norms differ "
                    "between ranks by up to 66.7%"),
             std::string::npos)
       << t;
   stats[size_t(2) * L + 2].param_checksum = 1;
-  EXPECT_NE(inspect_table(h, stats).find("PARAMETERS DIFFER between ranks (first: conv2.weight, 1 layers)"),
+  EXPECT_NE(unwrapped(inspect_table(h, stats)).find("PARAMETERS DIFFER between ranks (first: conv2.weight, 1 layers)"),
             std::string::npos);
+}
+
+// Issue 24: the table fits 100 columns at W = 4 and 8 (one block per rank), with a total row each.
+TEST(Inspect, TableFitsOneHundredColumnsAtFourAndEightRanks) {
+  for (int W : {4, 8}) {
+    std::vector<LayerStats> stats(size_t(W) * Net::kNumTensors);
+    for (LayerStats& s : stats) {
+      s.local_grad_norm = s.average_grad_norm = 1.2345e-3;
+      s.cosine_to_average = -0.5;
+      s.update_ratio = 9.9e-4;
+      s.bytes_sent = s.bytes_received = 1234567;
+      s.param_checksum = 0xdeadbeef;
+    }
+    const AllreduceBytes bytes{0, 0, "model",
+                               "MPI_Allreduce of the 87360-byte fused buffer: its algorithm is not visible, "
+                               "estimated as a ring, 2(W-1)/W x bytes"};
+    const std::string t = inspect_table(InspectHeader{12345, 10, 12345, W, "mpi", "mpi", bytes}, stats);
+    size_t widest = 0, totals = 0;
+    for (const std::string& line : lines_of(t)) {
+      widest = std::max(widest, line.size());
+      totals += line.rfind("total ", 0) == 0;
+    }
+    EXPECT_LE(widest, 100u) << "W=" << W << "\n" << t;
+    EXPECT_EQ(totals, size_t(W)) << t;
+    EXPECT_TRUE(std::regex_search(t, std::regex(R"(\ntotal +\| +3\.4917e-03 +3\.4917e-03 +9876536 +9876536\n)"))) << t;
+  }
 }
 
 TEST(Inspect, AdasumCoefficientLinesFromTheInputList) {
@@ -269,14 +320,6 @@ std::vector<float> load_floats(const std::string& path) {
   return v;
 }
 
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(line);
-  return out;
-}
-
 // One table row of rank 0's stderr: the 7 cells of each rank's column group.
 struct Row {
   std::vector<std::vector<std::string>> ranks;
@@ -302,12 +345,16 @@ TEST_F(InspectRun, TwoGlooRanksTableMatchesTheDumpedGradients) {
   // Rows of the two tables from rank 0's stderr.
   std::map<uint64_t, std::map<std::string, Row>> tables;
   uint64_t current = ~0ull;
-  std::regex head(
-      R"(^\[0\]<stderr>:inspect: step (\d+) \(epoch 1, batch \d+\), 2 ranks, gloo, allreduce auto;.*bytes \(model\): Gloo direct exchange)");
+  // Each table: its header, then one block per rank ("rank K | |g_r| cos ..."), a row per layer of
+  // 7 cells after the "|", and a total row.
+  std::regex head(R"(^\[0\]<stderr>:inspect: step (\d+) \(epoch 1, batch \d+\), 2 ranks, gloo, allreduce auto;)");
+  EXPECT_NE(unwrapped(r.err).find("bytes (model): Gloo direct exchange"), std::string::npos) << r.err;
+  int rank_block = -1;
   for (const std::string& line : lines_of(r.err)) {
     std::smatch m;
     if (std::regex_search(line, m, head)) {
       current = std::stoull(m[1]);
+      rank_block = -1;
       continue;
     }
     EXPECT_EQ(line.find("[1]<stderr>:inspect"), std::string::npos) << "only rank 0 prints: " << line;
@@ -316,16 +363,19 @@ TEST_F(InspectRun, TwoGlooRanksTableMatchesTheDumpedGradients) {
     std::istringstream cells(line.substr(prefix.size()));
     std::string name, bar, cell;
     cells >> name;
+    if (name == "rank") {
+      cells >> rank_block;
+      continue;
+    }
     bool is_layer = false;
     for (const ParamView& p : Net::kParams) is_layer = is_layer || name == p.name;
     if (!is_layer) continue;
-    Row row;
-    while (cells >> bar) {
-      ASSERT_EQ(bar, "|") << line;
-      row.ranks.emplace_back();
-      for (int c = 0; c < 7 && cells >> cell; ++c) row.ranks.back().push_back(cell);
-    }
-    tables[current][name] = row;
+    cells >> bar;
+    ASSERT_EQ(bar, "|") << line;
+    Row& row = tables[current][name];
+    ASSERT_EQ(int(row.ranks.size()), rank_block) << "rank blocks out of order: " << line;
+    row.ranks.emplace_back();
+    for (int c = 0; c < 7 && cells >> cell; ++c) row.ranks.back().push_back(cell);
   }
   ASSERT_EQ(tables.size(), 2u) << r.err;
   for (uint64_t step : {0ull, 5ull}) {
@@ -418,7 +468,12 @@ TEST_F(InspectRun, CleanRunPassesCheckSyncEveryStep) {
                              " --max-steps 20 --log-interval 5 --check-sync 1",
                          300);
   ASSERT_EQ(r.status, 0) << r.out << r.err;
-  EXPECT_EQ(r.err.find("--check-sync"), std::string::npos) << r.err;
+  // One line, from rank 0, when every check agreed: steps 0..19, 20 checks.
+  const std::string line =
+      "[0]<stderr>:train: --check-sync: parameters identical on all 2 ranks at every check (20 checks, steps 0 to "
+      "19)\n";
+  EXPECT_NE(r.err.find(line), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--check-sync"), r.err.rfind("--check-sync")) << "more than one --check-sync line: " << r.err;
   EXPECT_NE(r.err.find("[0]<stderr>:train: summary: world_size=2 backend=gloo algorithm=auto epochs=0 steps=20 "),
             std::string::npos)
       << r.err;

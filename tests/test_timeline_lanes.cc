@@ -107,10 +107,11 @@ TEST(TimelineLanes, OneLanePerRankAndTrackOneRectPerSliceOfTheStep) {
     EXPECT_EQ(count(svg, lane), 1u) << lane;
   EXPECT_EQ(count(svg, "<g class=\"rank-lanes\""), 2u);
   EXPECT_EQ(count(svg, "rank 0 @ localhost \xc2\xb7 comm"), 1u);
-  // 8 slices per rank in step 1; steps 0 and 2 hold as many, none of which may appear.
-  EXPECT_EQ(count(svg, "class=\"slice\""), 16u);
-  EXPECT_EQ(count(svg, "class=\"slice\" data-rank=\"0\""), 8u);
-  EXPECT_EQ(count(svg, "\nstep: 1"), 16u);
+  // 7 slices drawn per rank in step 1 (the "ring allreduce" call slice spans the same time as the
+  // "allreduce" around it and is not drawn twice); steps 0 and 2 hold as many, none of which may appear.
+  EXPECT_EQ(count(svg, "class=\"slice\""), 14u);
+  EXPECT_EQ(count(svg, "class=\"slice\" data-rank=\"0\""), 7u);
+  EXPECT_EQ(count(svg, "\nstep: 1"), 14u);
   EXPECT_EQ(count(svg, "\nstep: 0"), 0u);
   EXPECT_EQ(count(svg, "\nstep: 2"), 0u);
   const size_t group1 = svg.find("</g>\n<g class=\"rank-lanes\" data-rank=\"1\">");
@@ -123,8 +124,9 @@ TEST(TimelineLanes, AnArrowPerFlowPairOfTheStepOnly) {
   const std::string svg = svg_of(ring_trace(0, 2), 1);
   // Step 1: each rank's two ring steps send one message each; steps 0 and 2 send 4 more apiece.
   EXPECT_EQ(count(svg, "<line class=\"flow\""), 4u);
-  EXPECT_EQ(count(svg, "ring message: pid 0 -&gt; pid 1"), 2u);
-  EXPECT_EQ(count(svg, "ring message: pid 1 -&gt; pid 0"), 2u);
+  EXPECT_EQ(count(svg, "ring message: rank 0 -&gt; rank 1"), 2u);
+  EXPECT_EQ(count(svg, "ring message: rank 1 -&gt; rank 0"), 2u);
+  EXPECT_EQ(svg.find("pid 0"), std::string::npos);
   EXPECT_EQ(count(svg, "marker-end=\"url(#lane-arrow)\""), 4u);
   // A flow whose receive lies outside every slice of the step is not drawn.
   const std::string stray = flow("s", "999", 0, 10460) + flow("f", "999", 1, 90000);
@@ -138,8 +140,12 @@ TEST(TimelineLanes, TitlesCarryTheArgs) {
   EXPECT_EQ(count(svg, "algo_step: 0\n"), 2u);
   EXPECT_EQ(count(svg, "peer: 1\n"), 2u);
   EXPECT_EQ(count(svg, "bytes: 43680</title>"), 4u);
-  EXPECT_EQ(count(svg, "backend: gloo\nalgorithm: ring</title>"), 2u);
-  EXPECT_NE(svg.find("allreduce algorithm"), std::string::npos);  // the legend names the kinds drawn
+  // the call slice's args are in the tooltip of the allreduce around it
+  EXPECT_EQ(count(svg,
+                  "backend: gloo\nalgorithm: ring\n-- ring allreduce --\ncall: 1\nalgorithm: ring\nbytes: "
+                  "87360</title>"),
+            2u);
+  EXPECT_NE(svg.find(">algorithm step</text>"), std::string::npos);  // the legend names the kinds drawn
 }
 
 int lane_rows(const std::string& svg, const std::string& pid_tid) {
@@ -150,11 +156,11 @@ int lane_rows(const std::string& svg, const std::string& pid_tid) {
 }
 
 TEST(TimelineLanes, CommLaneHasExactlyItsNestingRows) {
-  // allreduce > ring allreduce > ring steps: three rows, no more.
-  EXPECT_EQ(lane_rows(svg_of(ring_trace(0, 2), 1), "data-pid=\"0\" data-tid=\"1000\""), 3);
+  // allreduce > ring steps (the call slice is not drawn): two rows, no more.
+  EXPECT_EQ(lane_rows(svg_of(ring_trace(0, 2), 1), "data-pid=\"0\" data-tid=\"1000\""), 2);
   EXPECT_EQ(lane_rows(svg_of(ring_trace(0, 2), 1), "data-pid=\"0\" data-tid=\"1\""), 1);
   // The second ring step written to start 1 ns before the first ends (3-decimal rounding) is its
-  // sibling, not its child: still three rows.
+  // sibling, not its child: still two rows.
   std::string trace = ring_trace(1, 1);
   const std::string second =
       "\"name\":\"ring allgather 1 -> rank 1\",\"cat\":\"comm\",\"pid\":0,\"tid\":1000,\"ts\":10700.000";
@@ -162,7 +168,7 @@ TEST(TimelineLanes, CommLaneHasExactlyItsNestingRows) {
   ASSERT_NE(at, std::string::npos) << trace;
   trace.replace(at, second.size(),
                 "\"name\":\"ring allgather 1 -> rank 1\",\"cat\":\"comm\",\"pid\":0,\"tid\":1000,\"ts\":10699.999");
-  EXPECT_EQ(lane_rows(svg_of(trace, 1), "data-pid=\"0\" data-tid=\"1000\""), 3);
+  EXPECT_EQ(lane_rows(svg_of(trace, 1), "data-pid=\"0\" data-tid=\"1000\""), 2);
 }
 
 TEST(TimelineLanes, TrackIdleInTheStepGetsNoEmptyLane) {
@@ -231,7 +237,7 @@ TEST(TimelineLanesCommand, StepNotRecordedIsOneExactLine) {
   ASSERT_EQ(r.status, 0) << r.err;
   const std::string html = testutil::read_file(d.path + "/page.html");
   EXPECT_NE(html.find("Step 4 (--step)"), std::string::npos);
-  EXPECT_EQ(count(html, "\nstep: 4"), 16u);
+  EXPECT_EQ(count(html, "\nstep: 4"), 14u);
   EXPECT_EQ(count(html, "\nstep: 5"), 0u);
   r = testutil::run(base + " --step x");
   EXPECT_EQ(r.status, 2);
@@ -285,16 +291,23 @@ TEST(TimelineLanesCommand, RealRingRunHasOneLaneGroupPerRank) {
   EXPECT_EQ(count(svg, "<g class=\"rank-lanes\""), 2u);
   EXPECT_EQ(count(svg, "<g class=\"rank-lanes\" data-rank=\"0\">"), 1u);
   EXPECT_EQ(count(svg, "<g class=\"rank-lanes\" data-rank=\"1\">"), 1u);
-  // Each rank: its compute track and its comm track, nesting allreduce > ring allreduce > steps.
+  // Each rank: its compute track and its comm track, nesting allreduce > steps.
   EXPECT_EQ(count(svg, "<rect class=\"lane\""), 4u);
-  EXPECT_EQ(lane_rows(svg, "data-pid=\"0\" data-tid=\"1000\""), 3);
-  EXPECT_EQ(lane_rows(svg, "data-pid=\"1\" data-tid=\"1000\""), 3);
+  EXPECT_EQ(lane_rows(svg, "data-pid=\"0\" data-tid=\"1000\""), 2);
+  EXPECT_EQ(lane_rows(svg, "data-pid=\"1\" data-tid=\"1000\""), 2);
   // The drawn step, the faster of steps 1 and 2: each rank's two ring steps send the other a message.
   const long step = default_lane_step(read_timeline_file(t));
   EXPECT_TRUE(step == 1 || step == 2) << step;
   EXPECT_NE(html.find("Step " + std::to_string(step) + " (the median-duration"), std::string::npos);
-  EXPECT_EQ(count(svg, "<line class=\"flow\""), 4u);
+  EXPECT_EQ(count(svg, "<line class=\"flow"), 4u);  // "flow in-clock-bound" when shorter than the bound
   EXPECT_EQ(count(svg, "\nstep: " + std::to_string(step)), count(svg, "class=\"slice\""));
+  // The step slices are labelled ring reduce-scatter 1/1, allgather 1/1 and carry their chunks.
+  EXPECT_EQ(count(svg, "<title>ring reduce-scatter 1/1\n"), 2u);
+  EXPECT_EQ(count(svg, "<title>ring allgather 1/1\n"), 2u);
+  EXPECT_EQ(count(svg, ">c0</text>") + count(svg, ">c1</text>"), 4u);  // each arrow labelled with its chunk
+  // Beside the lanes: the clock bound and the small multiples (start + 2 steps).
+  EXPECT_NE(html.find("id=\"clock-bound\">Clock-error bound"), std::string::npos);
+  EXPECT_EQ(count(html, "<g class=\"algo-panel\""), 3u);
   EXPECT_GT(count(svg, "class=\"slice\""), 10u);
 }
 

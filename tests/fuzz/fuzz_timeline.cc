@@ -1,6 +1,7 @@
 // fuzz_timeline: libFuzzer target for ./report's trace reader (reporting/timeline_reader.h:
 // parse_timeline_text, summarize_timeline, recorded_steps) and the lane chart drawn from what it
-// reads (reporting/timeline_lanes.h: default_lane_step, timeline_lanes_svg).
+// reads (reporting/timeline_lanes.h: default_lane_step, timeline_lanes_svg; reporting/
+// algorithm_steps.h: algorithm_steps_svg).
 //
 // Input: the bytes are the trace file's text.
 // Contract checked: parse_timeline_text returns or throws TimelineError, nothing else; every
@@ -10,8 +11,10 @@
 // process's per-name counts add up to its slices); recorded_steps is ascending, once each, every
 // one a slice's step; default_lane_step is -1 exactly when there is none, else one of them. For
 // the default, first and last recorded step the SVG is one <svg id="timeline-lanes"> element
-// with one <rect class="slice"> per slice of that step, a lane per track holding one, no more
-// arrows than flows, as many <title> as </title>, and every coordinate a finite number.
+// with one <rect class="slice"> per slice of that step (an algorithm's call slice excepted: the
+// "allreduce" around it shows it), a lane per track holding one, no more arrows than flows, as
+// many <title> as </title>, and every coordinate a finite number; the algorithm panels are ""
+// or one <svg id="algorithm-steps"> with balanced titles and finite coordinates.
 //
 // Build: make fuzz (build-fuzz/fuzz_timeline); run: .ci/fuzz.sh
 #include <cmath>
@@ -20,6 +23,7 @@
 #include <set>
 #include <string>
 
+#include "reporting/algorithm_steps.h"
 #include "reporting/timeline_lanes.h"
 #include "reporting/timeline_reader.h"
 #include "tests/fuzz/fuzz_common.h"
@@ -47,6 +51,18 @@ void check_coordinates(const std::string& svg) {
   }
 }
 
+bool has_arg(const TraceSlice& s, const char* key) {
+  for (const auto& a : s.args)
+    if (a.first == key) return true;
+  return false;
+}
+
+// An algorithm's call slice, which the lane chart leaves out (the "allreduce" around it shows it).
+bool is_call_slice(const TraceSlice& s) {
+  return s.cat == "comm" && has_arg(s, "call") && has_arg(s, "algorithm") && !has_arg(s, "algo_step") &&
+         s.name != "allreduce";
+}
+
 void check_lanes(const Timeline& t, long step) {
   const std::string svg = timeline_lanes_svg(t, step);
   FUZZ_CHECK(svg.rfind("<svg id=\"timeline-lanes\"", 0) == 0);
@@ -54,12 +70,19 @@ void check_lanes(const Timeline& t, long step) {
   size_t of_step = 0;
   std::set<std::pair<long, long>> tracks;
   for (const TraceSlice& s : t.slices)
-    if (s.step == step) ++of_step, tracks.insert({s.pid, s.tid});
+    if (s.step == step && !is_call_slice(s)) ++of_step, tracks.insert({s.pid, s.tid});
   FUZZ_CHECK(count(svg, "class=\"slice\"") == of_step);
   FUZZ_CHECK(count(svg, "<rect class=\"lane\"") == tracks.size());
-  FUZZ_CHECK(count(svg, "<line class=\"flow\"") <= t.flows.size());
+  FUZZ_CHECK(count(svg, "<line class=\"flow") <= t.flows.size());
   FUZZ_CHECK(count(svg, "<title>") == count(svg, "</title>"));
   check_coordinates(svg);
+  // the algorithm's panels: none, or one <svg id="algorithm-steps"> with finite coordinates
+  const std::string panels = algorithm_steps_svg(t, step);
+  if (panels.empty()) return;
+  FUZZ_CHECK(panels.rfind("<svg id=\"algorithm-steps\"", 0) == 0);
+  FUZZ_CHECK(count(panels, "<svg") == 1 && count(panels, "</svg>") == 1);
+  FUZZ_CHECK(count(panels, "<title>") == count(panels, "</title>"));
+  check_coordinates(panels);
 }
 
 }  // namespace

@@ -1,0 +1,168 @@
+// test_timeline_panels: the report's pictures of our allreduce algorithms (issue 24). Traces
+// written by the real formatter (src/trace_json.cc) from the closed form's steps (src/
+// allreduce_plan.h) at W = 4 and 8, ring and halving-doubling: the small multiples have one panel
+// per algorithm step plus the start, one arrow per message labelled with its chunk, and partial
+// sums that end as the full sum on every rank (and, for the ring, one full chunk per rank after
+// the reduce-scatter); the lane chart colours steps by phase, labels arrows with chunks, says
+// "rank" not "pid", dashes arrows within the clock-error bound, and never clips a lane label.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "reporting/algorithm_steps.h"
+#include "reporting/timeline_lanes.h"
+#include "reporting/timeline_reader.h"
+#include "src/allreduce_plan.h"
+#include "src/net.h"
+#include "src/trace_json.h"
+
+namespace {
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + what.size())) ++n;
+  return n;
+}
+
+// One step (step 0) of `algorithm` over W ranks and the MNIST gradient, as ./train writes it:
+// per rank the gradient "allreduce", the call and the closed form's steps (100 us apart).
+std::string trace_of(AllreduceAlgorithm a, int w, double clock_bound_us = 0, const std::string& host = "h") {
+  std::string out = "[\n";
+  for (int r = 0; r < w; ++r) {
+    TraceContext c;
+    c.rank = r;
+    c.world_size = w;
+    c.backend = "gloo";
+    c.algorithm = "auto";
+    out += trace_process_metadata(r, host) + trace_thread_metadata(r, kCommTrack, "comm");
+    TimelineRecord call;
+    call.kind = TimelineKind::kAllreduceCall;
+    call.track = kCommTrack;
+    call.algorithm = a;
+    call.begin_ns = 1000;
+    call.end_ns = 1000 + 100000 * 20;
+    call.bytes = Net::kNumParams * 4;
+    call.elements = Net::kNumParams;
+    TimelineRecord outer = call;
+    outer.kind = TimelineKind::kGradientAllreduce;
+    outer.call = 0;
+    size_t patch = 0;
+    append_trace_record(&out, outer, c, &patch);
+    for (const PlannedStep& p : planned_steps(a, w, r, Net::kNumParams)) {
+      TimelineRecord s = call;
+      s.kind = TimelineKind::kAllreduceStep;
+      s.algo_step = p.step;
+      s.phase = p.phase == "reduce-scatter" ? "reduce-scatter" : p.phase == "allgather" ? "allgather" : "fold";
+      s.begin_ns = 1000 + 100000 * (p.step + 1);
+      s.end_ns = s.begin_ns + 90000;
+      s.send_peer = p.send_to;
+      s.recv_peer = p.recv_from;
+      s.parts = p.parts;
+      s.send_chunk = p.send_chunk;
+      s.recv_chunk = p.recv_chunk;
+      s.send_lo = p.send_lo;
+      s.send_hi = p.send_hi;
+      s.recv_lo = p.recv_lo;
+      s.recv_hi = p.recv_hi;
+      s.bytes = 4 * (p.send_hi - p.send_lo);
+      s.recv_bytes = 4 * (p.recv_hi - p.recv_lo);
+      append_trace_record(&out, s, c, &patch);
+    }
+  }
+  if (clock_bound_us > 0)
+    out += trace_clock_metadata(std::vector<int64_t>(size_t(w), 0),
+                                std::vector<int64_t>(size_t(w), int64_t(clock_bound_us * 1000)), 20);
+  return out + trace_end(w);
+}
+
+// The text of panel k of the small multiples.
+std::string panel(const std::string& svg, size_t k) {
+  size_t at = 0;
+  for (size_t i = 0; i <= k; ++i) at = svg.find("<g class=\"algo-panel\"", at + 1);
+  if (at == std::string::npos) return "";
+  const size_t end = svg.find("</g>\n</g>\n", at);  // the panel's drawing and the panel close
+  return svg.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+const std::string kFull = "fill=\"#1b3a5c\"";  // a piece holding the full sum
+
+TEST(TimelinePanels, RingAtFourAndEightRanks) {
+  for (int w : {4, 8}) {
+    const Timeline t = parse_timeline_text(trace_of(AllreduceAlgorithm::kRing, w), "ring.json");
+    const std::string svg = algorithm_steps_svg(t, 0);
+    ASSERT_EQ(svg.find("<svg id=\"algorithm-steps\""), 0u) << svg.substr(0, 200);
+    const size_t steps = 2 * size_t(w - 1);
+    EXPECT_EQ(count(svg, "<g class=\"algo-panel\""), steps + 1);
+    EXPECT_EQ(count(svg, "<g class=\"msg\""), steps * size_t(w));  // every rank sends one chunk per step
+    // Panel 1, reduce-scatter 1/(W-1): rank r sends chunk r to r+1.
+    const std::string first = panel(svg, 1);
+    EXPECT_NE(first.find("1. reduce-scatter 1/" + std::to_string(w - 1)), std::string::npos);
+    for (int r = 0; r < w; ++r)
+      EXPECT_NE(first.find("rank " + std::to_string(r) + " -&gt; rank " + std::to_string((r + 1) % w) + ", chunk " +
+                           std::to_string(r) + " of " + std::to_string(w)),
+                std::string::npos)
+          << "W=" << w << " rank " << r;
+    EXPECT_EQ(count(first, "class=\"chunk-label\">c"), size_t(w));  // one chunk label per arrow
+    // The start: nobody holds a full sum; after the reduce-scatter each rank holds one full chunk;
+    // at the end every rank holds every chunk's full sum.
+    EXPECT_EQ(count(panel(svg, 0), kFull), 0u);
+    EXPECT_EQ(count(panel(svg, size_t(w - 1)), kFull), size_t(w));
+    EXPECT_EQ(count(panel(svg, steps), kFull), size_t(w * w));
+    EXPECT_NE(panel(svg, size_t(w - 1)).find("rank 0, elements ["), std::string::npos);
+  }
+}
+
+TEST(TimelinePanels, HalvingDoublingAtFourAndEightRanks) {
+  for (int w : {4, 8}) {
+    const Timeline t = parse_timeline_text(trace_of(AllreduceAlgorithm::kHalvingDoubling, w), "hd.json");
+    const std::string svg = algorithm_steps_svg(t, 0);
+    const size_t levels = w == 4 ? 2 : 3, steps = 2 * levels;
+    EXPECT_EQ(count(svg, "<g class=\"algo-panel\""), steps + 1);
+    EXPECT_EQ(count(svg, "<g class=\"msg\""), steps * size_t(w));
+    // Level 1 pairs r with r^1 and sends halves: chunk 0 or 1 of 2.
+    EXPECT_NE(panel(svg, 1).find("rank 0 -&gt; rank 1, chunk 1 of 2"), std::string::npos);
+    EXPECT_NE(panel(svg, 1).find("rank 1 -&gt; rank 0, chunk 0 of 2"), std::string::npos);
+    // after the reduce-scatter each rank holds 1/W of the vector fully summed; at the end, all of it
+    EXPECT_EQ(count(panel(svg, levels), kFull), size_t(w));
+    EXPECT_EQ(count(panel(svg, steps), kFull), size_t(w * w));
+  }
+}
+
+TEST(TimelinePanels, NoPanelsWithoutAlgorithmSteps) {
+  const std::string gradient_only =
+      "[{\"ph\":\"X\",\"name\":\"allreduce\",\"cat\":\"comm\",\"pid\":0,\"tid\":1000,\"ts\":1,\"dur\":2,"
+      "\"args\":{\"step\":0}}]";
+  EXPECT_EQ(algorithm_steps_svg(parse_timeline_text(gradient_only, "t.json"), 0), "");
+}
+
+TEST(TimelinePanels, LaneChartColoursPhasesLabelsChunksAndMarksTheClockBound) {
+  // Every message takes 90 us (a step's length): with a 40 us bound per rank (80 us between two),
+  // no arrow is shorter than the bound; with 50 ms each is.
+  const std::string ring = trace_of(AllreduceAlgorithm::kRing, 4, 40);
+  std::string svg = timeline_lanes_svg(parse_timeline_text(ring, "ring.json"), 0);
+  EXPECT_EQ(count(svg, "<line class=\"flow\""), 24u);
+  EXPECT_EQ(count(svg, "in-clock-bound"), 0u);
+  EXPECT_EQ(svg.find("pid "), std::string::npos);
+  EXPECT_EQ(count(svg, "fill=\"" + std::string(phase_color("reduce-scatter")) + "\" class=\"slice\""), 12u);
+  EXPECT_EQ(count(svg, "fill=\"" + std::string(phase_color("allgather")) + "\" class=\"slice\""), 12u);
+  EXPECT_EQ(count(svg, "class=\"chunk-label\">c"), 24u);
+  EXPECT_NE(svg.find("ring reduce-scatter 1/3: chunk 0 (21840 B): rank 0 -&gt; rank 1"), std::string::npos);
+  svg = timeline_lanes_svg(parse_timeline_text(trace_of(AllreduceAlgorithm::kRing, 4, 50000), "ring.json"), 0);
+  EXPECT_EQ(count(svg, "<line class=\"flow in-clock-bound\""), 24u);
+  EXPECT_NE(svg.find("within the clock-error bound (100000 us)"), std::string::npos);
+}
+
+TEST(TimelinePanels, LaneLabelsNeverClip) {
+  // A host name of 60 characters: the plot starts right of the longest label.
+  const std::string host(60, 'h');
+  const std::string svg =
+      timeline_lanes_svg(parse_timeline_text(trace_of(AllreduceAlgorithm::kRing, 4, 0, host), "t.json"), 0);
+  const std::string label = "rank 0 @ " + host + " \xc2\xb7 comm";  // 76 code points
+  const size_t at = svg.find("<rect class=\"lane\" x=\"");
+  ASSERT_NE(at, std::string::npos);
+  const double left = std::stod(svg.substr(at + 22));
+  EXPECT_GE(left, 6.4 * 76) << "the lane label (" << label << ") would clip at x=" << left;
+}
+
+}  // namespace
