@@ -229,3 +229,9 @@ std::string arg_of(const std::vector<std::pair<std::string, std::string>>& args,
     if (a.first == key) return a.second;
   return "";
 }
+
+std::string arg_of(const TraceArgs& args, const std::string& key) {
+  for (const auto& a : args)
+    if (a.first == key) return a.second;
+  return "";
+}

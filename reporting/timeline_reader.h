@@ -29,7 +29,7 @@ struct TraceFlow {
   std::string name;
   long from_pid = 0, from_tid = 0, to_pid = 0, to_tid = 0;
   double from_ts_us = 0, to_ts_us = 0;
-  std::vector<std::pair<std::string, std::string>> args;  // the send end's args (chunk, bytes, ...)
+  TraceArgs args;  // the send end's args (chunk, bytes, ...)
 };
 
 // Slices and flows are deques: a large trace's millions of them grow without being copied.
@@ -46,6 +46,7 @@ struct Timeline {
 
 // The value of arg key of a slice or flow ("" when absent).
 std::string arg_of(const std::vector<std::pair<std::string, std::string>>& args, const std::string& key);
+std::string arg_of(const TraceArgs& args, const std::string& key);
 
 Timeline parse_timeline_text(const std::string& text, const std::string& filename);
 // Reads path and parses it; an unreadable file is "cannot read PATH: reason".

@@ -92,7 +92,7 @@ class Trainer {
   std::string saved_path_;
   StopVote stop_;          // the agreed stop, once there is one
   const TestPause pause_;  // BARESGD_TEST_STOP_AT
-  ClockSync clocks_;        // every rank's clock offset to rank 0's (--metrics, --timeline)
+  ClockSync clocks_;       // every rank's clock offset to rank 0's (--metrics, --timeline)
 };
 
 // Reads a training batch's samples into the batch buffers for Net::forward, slice by slice
