@@ -12,7 +12,8 @@
 # Environment: BENCH_STARTER_ROUNDS=N (each round runs every starter once, in the order above),
 # BENCH_STARTER_TIMEOUT=S (one run's limit, default 300 s; a run over it is killed and fails),
 # BENCH_STARTERS="launch-local srun-gloo ..." (a subset, by the names of the first column),
-# BENCH_OUT=DIR (default bench/results/starters-<date>).
+# BENCH_OUT=DIR (default bench/results/starters-<date>), BENCH_STARTER_TRAIN_ARGS="..." (more ./train
+# flags for every starter, e.g. --max-steps 20 for a quick look; the tests use it).
 #
 # It starts what it needs itself, under a temporary directory: the sshd test hosts
 # (tests/test_hosts.sh) and a one-machine Slurm cluster (tests/slurm_cluster.sh: munged, slurmctld,
@@ -99,7 +100,7 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-TRAIN="$SRC/train --data-dir $SRC/data --epochs 1 --threads 1"
+TRAIN="$SRC/train --data-dir $SRC/data --epochs 1 --threads 1${BENCH_STARTER_TRAIN_ARGS:+ $BENCH_STARTER_TRAIN_ARGS}"
 GLOO_TRAIN="$TRAIN --network-interface lo"
 SLURM_ENV="set -a; . $SLURM/env; set +a;"
 
