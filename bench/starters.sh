@@ -178,9 +178,14 @@ def read(path):
     except OSError:
         return ""
 
+# The line that says why: first an "error:" line (baresgd's own, Slurm's, Open MPI's), then any line
+# naming a failure (not torchrun's warning that a second agent could not bind the rendezvous port,
+# which is how c10d rendezvous works), else the first line.
 def first_error(err):
     lines = [l.strip() for l in err.splitlines() if l.strip()]
-    pick = next((l for l in lines if re.search(r"error|fail|refused|not reachable|cannot", l, re.I)), None)
+    pick = next((l for l in lines if re.search(r"error:", l, re.I)), None)
+    pick = pick or next((l for l in lines if re.search(r"error|fail|refused|not reachable|cannot", l, re.I)
+                         and "Address already in use" not in l), None)
     pick = pick or (lines[0] if lines else "no output on stderr")
     return pick[:240] + ("..." if len(pick) > 240 else "")
 
