@@ -5,6 +5,8 @@
 #   make check    what CI runs: every test once (numeric suites optimized, parsers, store, launcher
 #                 and fault paths under ASan+UBSan: .ci/sanitized-tests), every fuzzer 20 s, the counts
 #   make bench    side-by-side benchmark against PyTorch, and ./report on a 100,000-step timeline (bench/)
+#   make bench-starters  the same 2-rank epoch through every starter (./launch local/ssh/--mpi, srun,
+#                 sbatch, salloc, mpirun, torchrun): result, epoch time, final accuracy (bench/starters.sh)
 #   make fixtures regenerate tests/fixtures/*.bin with Debian's python3-torch
 #   make man      the man pages (man/*.1.in, written by hand, with the version put in) into build/man/
 #   make install PREFIX=/usr/local DESTDIR=   baresgd-train, -launch, -report (stripped) + man pages
@@ -93,7 +95,7 @@ REPORT := report
 REFERENCE := reference
 endif
 
-.PHONY: all data test test-build check bench fixtures install uninstall man clean format format-check
+.PHONY: all data test test-build check bench bench-starters fixtures install uninstall man clean format format-check
 all: $(TRAIN) $(LAUNCH) $(REPORT) $(REFERENCE)
 
 $(BUILD)/comm/backend_mpi.o: CXXFLAGS += $(MPI_CFLAGS)
@@ -158,6 +160,9 @@ fixtures:
 
 bench: all $(BUILD)/tests/tool_tap_link
 	bash bench/run_bench.sh
+
+bench-starters: all
+	bash bench/starters.sh
 
 # ---- install ---------------------------------------------------------------------------------
 # Installed names: baresgd-train, baresgd-launch, baresgd-report (baresgd-train finds
