@@ -113,7 +113,8 @@ void rank_step(std::string* out, const TraceContext& c, int world, long step, in
   append_trace_record(out, all, c, &patch_at);
   if (patch_at != std::string::npos)
     out->replace(patch_at, trace_patch_size(),
-                 trace_patch(double(wait) / 1e3, double(all.end_ns - all.begin_ns - wait) / 1e3));
+                 trace_patch(TracePatch{double(wait) / 1e3, double(all.end_ns - all.begin_ns - wait) / 1e3, 0,
+                                        double(wait) / 1e3}));
   TimelineRecord call = all;
   call.kind = TimelineKind::kAllreduceCall;
   call.begin_ns = all.begin_ns + 1000;
