@@ -382,7 +382,6 @@ int run_job(const JobPlan& plan) {
   if (code != kGoOn) return code;
   if (plan.opts.verbose)
     for (const std::string& line : rank_table(plan)) say_launch(line);
-  if (const std::string over = oversubscribed_line(plan); !over.empty()) say_launch(over);
   install_launcher_signal_handlers();
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   Watchdog watchdog;  // not started for Gloo: every call on it is then a no-op
@@ -392,9 +391,13 @@ int run_job(const JobPlan& plan) {
     say_launch(std::string("cannot start the watchdog: ") + e.what());
     return 1;
   }
+  // Said once the ranks are about to start (not before an unreachable host ends the job).
+  const std::string over = oversubscribed_line(plan);
   if (plan.opts.elastic.enabled()) {
+    if (!over.empty()) say_launch(over);
     code = run_elastic(plan, &sink, &watchdog);
   } else if ((code = reach_remote_hosts(plan)) == kGoOn) {
+    if (!over.empty()) say_launch(over);
     code = run_with_restarts(plan, &sink, &watchdog);
   }
   watchdog.stop();

@@ -110,7 +110,7 @@ TEST(HonestTime, MetricsWaitIsTheTraceWaitAndThePartsAddUp) {
   // within the step's wall time (plus the clock reads, 50 us).
   const std::string text = testutil::read_file(dir + "/t.json");
   const std::regex step_line(
-      R"re("name":"ring [a-z-]+ \d+ [^"]*","cat":"comm".*"dur":([0-9.]+),.*"on_cpu_us":([0-9.]+),"run_delay_us":([0-9.]+)\}\})re");
+      R"re("name":"ring [a-z-]+ \d+/\d+","cat":"comm".*"dur":([0-9.]+),.*"on_cpu_us":([0-9.]+),"run_delay_us":([0-9.]+)\}\})re");
   size_t steps_seen = 0;
   for (size_t at = 0; at < text.size();) {
     size_t end = text.find('\n', at);

@@ -279,7 +279,7 @@ TEST_F(MetricsRun, MpiHeaderNamesTheMpiLibraryVersion) {
 TEST_F(MetricsRun, UnwritablePathStopsEveryRankBeforeTraining) {
   auto one = testutil::run(testutil::train_bin() + " --metrics /nonexistent/m.jsonl", 60);
   EXPECT_EQ(one.status, 1);
-  EXPECT_EQ(one.err, "train: error: --metrics /nonexistent/m.jsonl: cannot write: No such file or directory\n");
+  EXPECT_EQ(one.err, "train: error: /nonexistent/m.jsonl: --metrics file cannot be created: No such file or directory\n");
   EXPECT_EQ(one.out, "");
   // Rank 0's reason is printed before rank 1 learns of it and exits (which makes the launcher stop
   // the job), so it is never lost; five runs, since losing it was a race.
@@ -287,7 +287,7 @@ TEST_F(MetricsRun, UnwritablePathStopsEveryRankBeforeTraining) {
     auto two =
         testutil::run(testutil::launch_bin() + " -np 2 --gloo " + testutil::train_bin() + " --metrics " + dir, 120);
     EXPECT_NE(two.status, 0);
-    EXPECT_NE(two.err.find("[0]<stderr>:train: error: --metrics " + dir + ": cannot write: Is a directory"),
+    EXPECT_NE(two.err.find("[0]<stderr>:train: error: " + dir + ": --metrics file cannot be created: Is a directory"),
               std::string::npos)
         << "attempt " << attempt << ": " << two.err;
     EXPECT_EQ(two.out.find("Train Epoch"), std::string::npos) << two.out;
