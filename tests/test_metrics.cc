@@ -279,7 +279,8 @@ TEST_F(MetricsRun, MpiHeaderNamesTheMpiLibraryVersion) {
 TEST_F(MetricsRun, UnwritablePathStopsEveryRankBeforeTraining) {
   auto one = testutil::run(testutil::train_bin() + " --metrics /nonexistent/m.jsonl", 60);
   EXPECT_EQ(one.status, 1);
-  EXPECT_EQ(one.err, "train: error: /nonexistent/m.jsonl: --metrics file cannot be created: No such file or directory\n");
+  EXPECT_EQ(one.err,
+            "train: error: /nonexistent/m.jsonl: --metrics file cannot be created: No such file or directory\n");
   EXPECT_EQ(one.out, "");
   // Rank 0's reason is printed before rank 1 learns of it and exits (which makes the launcher stop
   // the job), so it is never lost; five runs, since losing it was a race.

@@ -317,7 +317,12 @@ TEST(TimelineRecording, EverySliceOfABurstReachesTheFile) {
   const Value* stats = metadata(ev, "timeline_stats", 0);
   ASSERT_NE(stats, nullptr);
   EXPECT_EQ((*stats)["args"]["dropped_events"].n(), 0);
-  EXPECT_EQ((*stats)["args"]["events"].n(), n);
+  // Every recorded event is in the file: the burst and the start-up's own (the clock sync's
+  // ping-pong on the comm track, step -1).
+  int slices = 0;
+  for (const auto& kv : count_slices(ev)) slices += kv.second;
+  EXPECT_GE(slices, n);
+  EXPECT_EQ((*stats)["args"]["events"].n(), slices);
   std::system(("rm -rf '" + dir + "'").c_str());
 }
 
@@ -434,18 +439,19 @@ TEST_F(TimelineRun, UnwritablePathsAreOneLineErrorsBeforeTraining) {
   const std::string bad = dir + "/no/such/dir/t.json";
   auto r = run(train + " --max-steps 1 --timeline " + bad, 60);
   EXPECT_EQ(r.status, 1);
-  EXPECT_EQ(r.err, "train: error: --timeline " + bad + ": cannot write: No such file or directory\n");
+  EXPECT_EQ(r.err, "train: error: " + bad + ": --timeline file cannot be created: No such file or directory\n");
   EXPECT_EQ(r.out, "");
   auto e = run("HOROVOD_TIMELINE=" + bad + " " + train + " --max-steps 1", 60);
   EXPECT_EQ(e.status, 1);
-  EXPECT_EQ(e.err, "train: error: HOROVOD_TIMELINE " + bad + ": cannot write: No such file or directory\n");
+  EXPECT_EQ(e.err, "train: error: " + bad + ": HOROVOD_TIMELINE file cannot be created: No such file or directory\n");
   // Rank 1 cannot create its part (a directory is in the way): its error, before any training.
   const std::string file = dir + "/t.json";
   ASSERT_EQ(::mkdir((file + ".rank1.part").c_str(), 0755), 0);
   auto p = run(launch + " -np 2 --gloo " + train + " --max-steps 1 --timeline " + file, 120);
   EXPECT_NE(p.status, 0);
-  EXPECT_NE(p.err.find("train: error: --timeline " + file + ": rank 1 cannot write its part " + file +
-                       ".rank1.part: Is a directory\n"),
+  EXPECT_NE(p.err.find("train: error: " + file +
+                       ".rank1.part: --timeline part of rank 1 cannot be created: Is a "
+                       "directory\n"),
             std::string::npos)
       << p.err;
   EXPECT_EQ(p.out.find("Train Epoch"), std::string::npos) << p.out;
