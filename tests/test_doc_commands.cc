@@ -312,6 +312,21 @@ TEST_F(DocCommands, AFailingCommandOrAShownLineNotPrintedFailsThePage) {
 
 TEST_F(DocCommands, ReadmeCommandsRun) { run_and_check("README.md"); }
 
+// README's requeue recipe is docs/deploy.md's, byte for byte: the Slurm test runs that one.
+TEST_F(DocCommands, ReadmeRequeueRecipeIsDeploysTestedOne) {
+  const std::string readme = read_file(src_dir() + "/README.md"), deploy = read_file(src_dir() + "/docs/deploy.md");
+  const size_t at = readme.find("#SBATCH --signal=B:USR1@");
+  ASSERT_NE(at, std::string::npos) << "README.md shows no job script with --signal=B:USR1@N";
+  const size_t open = readme.rfind("```sh\n", at), close = readme.find("```", at);
+  ASSERT_NE(open, std::string::npos);
+  ASSERT_NE(close, std::string::npos);
+  const std::string script = readme.substr(open, close - open);
+  EXPECT_NE(script.find("#SBATCH --requeue"), std::string::npos) << script;
+  EXPECT_NE(script.find("--resume"), std::string::npos) << script;
+  EXPECT_NE(deploy.find(script), std::string::npos) << "README.md's requeue script is not docs/deploy.md's:\n"
+                                                    << script;
+}
+
 TEST_F(DocCommands, InternalsCommandsRun) { run_and_check("docs/internals.md"); }
 
 TEST_F(DocCommands, EveryOtherDocsPageCommandsRun) {
