@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <charconv>
 #include <memory>
 #include <string_view>
 #include <unordered_set>
@@ -18,10 +19,18 @@ JsonError::JsonError(int line_, int column_, const std::string& reason_, bool at
       reason(reason_),
       at_end(at_end_) {}
 
-const JsonValue* JsonValue::find(const std::string& key) const {
+namespace {
+// a == b for the short keys of trace events: most differ in their first byte, which is compared
+// before the library's memcmp is called.
+bool same_key(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && (a.empty() || (a[0] == b[0] && a.compare(b) == 0));
+}
+}  // namespace
+
+const JsonValue* JsonValue::find(std::string_view key) const {
   if (kind != Kind::Object) return nullptr;
   for (const auto& m : members)
-    if (m.first == key) return &m.second;
+    if (same_key(m.first, key)) return &m.second;
   return nullptr;
 }
 
@@ -109,8 +118,8 @@ class TreeBuilder {
     slot(JsonValue::Kind::Bool)->boolean = b;
     return true;
   }
-  bool number_integer(number_integer_t v) { return number(double(v), std::to_string(v)); }
-  bool number_unsigned(number_unsigned_t v) { return number(double(v), std::to_string(v)); }
+  bool number_integer(number_integer_t v) { return integer(double(v), v); }
+  bool number_unsigned(number_unsigned_t v) { return integer(double(v), v); }
   bool number_float(number_float_t v, const string_t& as_written) { return number(v, as_written); }
   bool string(string_t& s) {
     slot(JsonValue::Kind::String)->text = s;  // a copy: the parser keeps its buffer for the next token
@@ -122,9 +131,13 @@ class TreeBuilder {
   bool end_object() { return close(); }
   bool end_array() { return close(); }
   bool key(string_t& k) {
-    JsonValue& obj = *open_.back();
+    Open& o = open_.back();
     if (is_duplicate(k)) return fail_.fail_here("duplicate key " + string_literal(k));
-    obj.members.emplace_back(std::move(k), JsonValue());
+    if (o.used < o.value->members.size())
+      o.value->members[o.used].first = k;  // over the previous item's member: its storage is kept
+    else
+      o.value->members.emplace_back(k, JsonValue());
+    ++o.used;
     return true;
   }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) {
@@ -142,41 +155,60 @@ class TreeBuilder {
   const JsonValue& value() const { return root_; }
 
  private:
+  // An integer's text written straight into the value (no temporary string per number).
+  template <typename Int>
+  bool integer(double v, Int i) {
+    char buf[24];
+    const auto end = std::to_chars(buf, buf + sizeof buf, i).ptr;
+    JsonValue* x = slot(JsonValue::Kind::Number);
+    x->number = v;
+    x->text.assign(buf, size_t(end - buf));
+    return true;
+  }
   bool number(double v, const std::string& text) {
     JsonValue* x = slot(JsonValue::Kind::Number);
     x->number = v;
     x->text = text;
     return true;
   }
-  // The value being started: the root, the next array item, or the value of the last key.
+  // The value being started: the root, the next array item, or the value of the last key. The
+  // tree of the previous value is written over in place (containers keep their slots until
+  // close() trims them to what this value filled), so a stream of items of one shape allocates
+  // almost nothing per item.
   JsonValue* slot(JsonValue::Kind kind) {
     JsonValue* v;
     if (open_.empty()) {
-      root_.boolean = false;
-      root_.number = 0;
-      root_.text.clear();
-      root_.items.clear();
-      root_.members.clear();
       v = &root_;
       done_ = kind != JsonValue::Kind::Object && kind != JsonValue::Kind::Array;
-    } else if (open_.back()->kind == JsonValue::Kind::Array) {
-      open_.back()->items.emplace_back();
-      v = &open_.back()->items.back();
+    } else if (open_.back().value->kind == JsonValue::Kind::Array) {
+      Open& o = open_.back();
+      if (o.used == o.value->items.size()) o.value->items.emplace_back();
+      v = &o.value->items[o.used++];
     } else {
-      v = &open_.back()->members.back().second;
+      v = &open_.back().value->members[open_.back().used - 1].second;
     }
     v->kind = kind;
+    v->boolean = false;
+    v->number = 0;
+    v->text.clear();
+    if (kind != JsonValue::Kind::Array) v->items.clear();
+    if (kind != JsonValue::Kind::Object) v->members.clear();
     return v;
   }
   bool open(JsonValue::Kind kind) {
     if (open_.size() + 1 > max_depth_)
       return fail_.fail_here("nesting deeper than " + std::to_string(max_depth_) + " levels");
     JsonValue* v = slot(kind);
-    open_.push_back(v);
+    open_.push_back({v, 0});
     keys_.emplace_back();
     return true;
   }
   bool close() {
+    Open& o = open_.back();
+    if (o.value->kind == JsonValue::Kind::Array)
+      o.value->items.resize(o.used);
+    else
+      o.value->members.resize(o.used);
     open_.pop_back();
     keys_.pop_back();
     done_ = open_.empty();
@@ -184,25 +216,31 @@ class TreeBuilder {
   }
   // Small objects are searched; from 16 keys on, a set keeps the check linear.
   bool is_duplicate(const std::string& k) {
-    const JsonValue& obj = *open_.back();
+    const Open& o = open_.back();
     std::unique_ptr<std::unordered_set<std::string>>& set = keys_.back();
-    if (!set && obj.members.size() < 16) {
-      for (const auto& m : obj.members)
-        if (m.first == k) return true;
+    if (!set && o.used < 16) {
+      for (size_t m = 0; m < o.used; ++m)
+        if (same_key(o.value->members[m].first, k)) return true;
       return false;
     }
     if (!set) {
       set = std::make_unique<std::unordered_set<std::string>>();
-      for (const auto& m : obj.members) set->insert(m.first);
+      for (size_t m = 0; m < o.used; ++m) set->insert(o.value->members[m].first);
     }
     return !set->insert(k).second;
   }
+
+  // An array or object being filled, and how many of its slots this value has filled so far.
+  struct Open {
+    JsonValue* value;
+    size_t used;
+  };
 
   ParseFailure& fail_;
   size_t max_depth_;
   JsonValue root_;
   bool done_ = false;
-  std::vector<JsonValue*> open_;  // the arrays and objects being filled, outermost first
+  std::vector<Open> open_;  // the arrays and objects being filled, outermost first
   std::vector<std::unique_ptr<std::unordered_set<std::string>>> keys_;
 };
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -41,7 +42,7 @@ struct JsonValue {
   bool is_object() const { return kind == Kind::Object; }
   bool is_array() const { return kind == Kind::Array; }
   // The member named key of an object, or nullptr (also for a value that is not an object).
-  const JsonValue* find(const std::string& key) const;
+  const JsonValue* find(std::string_view key) const;
 };
 
 // Parses text that must hold exactly one JSON value (whitespace around it allowed).

@@ -29,14 +29,30 @@ std::string string_or(const JsonValue& e, const char* key) {
   return v && v->is_string() ? v->text : std::string();
 }
 
+// The one-letter phase ("X", "B", ...) of an event, or 0 (absent, not a string, or longer).
+char phase_of(const JsonValue& e) {
+  const JsonValue* v = e.find("ph");
+  return v && v->is_string() && v->text.size() == 1 ? v->text[0] : 0;
+}
+
 // args as (key, text) pairs: strings decoded, numbers as written, anything else as JSON text.
 TraceArgs args_of(const JsonValue& e) {
   TraceArgs out;
   const JsonValue* args = e.find("args");
   if (!args || !args->is_object()) return out;
+  // Strings and numbers are appended from the parsed value as they are (no copy); the packed
+  // string is sized once, exactly.
+  std::vector<std::string> other;  // the JSON text of args that are neither (rare)
+  size_t bytes = 0;
+  for (const auto& m : args->members) {
+    if (!m.second.is_string() && !m.second.is_number()) other.push_back(json_to_text(m.second));
+    bytes +=
+        TraceArgs::pair_bytes(m.first, m.second.is_string() || m.second.is_number() ? m.second.text : other.back());
+  }
+  out.reserve(bytes);
+  size_t k = 0;
   for (const auto& m : args->members)
-    out.push_back({m.first, m.second.is_string() || m.second.is_number() ? m.second.text : json_to_text(m.second)});
-  out.shrink_to_fit();
+    out.append(m.first, m.second.is_string() || m.second.is_number() ? m.second.text : other[k++]);
   return out;
 }
 
@@ -57,40 +73,40 @@ class Collector {
 
   void add(const JsonValue& e) {
     ++t_.events;
-    const std::string ph = string_or(e, "ph");
+    const char ph = phase_of(e);
     TraceSlice s;
     s.pid = id_or_zero(e, "pid");
     s.tid = id_or_zero(e, "tid");
     s.name = string_or(e, "name");
     s.cat = string_or(e, "cat");
     s.ts_us = number_or(e, "ts", 0);
-    if (ph == "X" || ph == "B") {
+    if (ph == 'X' || ph == 'B') {
       s.args = args_of(e);
       const JsonValue* args = e.find("args");
       const double step = args && args->is_object() ? number_or(*args, "step", -1) : -1;
       s.step = step >= 0 && step <= 1e15 ? long(step) : -1;
     }
-    if (ph == "X") {
+    if (ph == 'X') {
       s.dur_us = std::max(0.0, number_or(e, "dur", 0));
       t_.slices.push_back(std::move(s));
-    } else if (ph == "B") {
+    } else if (ph == 'B') {
       open_[{s.pid, s.tid}].push_back(std::move(s));
-    } else if (ph == "E") {
+    } else if (ph == 'E') {
       auto& stack = open_[{s.pid, s.tid}];
       if (stack.empty()) return;  // an end whose begin was before --timeline-steps: ignored
-      TraceSlice b = stack.back();
+      TraceSlice b = std::move(stack.back());
       stack.pop_back();
       b.dur_us = std::max(0.0, s.ts_us - b.ts_us);
       t_.slices.push_back(std::move(b));
-    } else if (ph == "s" || ph == "f") {
-      if (ph == "s") s.args = args_of(e);
-      add_flow_end(e, s, ph == "s");
-    } else if (ph == "M" && s.name == "process_name") {
+    } else if (ph == 's' || ph == 'f') {
+      if (ph == 's') s.args = args_of(e);
+      add_flow_end(e, std::move(s), ph == 's');
+    } else if (ph == 'M' && s.name == "process_name") {
       const JsonValue* args = e.find("args");
       if (args) t_.process_names[s.pid] = string_or(*args, "name");
-    } else if (ph == "M" && s.name == "clock_sync") {
+    } else if (ph == 'M' && s.name == "clock_sync") {
       t_.clock_bound_us = clock_bounds_of(e);
-    } else if (ph == "M" && s.name == "thread_name") {
+    } else if (ph == 'M' && s.name == "thread_name") {
       const JsonValue* args = e.find("args");
       if (args) t_.thread_names[{s.pid, s.tid}] = string_or(*args, "name");
     }
@@ -102,26 +118,36 @@ class Collector {
 
  private:
   // Flow ends pair by id (a number or a string) whichever comes first in the file.
-  void add_flow_end(const JsonValue& e, const TraceSlice& s, bool is_start) {
+  // An end waiting for its other end keeps only what the flow needs (its name is in the key).
+  void add_flow_end(const JsonValue& e, TraceSlice&& s, bool is_start) {
     const JsonValue* idv = e.find("id");
     if (!idv || !(idv->is_number() || idv->is_string())) return;
-    const std::string id = s.name + "\n" + idv->text;
+    std::string id;
+    id.reserve(s.name.size() + 1 + idv->text.size());
+    id.append(s.name).append(1, '\n').append(idv->text);
     auto& mine = is_start ? starts_ : finishes_;
     auto& other = is_start ? finishes_ : starts_;
     auto it = other.find(id);
     if (it == other.end()) {
-      mine[id] = s;
+      mine[std::move(id)] = FlowEnd{s.pid, s.tid, s.ts_us, std::move(s.args)};
       return;
     }
-    const TraceSlice& from = is_start ? s : it->second;
-    const TraceSlice& to = is_start ? it->second : s;
-    t_.flows.push_back({s.name, from.pid, from.tid, to.pid, to.tid, from.ts_us, to.ts_us, from.args});
+    FlowEnd here{s.pid, s.tid, s.ts_us, std::move(s.args)};
+    FlowEnd& from = is_start ? here : it->second;
+    const FlowEnd& to = is_start ? it->second : here;
+    t_.flows.push_back(
+        {std::move(s.name), from.pid, from.tid, to.pid, to.tid, from.ts_us, to.ts_us, std::move(from.args)});
     other.erase(it);
   }
+  struct FlowEnd {
+    long pid = 0, tid = 0;
+    double ts_us = 0;
+    TraceArgs args;
+  };
 
   Timeline& t_;
   std::map<std::pair<long, long>, std::vector<TraceSlice>> open_;
-  std::unordered_map<std::string, TraceSlice> starts_, finishes_;  // flow ends still waiting for their other end
+  std::unordered_map<std::string, FlowEnd> starts_, finishes_;  // flow ends still waiting for their other end
 };
 
 [[noreturn]] void fail(const std::string& filename, const JsonError& e) {

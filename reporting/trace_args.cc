@@ -11,6 +11,13 @@ void put_length(std::string& out, size_t n) {
   } while (n);
 }
 
+// How many bytes put_length writes for n.
+size_t length_bytes(size_t n) {
+  size_t bytes = 1;
+  while (n >>= 7) ++bytes;
+  return bytes;
+}
+
 size_t get_length(const std::string& in, size_t& at) {
   size_t n = 0;
   for (int shift = 0;; shift += 7) {
@@ -33,12 +40,16 @@ TraceArgs::TraceArgs(std::initializer_list<value_type> args) {
   for (const value_type& kv : args) push_back(kv);
 }
 
-void TraceArgs::push_back(const value_type& kv) {
-  put_length(packed_, kv.first.size());
-  packed_ += kv.first;
-  put_length(packed_, kv.second.size());
-  packed_ += kv.second;
+void TraceArgs::append(std::string_view key, std::string_view value) {
+  put_length(packed_, key.size());
+  packed_ += key;
+  put_length(packed_, value.size());
+  packed_ += value;
   ++count_;
+}
+
+size_t TraceArgs::pair_bytes(std::string_view key, std::string_view value) {
+  return length_bytes(key.size()) + key.size() + length_bytes(value.size()) + value.size();
 }
 
 TraceArgs::value_type TraceArgs::operator[](size_t i) const {

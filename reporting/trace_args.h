@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <utility>
 
 class TraceArgs {
@@ -17,7 +18,12 @@ class TraceArgs {
 
   TraceArgs() = default;
   TraceArgs(std::initializer_list<value_type> args);
-  void push_back(const value_type& kv);
+  void push_back(const value_type& kv) { append(kv.first, kv.second); }
+  void append(std::string_view key, std::string_view value);
+  // The packed bytes one pair takes: reserve(the sum over the pairs) before appending them
+  // leaves no spare capacity.
+  static size_t pair_bytes(std::string_view key, std::string_view value);
+  void reserve(size_t bytes) { packed_.reserve(bytes); }
   // Gives back the string's spare capacity (after the last push_back).
   void shrink_to_fit() { packed_.shrink_to_fit(); }
   size_t size() const { return count_; }
