@@ -63,10 +63,16 @@ int open_checked_dir(const std::string& dir, const std::string& what, const std:
   return dfd;
 }
 
-// PATH opened for writing in its checked directory with extra open flags (O_EXCL for temp files).
-int open_for_write(const std::string& path, const std::string& what, unsigned mode, int extra) {
-  const int access = (extra & O_RDWR) ? O_RDWR : O_WRONLY;
-  extra &= ~O_RDWR;
+// Why the open file fd is not a regular file ("" when it is; *st is its stat then).
+std::string not_regular(int fd, struct stat* st) {
+  if (::fstat(fd, st) != 0) return std::string("cannot be checked: ") + std::strerror(errno);
+  if (!S_ISREG(st->st_mode)) return "is " + file_kind(st->st_mode) + ", not a regular file";
+  return "";
+}
+
+// PATH opened for writing (access: O_WRONLY or O_RDWR) in its checked directory, with extra open
+// flags (O_EXCL for temp files).
+int open_for_write(const std::string& path, const std::string& what, unsigned mode, int access, int extra) {
   std::string dir, base;
   split_path(path, &dir, &base);
   if (base.empty() || base == "." || base == "..") fail(path, what, "is not a file name");
@@ -78,15 +84,9 @@ int open_for_write(const std::string& path, const std::string& what, unsigned mo
   if (fd < 0 && open_errno == EEXIST) fail(path, what, "already exists");
   if (fd < 0) fail(path, what, std::string("cannot be created: ") + std::strerror(open_errno));
   struct stat st;
-  std::string why;
-  if (::fstat(fd, &st) != 0)
-    why = std::string("cannot be checked: ") + std::strerror(errno);
-  else if (!S_ISREG(st.st_mode))
-    why = "is " + file_kind(st.st_mode) + ", not a regular file";
-  else if (st.st_uid != ::geteuid())
-    why = "is owned by another user (uid " + std::to_string(st.st_uid) + ")";
-  else if (::ftruncate(fd, 0) != 0)
-    why = std::string("cannot be truncated: ") + std::strerror(errno);
+  std::string why = not_regular(fd, &st);
+  if (why.empty() && st.st_uid != ::geteuid()) why = "is owned by another user (uid " + std::to_string(st.st_uid) + ")";
+  if (why.empty() && ::ftruncate(fd, 0) != 0) why = std::string("cannot be truncated: ") + std::strerror(errno);
   if (!why.empty()) {
     ::close(fd);
     fail(path, what, why);
@@ -121,12 +121,8 @@ int open_regular_for_read(const std::string& path, size_t max_bytes, const std::
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) fail(path, what, std::string("cannot be opened: ") + std::strerror(errno));
   struct stat st;
-  std::string why;
-  if (::fstat(fd, &st) != 0)
-    why = std::string("cannot be checked: ") + std::strerror(errno);
-  else if (!S_ISREG(st.st_mode))
-    why = "is " + file_kind(st.st_mode) + ", not a regular file";
-  else if (uint64_t(st.st_size) > uint64_t(max_bytes))
+  std::string why = not_regular(fd, &st);
+  if (why.empty() && uint64_t(st.st_size) > uint64_t(max_bytes))
     why = "is " + std::to_string(st.st_size) + " bytes, more than the " + std::to_string(max_bytes) + " it can be";
   if (!why.empty()) {
     ::close(fd);
@@ -174,7 +170,7 @@ std::string unsafe_dir_reason(unsigned dir_uid, unsigned dir_mode, unsigned call
 void check_write_dir(const std::string& dir, const std::string& what) { ::close(open_checked_dir(dir, what)); }
 
 int create_output_file(const std::string& path, const std::string& what, unsigned mode, bool read_back) {
-  return open_for_write(path, what, mode, read_back ? O_RDWR : 0);
+  return open_for_write(path, what, mode, read_back ? O_RDWR : O_WRONLY, 0);
 }
 
 std::FILE* create_output_stream(const std::string& path, const std::string& what, const char* fmode) {
@@ -189,5 +185,5 @@ std::FILE* create_output_stream(const std::string& path, const std::string& what
 }
 
 int create_temp_file(const std::string& path, const std::string& what, unsigned mode) {
-  return open_for_write(path, what, mode, O_EXCL);
+  return open_for_write(path, what, mode, O_WRONLY, O_EXCL);
 }
