@@ -65,6 +65,15 @@ sp=$P sf=$F ss=$S
 echo "check: optimized build: $((op + of + os)) run, $op passed, $of failed, $os skipped"
 echo "check: sanitized build: $((sp + sf + ss)) run, $sp passed, $sf failed, $ss skipped"
 [ $((op + of + os + sp + sf + ss)) -eq "$total" ] || fail "$total tests in the suite, $((op + of + os + sp + sf + ss)) ran"
+# Again at the end, where a CI log's tail shows them: each failed test, and its first failure lines.
+failed_tests() { grep -hE '^\[  FAILED  \] [A-Za-z_0-9/]+\.[A-Za-z_0-9/]+( \(|$)' "$@" 2>/dev/null | awk '{print $4}' | sort -u; }
+for name in $(failed_tests "$OUT/optimized.log" build-san/sanitize.log); do
+  echo "check: FAILED $name"
+  for log in "$OUT/optimized.log" build-san/sanitize.log; do
+    [ -f "$log" ] && awk -v t="[ RUN      ] $name" '$0 == t {on = 1; n = 0; next}
+      on && /^\[ +(OK|FAILED) +\]/ {exit} on && /: Failure$/ {k = 3} on && k > 0 && n < 12 {print "check:   " substr($0, 1, 300); k--; n++}' "$log"
+  done
+done
 echo "check: $((op + sp)) passed, $((of + sf)) failed, $((os + ss)) skipped"
 [ $((of + sf)) -eq 0 ] || status=1
 exit $status
