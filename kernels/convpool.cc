@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 namespace convpool_avx2 {
@@ -33,7 +34,16 @@ namespace convpool_avx512 {
 namespace {
 
 // 1: AVX-512 kernels, 0: AVX2 kernels; decided on first use from the CPU (tests may force AVX2).
+// BARESGD_CONV_KERNELS=avx2 picks the AVX2 kernels on an AVX-512 CPU too: the two give the same
+// forward pass and dense gradients, but the sparse backward's sums run in another order, so a
+// run's last bits differ between the two kinds of CPU (ConvPool.Avx2AndAvx512KernelsAgreeWhereTheyCan
+// names which parts agree). The docs test pins it, as it pins OpenBLAS's kernel.
 std::atomic<int> g_use_avx512{-1};
+
+bool avx2_asked_for() {
+  const char* env = std::getenv("BARESGD_CONV_KERNELS");
+  return env && std::strcmp(env, "avx2") == 0;
+}
 
 bool use_avx512() {
   int v = g_use_avx512.load(std::memory_order_relaxed);
@@ -41,7 +51,7 @@ bool use_avx512() {
     __builtin_cpu_init();  // the AVX-512 namespace is compiled for exactly these four
     const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
-    v = avx512 ? 1 : 0;
+    v = avx512 && !avx2_asked_for() ? 1 : 0;
     g_use_avx512.store(v, std::memory_order_relaxed);
   }
   return v == 1;

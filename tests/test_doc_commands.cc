@@ -158,10 +158,14 @@ PageRun run_page(const std::string& name, const std::string& markdown, const std
   // Haswell on AVX2), and each sums some gradients in its own order, so checksums and the last
   // digits of losses differ. Haswell's runs on every CPU baresgd runs on (x86-64-v3), so the
   // pages show its outputs and the test pins it (docs/README.md says so).
+  // Likewise baresgd's own conv kernels: AVX2's, which every such CPU runs (kernels/convpool.cc).
   env.erase(std::remove_if(env.begin(), env.end(),
-                           [](const std::string& e) { return e.rfind("OPENBLAS_CORETYPE=", 0) == 0; }),
+                           [](const std::string& e) {
+                             return e.rfind("OPENBLAS_CORETYPE=", 0) == 0 || e.rfind("BARESGD_CONV_KERNELS=", 0) == 0;
+                           }),
             env.end());
   env.push_back("OPENBLAS_CORETYPE=Haswell");
+  env.push_back("BARESGD_CONV_KERNELS=avx2");
   env.push_back("BARESGD_SSH_CONFIG=" + ssh_config);
   env.push_back("IH=" + hosts_dir);
   const testutil::RunAll all = testutil::run_processes({{{"/bin/bash", out + "/script.sh"}, env}}, 900);
