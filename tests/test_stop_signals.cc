@@ -51,6 +51,13 @@ TEST(StopSignalRules, TheVoteStopsOnAnySignalAndSigtermWins) {
   EXPECT_EQ(stop_vote_of(2, 1).ranks, 2);
 }
 
+TEST(StopSignalRules, TheRanksVoteEveryEighthStepFromStepZero) {
+  EXPECT_TRUE(is_stop_vote_step(0));
+  EXPECT_TRUE(is_stop_vote_step(8));
+  EXPECT_TRUE(is_stop_vote_step(4096));
+  for (long long s : {1, 7, 9, 13, 15, 4095}) EXPECT_FALSE(is_stop_vote_step(s)) << s;
+}
+
 TEST(StopSignalRules, TestPauseParsesRankColonStep) {
   TestPause p;
   ASSERT_TRUE(parse_test_pause("1:13", &p));
@@ -69,6 +76,11 @@ TEST(StopSignalRules, TestPauseParsesRankColonStep) {
 // 1280 training samples: 10 steps an epoch on 2 ranks of --batch-size 64 (20 on one rank).
 constexpr uint32_t kTrain = 1280, kTest = 256;
 constexpr int kPauseStep = 13;  // epoch 2, batch 3 on 2 ranks
+// The ranks vote every kStopVoteEvery (8) steps: a signal at step 13 stops the run before step 16
+// (epoch 2, batch 6 on 2 ranks).
+constexpr int kStopStep = 16;
+static_assert(kStopStep % kStopVoteEvery == 0 && kPauseStep < kStopStep && kStopStep - kPauseStep < kStopVoteEvery,
+              "kStopStep is the first vote at or after kPauseStep");
 
 class StopSignals : public ::testing::Test {
  protected:
@@ -178,18 +190,18 @@ TEST_P(StopSignalsOneRank, SavesTheAgreedStepOnceAndResumesBitIdentical) {
   const auto ckpts = checkpoints_in(dir_ + "/ckpt");
   ASSERT_EQ(ckpts.size(), 2u) << err;
   EXPECT_EQ(ckpts.begin()->first, 10);
-  EXPECT_EQ(ckpts.rbegin()->first, kPauseStep);
+  EXPECT_EQ(ckpts.rbegin()->first, kStopStep);
   // One line, from rank 0 (which got no signal but stopped at the same step).
   EXPECT_EQ(count_of(err, "train: stopped by"), 1) << err;
   EXPECT_TRUE(contains(err, "[0]<stderr>:train: stopped by " + name + " (received by 1 of 2 ranks) after step " +
-                                std::to_string(kPauseStep) + " (epoch 2, batch 3): saved " + ckpts.rbegin()->second +
+                                std::to_string(kStopStep) + " (epoch 2, batch 6): saved " + ckpts.rbegin()->second +
                                 "; continue with --resume"))
       << err;
   EXPECT_TRUE(contains(err, "launch: every rank stopped on " + name + " (exit " + std::to_string(128 + sig) +
                                 "): a saved stop for ./train, which continues with --resume"))
       << err;
   EXPECT_FALSE(contains(err, "stopping the job")) << "a saved stop is not a failure:\n" << err;
-  EXPECT_FALSE(contains(job.out(), "Train Epoch: 2 [" + std::to_string(3 * 64) + "/")) << "a step after the stop ran";
+  EXPECT_FALSE(contains(job.out(), "Train Epoch: 2 [" + std::to_string(6 * 64) + "/")) << "a step after the stop ran";
   EXPECT_NE(::access((dir_ + "/never.bin").c_str(), F_OK), 0) << "a stopped run dumped final parameters";
 
   EXPECT_TRUE(resumed("ckpt") == base) << "the resumed run's parameters differ from the uninterrupted run's";
@@ -234,9 +246,9 @@ TEST_F(StopSignals, SignalsArrivingTogetherAreOneStop) {
   EXPECT_EQ(single_rank_signalled(job, {SIGUSR1, SIGTERM}), 128 + SIGUSR1) << job.err();
   const auto ckpts = checkpoints_in(dir_ + "/ckpt");
   ASSERT_EQ(ckpts.size(), 1u) << job.err();
-  EXPECT_EQ(ckpts.begin()->first, kPauseStep);
+  EXPECT_EQ(ckpts.begin()->first, kStopStep);
   EXPECT_TRUE(contains(job.err(), "train: stopped by SIGUSR1 (received by 1 of 1 ranks) after step " +
-                                      std::to_string(kPauseStep) + " (epoch 1, batch " + std::to_string(kPauseStep) +
+                                      std::to_string(kStopStep) + " (epoch 1, batch " + std::to_string(kStopStep) +
                                       "): saved " + ckpts.begin()->second + "; continue with --resume\n"))
       << job.err();
 }
@@ -272,7 +284,7 @@ TEST_F(StopSignals, SigtermToLaunchIsForwardedAndTheJobSaves) {
   EXPECT_TRUE(contains(err, "launch: received SIGTERM; forwarding it to every rank and stopping the job")) << err;
   const auto ckpts = checkpoints_in(dir_ + "/ckpt");
   ASSERT_EQ(ckpts.size(), 2u) << err;
-  EXPECT_EQ(ckpts.rbegin()->first, kPauseStep);
+  EXPECT_EQ(ckpts.rbegin()->first, kStopStep);
   EXPECT_EQ(count_of(err, "train: stopped by SIGTERM"), 1) << err;
   EXPECT_TRUE(contains(err, "launch: every rank stopped on SIGTERM (exit 143)")) << err;
   EXPECT_TRUE(resumed("ckpt") == base) << "the resumed run's parameters differ from the uninterrupted run's";
@@ -311,7 +323,7 @@ TEST_F(StopSignalsRemote, SigusrToLaunchReachesRemoteRanksThroughTheirAgents) {
   EXPECT_TRUE(contains(err, "launch: every rank stopped on SIGUSR1 (exit 138)")) << err;
   const auto ckpts = checkpoints_in(dir_ + "/ckpt");
   ASSERT_EQ(ckpts.size(), 2u) << err;
-  EXPECT_EQ(ckpts.rbegin()->first, kPauseStep);
+  EXPECT_EQ(ckpts.rbegin()->first, kStopStep);
   EXPECT_TRUE(resumed("ckpt") == base) << "the resumed run's parameters differ from the uninterrupted run's";
 }
 

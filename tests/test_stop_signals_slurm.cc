@@ -97,6 +97,7 @@ bool has_pending(pid_t pid, int sig) {
 
 // 1280 training samples: 10 steps an epoch on 2 ranks; the recipe's --epochs 10 is 100 steps.
 constexpr int kPauseStep = 13;
+constexpr int kStopStep = 16;  // the next stop vote (every 8 steps): epoch 2, batch 6
 
 // The one process of the job's ranks (argv holding marker) that is stopped, or -1.
 pid_t stopped_rank(const std::string& marker) {
@@ -158,7 +159,7 @@ TEST_P(StopSignalsSlurm, RecipeRequeuesAtTheTimeLimitAndEndsBitIdentical) {
   ASSERT_TRUE(wait_job_state(job, "PENDING", 180)) << job_state(job) << "\n" << read_file(d + "/out.txt");
   const auto ckpts = faultharness::checkpoints_in(d + "/ck");
   ASSERT_FALSE(ckpts.empty()) << read_file(d + "/out.txt");
-  EXPECT_EQ(ckpts.rbegin()->first, kPauseStep) << read_file(d + "/out.txt");
+  EXPECT_EQ(ckpts.rbegin()->first, kStopStep) << read_file(d + "/out.txt");
 
   // 4. Past the requeue delay, with the time limit back: the run continues to its end.
   RunResult again = slurm("scontrol update JobId=" + job + " StartTime=now TimeLimit=10");
@@ -171,7 +172,7 @@ TEST_P(StopSignalsSlurm, RecipeRequeuesAtTheTimeLimitAndEndsBitIdentical) {
     EXPECT_TRUE(faultharness::contains(log, "launch: every rank stopped on SIGUSR1 (exit 138)")) << log;
   }
   EXPECT_EQ(faultharness::count_of(log, "train: stopped by SIGUSR1"), 1) << log;
-  EXPECT_TRUE(faultharness::contains(log, "after step " + std::to_string(kPauseStep) + " (epoch 2, batch 3): saved "))
+  EXPECT_TRUE(faultharness::contains(log, "after step " + std::to_string(kStopStep) + " (epoch 2, batch 6): saved "))
       << log;
   EXPECT_TRUE(faultharness::contains(log, "resuming from ")) << log;
   const std::string final_params = read_file(d + "/final.bin");

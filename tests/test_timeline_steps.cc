@@ -269,7 +269,7 @@ TEST_F(TimelineStepsRun, FourRankRingTraceHoldsEveryStepOfTheClosedForm) {
   ASSERT_FALSE(ev.empty());
   check_steps_against_closed_form(ev, AllreduceAlgorithm::kRing, "ring", 2);
   check_traffic(ev, {"start-up broadcast: parameters", "start-up broadcast: momentum", "clock sync ping-pong",
-                     "check-sync allgather"});
+                     "check-sync allgather", "stop vote allreduce"});
 }
 
 TEST_F(TimelineStepsRun, FourRankHalvingDoublingTraceHoldsEveryStepOfTheClosedForm) {
