@@ -221,6 +221,7 @@ FUZZ_CXXFLAGS ?= -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,add
                  -fno-sanitize-recover=undefined -I.
 FUZZ_NAMES    := $(patsubst tests/fuzz/fuzz_%.cc,%,$(wildcard tests/fuzz/fuzz_*.cc))
 FUZZ_SRC_store_server   := comm/store_protocol.cc comm/store_session.cc
+FUZZ_SRC_gather_reply   := comm/store_protocol.cc
 FUZZ_SRC_idx            := src/mnist.cc src/safe_file.cc
 FUZZ_SRC_train_options  := src/options.cc src/step_list.cc src/step_range.cc src/what_if_spec.cc comm/allreduce_names.cc
 FUZZ_SRC_step_range     := src/step_range.cc

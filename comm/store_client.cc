@@ -160,6 +160,15 @@ std::string StoreClient::wait_get(const std::string& key, std::chrono::milliseco
   }
 }
 
+bool StoreClient::try_gather(const std::string& prefix, uint32_t want, GatheredKeys* entries, uint32_t* have) {
+  const std::string reply = request(encode_gather_request(prefix, want), "gather", prefix + "*");
+  uint32_t count = 0;
+  if (!parse_gather_reply(reply.data(), reply.size(), entries, &count))
+    fail("sent a malformed reply to the gather of keys " + quoted(prefix + "*"));
+  *have = count;
+  return reply[0] == 'F';
+}
+
 int64_t StoreClient::add(const std::string& key, int64_t delta) {
   const std::string reply = request(encode_add_request(key, delta), "add", key);
   if (reply.size() != 8) fail("sent an unexpected reply to add of key " + quoted(key));

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "comm/store_protocol.h"
+
 class StoreClient {
  public:
   // Connects to addr ("host:port"), retrying until timeout; authenticates with secret.
@@ -27,6 +29,9 @@ class StoreClient {
   // tests/tool_launch_store.cc (a stand-in rank for ./launch's tests) use it as ranks would.
   std::string wait_get(const std::string& key, std::chrono::milliseconds timeout);
   int64_t add(const std::string& key, int64_t delta);
+  // One gather ('P', comm/store_protocol.h): true with every key under prefix (and its value) once
+  // at least `want` exist; else false with *have set to how many do.
+  bool try_gather(const std::string& prefix, uint32_t want, GatheredKeys* entries, uint32_t* have);
 
  private:
   enum class Handshake { kOk, kRetry };

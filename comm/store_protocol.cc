@@ -231,10 +231,55 @@ std::string encode_add_request(const std::string& key, int64_t delta) {
   return body;
 }
 
+std::string encode_gather_request(const std::string& prefix, uint32_t want) {
+  std::string body = request_head('P', prefix, 4);
+  put_u32be(&body, want);
+  return body;
+}
+
+std::string encode_gather_found(const GatheredKeys& entries) {
+  size_t bytes = 5;
+  for (const auto& e : entries) bytes += 8 + e.first.size() + e.second.size();
+  std::string body;
+  body.reserve(bytes);
+  body.push_back('F');
+  put_u32be(&body, static_cast<uint32_t>(entries.size()));
+  for (const auto& e : entries) {
+    put_u32be(&body, static_cast<uint32_t>(e.first.size()));
+    body += e.first;
+    put_u32be(&body, static_cast<uint32_t>(e.second.size()));
+    body += e.second;
+  }
+  return body;
+}
+
+bool parse_gather_reply(const char* body, size_t n, GatheredKeys* entries, uint32_t* count) {
+  entries->clear();
+  if (n < 5 || (body[0] != 'N' && body[0] != 'F')) return false;
+  *count = get_u32be(body + 1);
+  if (body[0] == 'N') return n == 5;
+  size_t at = 5;
+  // Each entry takes at least 8 bytes: a count past what the body can hold is malformed.
+  if (*count > (n - at) / 8) return false;
+  for (uint32_t i = 0; i < *count; ++i) {
+    std::string part[2];
+    for (std::string& p : part) {
+      if (n - at < 4) return false;
+      const uint32_t len = get_u32be(body + at);
+      at += 4;
+      if (len > n - at) return false;
+      p.assign(body + at, len);
+      at += len;
+    }
+    entries->emplace_back(std::move(part[0]), std::move(part[1]));
+  }
+  return at == n;
+}
+
 bool parse_store_request(const char* body, size_t n, StoreRequest* req) {
   if (n < 5) return false;
   const char op = body[0];
-  if (op != 'S' && op != 'G' && op != 'A') return false;
+  if (op != 'S' && op != 'G' && op != 'A' && op != 'P') return false;
   const uint32_t keylen = get_u32be(body + 1);
   const size_t rest = n - 5;
   if (keylen > rest) return false;
@@ -252,6 +297,11 @@ bool parse_store_request(const char* body, size_t n, StoreRequest* req) {
     case 'A':
       if (tail_len != 8) return false;
       req->delta = get_i64be(tail);
+      req->value.clear();
+      break;
+    case 'P':
+      if (tail_len != 4) return false;
+      req->want = get_u32be(tail);
       req->value.clear();
       break;
   }

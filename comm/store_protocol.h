@@ -12,6 +12,11 @@
 //   'S' u32 keylen key value  -> "OK"                       set key = value
 //   'G' u32 keylen key        -> 'F' value | 'N'            get (found / not found yet)
 //   'A' u32 keylen key i64    -> i64 (8 bytes, big-endian)  atomic add, returns the new value
+//   'P' u32 keylen prefix u32 want                            gather: every key under prefix,
+//        -> 'F' u32 n (u32 klen key u32 vlen value) x n       once at least `want` exist (n >= want,
+//         | 'N' u32 count                                     keys in byte order), else how many do
+// The gather is what makes a rendezvous O(W) requests: each of W ranks sets its key, then polls one
+// 'P' until all W are there and reads them in one reply, where a 'G' per peer costs W(W-1).
 // All integers are big-endian. An added counter is stored as its decimal ASCII text (so 'G' on it
 // returns e.g. "3"); a missing key counts as 0.
 // A well-formed request that cannot be served (store full, 'A' on a non-integer value or overflow)
@@ -22,6 +27,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 constexpr uint32_t kMaxFrameBytes = 64u << 20;
 constexpr const char* kStoreGreeting = "BSGD-STORE-1";
@@ -52,13 +59,24 @@ std::string encode_frame(const std::string& body);
 std::string encode_set_request(const std::string& key, const std::string& value);
 std::string encode_get_request(const std::string& key);
 std::string encode_add_request(const std::string& key, int64_t delta);
+std::string encode_gather_request(const std::string& prefix, uint32_t want);
 
 struct StoreRequest {
-  char op = 0;  // 'S', 'G' or 'A'
-  std::string key;
+  char op = 0;        // 'S', 'G', 'A' or 'P'
+  std::string key;    // the prefix for 'P'
   std::string value;  // 'S' only
   int64_t delta = 0;  // 'A' only
+  uint32_t want = 0;  // 'P' only
 };
+
+// A gather's keys and values, in the server's (byte) order.
+using GatheredKeys = std::vector<std::pair<std::string, std::string>>;
+// The server's 'F' reply body for these entries.
+std::string encode_gather_found(const GatheredKeys& entries);
+// Parses a gather reply body: true with *count set for 'N' (and entries cleared), true with the
+// entries (and *count their number) for 'F'; false when it is malformed (short, trailing bytes,
+// lengths past the end, another tag).
+bool parse_gather_reply(const char* body, size_t n, GatheredKeys* entries, uint32_t* count);
 // Parses one request body; false if it is malformed (unknown op, short, trailing bytes).
 bool parse_store_request(const char* body, size_t n, StoreRequest* req);
 

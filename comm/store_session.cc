@@ -24,13 +24,47 @@ bool StoreTable::set(const std::string& key, const std::string& value) {
   const uint64_t old_cost = it == kv_.end() ? 0 : cost(key.size(), it->second.size());
   const uint64_t new_bytes = bytes_ - old_cost + cost(key.size(), value.size());
   if (new_bytes > max_bytes_) return false;
-  if (it == kv_.end()) {
+  const bool added = it == kv_.end();
+  if (added) {
     kv_.emplace(key, value);
   } else {
     it->second = value;
   }
   bytes_ = new_bytes;
+  key_changed(key, added);
   return true;
+}
+
+void StoreTable::key_changed(const std::string& key, bool added) {
+  for (auto& [prefix, state] : prefixes_) {
+    if (key.compare(0, prefix.size(), prefix) != 0) continue;
+    if (added) ++state.count;
+    state.reply_valid = false;
+    std::string().swap(state.reply);
+  }
+}
+
+size_t StoreTable::count_prefix(const std::string& prefix) {
+  auto known = prefixes_.find(prefix);
+  if (known != prefixes_.end()) return known->second.count;
+  size_t n = 0;
+  for (auto it = kv_.lower_bound(prefix); it != kv_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
+    ++n;
+  if (prefixes_.size() < kMaxCountedPrefixes) prefixes_[prefix].count = n;
+  return n;
+}
+
+const std::string& StoreTable::gather_reply(const std::string& prefix) {
+  count_prefix(prefix);  // registers the prefix when there is room
+  auto known = prefixes_.find(prefix);
+  std::string* out = known != prefixes_.end() ? &known->second.reply : &uncached_reply_;
+  if (known != prefixes_.end() && known->second.reply_valid) return *out;
+  GatheredKeys entries;
+  for (auto it = kv_.lower_bound(prefix); it != kv_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
+    entries.emplace_back(it->first, it->second);
+  *out = encode_gather_found(entries);
+  if (known != prefixes_.end()) known->second.reply_valid = true;
+  return *out;
 }
 
 StoreTable::AddResult StoreTable::add(const std::string& key, int64_t delta, int64_t* result) {
@@ -150,6 +184,23 @@ void StoreSession::handle_request(const char* body, size_t n) {
         body_out.push_back('F');
         body_out += *v;
         reply(body_out);
+      }
+      break;
+    }
+    case 'P': {
+      // Every key under the prefix once `want` of them exist, else how many do (see the header).
+      const size_t have = table_->count_prefix(req_.key);
+      if (have < req_.want) {
+        std::string body_out = "N";
+        put_u32be(&body_out, static_cast<uint32_t>(have));
+        reply(body_out);
+      } else {
+        const std::string& found = table_->gather_reply(req_.key);
+        if (found.size() > kMaxFrameBytes)
+          reply(std::string(kStoreErrorPrefix) + "gather reply of " + std::to_string(found.size()) +
+                " bytes is over the frame limit");
+        else
+          reply(found);
       }
       break;
     }

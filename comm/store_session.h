@@ -25,6 +25,15 @@ struct StoreLimits {
   size_t max_pending_output = size_t(4) << 20;      // stop parsing while this much is unsent
 };
 
+// The limits of ./launch's store for a job of `ranks` ranks: every rank holds one authenticated
+// connection during start-up, so the connection cap grows with the job (the default 1024 would
+// turn rank 1025 away) with room for a few more (tests, --verbose tools).
+inline StoreLimits store_limits_for_ranks(size_t ranks) {
+  StoreLimits limits;
+  if (ranks + 64 > limits.max_connections) limits.max_connections = ranks + 64;
+  return limits;
+}
+
 // The key-value table shared by all sessions of one server (used from one thread only).
 class StoreTable {
  public:
@@ -37,9 +46,24 @@ class StoreTable {
   AddResult add(const std::string& key, int64_t delta, int64_t* result);
   uint64_t stored_bytes() const { return bytes_; }
   size_t size() const { return kv_.size(); }
+  // How many keys start with prefix. The first query counts them (a range of the sorted table);
+  // after that the count is kept up to date as keys are added, so the W polls of a rendezvous
+  // cost O(log n) each, not O(W). At most kMaxCountedPrefixes are kept (then each query counts).
+  size_t count_prefix(const std::string& prefix);
+  // The 'F' gather reply for every key under prefix (built once per change of those keys).
+  const std::string& gather_reply(const std::string& prefix);
 
  private:
+  static constexpr size_t kMaxCountedPrefixes = 64;
   static uint64_t cost(size_t key_len, size_t value_len) { return key_len + value_len + 64; }
+  void key_changed(const std::string& key, bool added);
+  struct PrefixState {
+    size_t count = 0;
+    bool reply_valid = false;
+    std::string reply;  // encode_gather_found of the keys, while reply_valid
+  };
+  std::map<std::string, PrefixState> prefixes_;
+  std::string uncached_reply_;  // gather_reply's answer for a prefix past kMaxCountedPrefixes
   std::map<std::string, std::string> kv_;
   uint64_t bytes_ = 0;
   uint64_t max_bytes_;

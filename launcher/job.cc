@@ -174,7 +174,7 @@ int start_gloo_ranks(const JobPlan& plan, const std::string& store_addr, const J
 int run_gloo(const JobPlan& plan, const JobIdentity& id, Supervisor* sup) {
   std::unique_ptr<StoreServer> store;
   try {
-    store = std::make_unique<StoreServer>(plan.bind_addr, 0, id.secret);
+    store = std::make_unique<StoreServer>(plan.bind_addr, 0, id.secret, store_limits_for_ranks(plan.layout.size()));
     store->start();
   } catch (const std::exception& e) {
     say_launch(std::string("cannot start the rendezvous store: ") + e.what());

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -163,6 +164,65 @@ TEST(StoreProtocol, RejectsMalformedRequests) {
   std::string huge = encode_set_request("k", "v");
   huge[1] = '\xff';  // keylen ~4 G
   EXPECT_TRUE(bad(huge));
+}
+
+TEST(StoreProtocol, GatherRequestAndRepliesRoundTrip) {
+  StoreRequest r;
+  const std::string b = encode_gather_request("job/hello/", 4096);
+  ASSERT_TRUE(parse_store_request(b.data(), b.size(), &r));
+  EXPECT_EQ(r.op, 'P');
+  EXPECT_EQ(r.key, "job/hello/");
+  EXPECT_EQ(r.want, 4096u);
+  EXPECT_FALSE(parse_store_request((b + "x").data(), b.size() + 1, &r));  // trailing bytes
+  EXPECT_FALSE(parse_store_request(b.data(), b.size() - 1, &r));          // short want
+
+  const GatheredKeys entries = {{"a/0", "x"}, {"a/1", std::string("\0\xff", 2)}, {"a/2", ""}};
+  const std::string found = encode_gather_found(entries);
+  GatheredKeys got;
+  uint32_t count = 0;
+  ASSERT_TRUE(parse_gather_reply(found.data(), found.size(), &got, &count));
+  EXPECT_EQ(count, 3u);
+  EXPECT_EQ(got, entries);
+  std::string none = "N";
+  put_u32be(&none, 2);
+  ASSERT_TRUE(parse_gather_reply(none.data(), none.size(), &got, &count));
+  EXPECT_EQ(count, 2u);
+  EXPECT_TRUE(got.empty());
+  // Malformed: another tag, short, trailing bytes, a length past the end, a count past the body.
+  auto bad = [&](const std::string& body) { return !parse_gather_reply(body.data(), body.size(), &got, &count); };
+  EXPECT_TRUE(bad(""));
+  EXPECT_TRUE(bad("X\0\0\0\0"));
+  EXPECT_TRUE(bad(none + "x"));
+  EXPECT_TRUE(bad(found.substr(0, found.size() - 1)));
+  EXPECT_TRUE(bad(found + "x"));
+  std::string past = found;
+  past[8] = 100;  // the first key's length, past the body
+  EXPECT_TRUE(bad(past));
+  std::string many = found;
+  many[1] = '\x7f';  // a count of ~2 G entries in a 40-byte body
+  EXPECT_TRUE(bad(many));
+}
+
+// The table keeps a queried prefix's count as keys arrive (no rescan per poll) and rebuilds the
+// gather reply only after a key under it changed.
+TEST(StoreTableGather, CountsFollowSetsAndTheReplyFollowsChanges) {
+  StoreTable t(1 << 20);
+  t.set("job/hello/0", "a");
+  t.set("job/other", "z");
+  EXPECT_EQ(t.count_prefix("job/hello/"), 1u);
+  t.set("job/hello/1", "b");
+  t.set("job/hello/1", "b2");  // an overwrite is not a new key
+  t.set("job/hellox", "not under the prefix");
+  EXPECT_EQ(t.count_prefix("job/hello/"), 2u);
+  EXPECT_EQ(t.count_prefix("job/"), 4u);
+  EXPECT_EQ(t.gather_reply("job/hello/"), encode_gather_found({{"job/hello/0", "a"}, {"job/hello/1", "b2"}}));
+  int64_t v = 0;
+  ASSERT_EQ(t.add("job/hello/2", 5, &v), StoreTable::AddResult::kOk);
+  EXPECT_EQ(t.count_prefix("job/hello/"), 3u);
+  EXPECT_EQ(t.gather_reply("job/hello/"),
+            encode_gather_found({{"job/hello/0", "a"}, {"job/hello/1", "b2"}, {"job/hello/2", "5"}}));
+  EXPECT_EQ(t.count_prefix("nothing/"), 0u);
+  EXPECT_EQ(t.gather_reply("nothing/"), encode_gather_found({}));
 }
 
 TEST(StoreProtocol, DecimalCounters) {
@@ -442,6 +502,43 @@ TEST_F(StoreServerTest, EightConcurrentClients) {
   EXPECT_EQ(c->add("total", 0), kClients * kRounds);  // adds are atomic
 }
 
+// A rendezvous through gathers: every fake rank sets its key, then polls one gather until all are
+// there, and reads every rank's value from that one reply.
+TEST_F(StoreServerTest, GatherIsARendezvousInOneReply) {
+  constexpr int kRanks = 16;
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        auto c = client();
+        c->set("job/hello/" + std::to_string(100 + r), "addr-" + std::to_string(r));
+        GatheredKeys all;
+        uint32_t have = 0;
+        socket_io::Backoff pause(1ms, 20ms);
+        const auto deadline = Clock::now() + 10s;
+        while (!c->try_gather("job/hello/", kRanks, &all, &have)) {
+          if (have > kRanks) errors[r] = "count " + std::to_string(have);
+          if (!pause.wait(deadline)) throw std::runtime_error("gather never completed");
+        }
+        if (all.size() != kRanks) errors[r] = "got " + std::to_string(all.size()) + " entries";
+        for (int o = 0; o < kRanks && errors[r].empty(); ++o)
+          if (all[o] != std::make_pair("job/hello/" + std::to_string(100 + o), "addr-" + std::to_string(o)))
+            errors[r] = "entry " + std::to_string(o) + " is " + all[o].first;
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  GatheredKeys all;
+  uint32_t have = 0;
+  EXPECT_FALSE(client()->try_gather("job/hello/", kRanks + 1, &all, &have));
+  EXPECT_EQ(have, uint32_t(kRanks));
+  EXPECT_TRUE(all.empty());
+}
+
 TEST_F(StoreServerTest, ErrorsThatKeepTheConnection) {
   auto c = client();
   c->set("text", "not a number");
@@ -719,6 +816,34 @@ TEST(StoreServerLimits, ConnectionCapEvictsUnauthenticatedFirst) {
 
 // ---------------------------------------------------------------------------------------------
 // Client failure modes and server lifecycle
+
+// ./launch's store for a 1,100-rank job holds every rank's authenticated connection at once (the
+// default cap of 1024 closes the 1,025th): issue 26, case 2.
+TEST(StoreServerLimits, ALargeJobsStoreHoldsEveryRanksConnection) {
+  constexpr size_t kRanks = 1100;
+  EXPECT_EQ(store_limits_for_ranks(8).max_connections, 1024u);
+  ASSERT_EQ(store_limits_for_ranks(kRanks).max_connections, kRanks + 64);
+  rlimit fds{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &fds), 0);
+  if (fds.rlim_cur < 2 * kRanks + 64 && fds.rlim_max >= 2 * kRanks + 64) {
+    fds.rlim_cur = 2 * kRanks + 64;  // both ends of every connection live in this process
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &fds), 0);
+  }
+  ASSERT_GE(fds.rlim_cur, 2 * kRanks + 64)
+      << "this test needs " << 2 * kRanks + 64 << " open files; the hard limit (ulimit -Hn) is " << fds.rlim_max;
+  const std::string secret = random_secret_hex();
+  StoreServer server("127.0.0.1", 0, secret, store_limits_for_ranks(kRanks));
+  server.start();
+  std::vector<std::unique_ptr<StoreClient>> ranks;
+  for (size_t r = 0; r < kRanks; ++r) {
+    ranks.push_back(std::make_unique<StoreClient>("127.0.0.1:" + std::to_string(server.port()), secret, 10000ms));
+    ranks.back()->add("arrived", 1);
+  }
+  // Every connection is still served: the first rank's too.
+  for (auto& c : ranks) c->set("job/hello/x", "y");
+  EXPECT_EQ(ranks.front()->add("arrived", 0), int64_t(kRanks));
+  EXPECT_EQ(server.dropped_count(), 0u);
+}
 
 TEST(StoreClientErrors, NothingListeningFailsWithinTimeout) {
   // A bound but non-listening socket reserves a port where connects are refused.

@@ -7,7 +7,7 @@
 //          (the nonce and secret are fixed here; on the wire the nonce is random);
 //   bit 1: start with the table nearly full (so "store full" is one request away);
 //   bit 2: structured mode: the rest is a list of records that build well-formed set / get /
-//          add requests (mixed with raw fragments), so deep paths are reached in every run;
+//          add / gather requests (mixed with raw fragments), so deep paths are reached in every run;
 //   bits 3-7: seed of the chunking (how the stream is split into reads and how much output is
 //          "sent" between them), so partial frames at every boundary get exercised.
 // The table always starts with "k" = "v" and "n" = "7", so found-gets and adds to an existing
@@ -48,11 +48,11 @@ std::string structured_stream(const uint8_t* p, size_t n) {
   std::string s;
   const uint8_t* f;
   while (take(1, &f)) {
-    const uint8_t kind = f[0] % 6;
+    const uint8_t kind = f[0] % 7;
     const uint8_t* len;
     const uint8_t* body;
     std::string key;
-    if (kind == 0 || kind == 1 || kind == 2 || kind == 5) {
+    if (kind == 0 || kind == 1 || kind == 2 || kind == 5 || kind == 6) {
       const uint8_t* k;
       if (!take(1, &k)) break;
       key = kKeys[k[0] % 6];
@@ -78,6 +78,10 @@ std::string structured_stream(const uint8_t* p, size_t n) {
       case 5:
         if (!take(8, &body)) return s;
         s += encode_frame(encode_set_request(key, std::to_string(get_i64be(reinterpret_cast<const char*>(body)))));
+        break;
+      case 6:  // a gather of the keys under `key` (as a prefix), wanting 0-3 of them
+        if (!take(1, &len)) return s;
+        s += encode_frame(encode_gather_request(key, len[0] % 4));
         break;
     }
   }
