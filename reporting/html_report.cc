@@ -50,7 +50,7 @@ svg .algo-node { cursor: pointer; }
 label.rank-filter, label.collapse-arrows { font-size: 13px; margin-right: 14px; }
 svg .band-label { font-size: 10px; font-weight: 600; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
 svg .band-head { font-size: 10px; fill: #555; }
-svg .msg.collapsed { display: none; }
+svg .msg.collapsed, svg.collapsed [data-legend="arrows"] { display: none; }
 )CSS";
 
 // Dims every series but the rank under the pointer in a legend; marks the page as loaded.

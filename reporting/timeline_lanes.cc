@@ -562,14 +562,17 @@ std::string timeline_lanes_svg(const Timeline& t, long step) {
     if (k != 6) legend.push_back({kKinds[k].label, kKinds[k].color, ""});
   for (const std::string& p : phases)
     legend.push_back({p.empty() ? "algorithm step" : "algorithm step: " + p, phase_color(p), ""});
-  if (!t.flows.empty()) legend.push_back({"message: send \xe2\x86\x92 receive, labelled with its chunk", "#222", ""});
+  // the arrows' entries carry data-legend="arrows": the page hides them with the arrows (collapse)
+  const std::string arrows = "data-legend=\"arrows\"";
+  if (!t.flows.empty())
+    legend.push_back({"message: send \xe2\x86\x92 receive, labelled with its chunk", "#222", arrows});
   if (wrapped)
     legend.push_back(
         {"an arrow cut at the lanes' edge wraps round (last rank \xe2\x86\x94 first): out at one edge, "
          "in again at the other",
-         "#222", ""});
+         "#222", arrows});
   if (!t.clock_bound_us.empty())
-    legend.push_back({"dashed red: a message shorter than the clock-error bound", "#d62728", ""});
+    legend.push_back({"dashed red: a message shorter than the clock-error bound", "#d62728", arrows});
   double used = 0;
   s += svg_legend(f.left, axis_y + 42, f.plot_width(), legend, used);
   // the height once the legend's rows are known: every row of it and the idle note inside the chart

@@ -211,6 +211,8 @@ TEST(TimelinePanels, RingWrapAroundArrowsGoRoundTheLanes) {
   }
   // The legend says what a cut arrow is.
   EXPECT_NE(svg.find("edge wraps round (last rank \xe2\x86\x94 first)"), std::string::npos);
+  // Its entries about arrows (a message, a cut arrow) go with the arrows when the page collapses them.
+  EXPECT_EQ(count(svg, "<g class=\"legend-item\" data-legend=\"arrows\">"), 2u);
 }
 
 }  // namespace
