@@ -47,7 +47,10 @@ svg .panel-note, svg .lanes-idle, svg .clock-note { font-size: 11px; fill: #555;
 svg .node-label { font-size: 11px; font-weight: 600; }
 svg .msg.hidden { display: none; }
 svg .algo-node { cursor: pointer; }
-label.rank-filter { font-size: 13px; }
+label.rank-filter, label.collapse-arrows { font-size: 13px; margin-right: 14px; }
+svg .band-label { font-size: 10px; font-weight: 600; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
+svg .band-head { font-size: 10px; fill: #555; }
+svg .msg.collapsed, svg.collapsed [data-legend="arrows"] { display: none; }
 )CSS";
 
 // Dims every series but the rank under the pointer in a legend; marks the page as loaded.
@@ -84,6 +87,21 @@ const char* const kScript = R"JS(
       if (pick) pick.value = pick.value === r ? '' : r;
       only(pick ? pick.value : r);
     });
+  // "collapse arrows": the lane chart's W arrows per algorithm step give way to the step's band;
+  // the page opened with #collapse starts collapsed
+  var lanes = document.getElementById('timeline-lanes');
+  var collapse = document.getElementById('collapse-arrows');
+  function collapseArrows(on) {
+    if (!lanes) return;
+    lanes.classList.toggle('collapsed', on);
+    var arrows = lanes.querySelectorAll('.msg');
+    for (var i = 0; i < arrows.length; i++) arrows[i].classList.toggle('collapsed', on);
+  }
+  if (collapse) {
+    collapse.addEventListener('change', function () { collapseArrows(this.checked); });
+    if (/collapse/.test(window.location.hash)) collapse.checked = true;
+    collapseArrows(collapse.checked);
+  }
   document.body.setAttribute('data-report-ready', '1');
 })();
 )JS";
@@ -504,15 +522,21 @@ std::string adasum_section(const Metrics& m) {
 
 // ---- timeline ------------------------------------------------------------------------------------
 
-// A choice of one rank whose messages alone are drawn (W > 2: the arrows cross every lane).
-std::string rank_filter(const Timeline& t) {
-  if (t.flows.empty() || t.process_names.size() < 3) return "";
-  std::string s =
-      "<p><label class=\"rank-filter\">Messages of: <select id=\"rank-filter\"><option value=\"\">"
-      "every rank</option>";
-  for (const auto& kv : t.process_names)
-    s += "<option value=\"" + std::to_string(kv.first) + "\">rank " + std::to_string(kv.first) + "</option>";
-  return s + "</select></label> (or click a rank in the panels)</p>\n";
+// The lane chart's controls when it draws our algorithms' messages: a choice of one rank whose
+// messages alone are drawn (W > 2: the arrows cross every lane), and "collapse arrows", one band
+// per algorithm step instead of its W arrows.
+std::string lane_controls(const Timeline& t) {
+  if (t.flows.empty()) return "";
+  std::string s = "<p>";
+  if (t.process_names.size() >= 3) {
+    s += "<label class=\"rank-filter\">Messages of: <select id=\"rank-filter\"><option value=\"\">every rank</option>";
+    for (const auto& kv : t.process_names)
+      s += "<option value=\"" + std::to_string(kv.first) + "\">rank " + std::to_string(kv.first) + "</option>";
+    s += "</select></label> (or click a rank in the panels) ";
+  }
+  return s +
+         "<label class=\"collapse-arrows\"><input type=\"checkbox\" id=\"collapse-arrows\"> collapse the lane chart's "
+         "arrows: one labelled band per algorithm step</label></p>\n";
 }
 
 // The small multiples of the step's allreduce call, when our algorithms ran it.
@@ -549,7 +573,7 @@ std::string lanes_part(const ReportInput& in) {
                           : " (the median-duration recorded step after the first; --step N picks another)") +
        ": one lane per rank and thread track, every slice of the step on rank 0's clock; arrows are our allreduce "
        "algorithm's messages from sender to receiver. Hover a slice for its args.</p>\n";
-  return s + rank_filter(in.timeline) + algorithm_steps_part(in.timeline, step) + clock_note(in.timeline) +
+  return s + lane_controls(in.timeline) + algorithm_steps_part(in.timeline, step) + clock_note(in.timeline) +
          timeline_lanes_svg(in.timeline, step);
 }
 

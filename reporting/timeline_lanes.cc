@@ -170,8 +170,8 @@ std::map<TrackId, Lane> build_lanes(const Timeline& t, long step, std::vector<Tr
 }
 
 // Lane tops in pid, tid order with a wider gap between ranks; returns the height of all lanes.
-double place_lanes(std::map<TrackId, Lane>& lanes) {
-  double y = kTop;
+double place_lanes(std::map<TrackId, Lane>& lanes, double top) {
+  double y = top;
   long last_pid = lanes.empty() ? 0 : lanes.begin()->first.first;
   for (auto& kv : lanes) {
     if (kv.first.first != last_pid) y += kRankGap;
@@ -179,7 +179,7 @@ double place_lanes(std::map<TrackId, Lane>& lanes) {
     kv.second.y = y;
     y += kv.second.rows * kRowHeight + kLaneGap;
   }
-  return y - kTop;
+  return y - top;
 }
 
 // The pixel row centre of the deepest slice of the lane's step holding time ts; false if none does.
@@ -199,10 +199,39 @@ double clock_bound_between(const Timeline& t, long a, long b) {
   return bound(a) + bound(b);
 }
 
+// The vertical span of the lanes: an arrow that wraps leaves by one edge and re-enters at the other.
+struct LaneSpan {
+  double top = 0, bottom = 0;
+};
+
+// The line of one arrow: straight from (x1, y1) to (x2, y2), or, when going round by the chart's
+// top and bottom edges is less than half as far as crossing the lanes in between (the ring's
+// W-1 -> 0; not halving-doubling's r <-> r xor W/2, which would be cut for some pairs only), two
+// strokes: out of the sender's side to one edge, in from the other edge to the receiver. *label
+// is where its chunk label goes; *wrapped says which way was taken.
+std::string arrow_path(double x1, double y1, double x2, double y2, const LaneSpan& span, double* lx, double* ly,
+                       bool* wrapped) {
+  const double direct = std::fabs(y2 - y1);
+  const double around = y1 > y2 ? (span.bottom - y1) + (y2 - span.top) : (y1 - span.top) + (span.bottom - y2);
+  *wrapped = 2 * around < direct;
+  auto n = [](double v) { return format_number(v, 7); };
+  if (!*wrapped) {
+    *lx = (x1 + x2) / 2 + 3, *ly = (y1 + y2) / 2 - 2;
+    return "M " + n(x1) + " " + n(y1) + " L " + n(x2) + " " + n(y2);
+  }
+  const double xm = (x1 + x2) / 2;
+  const double out_y = y1 > y2 ? span.bottom + 4 : span.top - 4, in_y = y1 > y2 ? span.top - 4 : span.bottom + 4;
+  *lx = (xm + x2) / 2 + 3, *ly = (in_y + y2) / 2 - 2;
+  return "M " + n(x1) + " " + n(y1) + " L " + n(xm) + " " + n(out_y) + " M " + n(xm) + " " + n(in_y) + " L " + n(x2) +
+         " " + n(y2);
+}
+
 // An arrow per flow whose send and receive both lie inside slices of the step, labelled with its
 // chunk ("c2"); an arrow shorter in time than the two ranks' clock-error bound (or running
 // backwards, which only the clock error can make) is dashed: its direction in time is not known.
-std::string flow_arrows(const Timeline& t, const std::map<TrackId, Lane>& lanes, const Frame& f, double lo) {
+// *any_wrapped: whether an arrow wrapped round (see arrow_path).
+std::string flow_arrows(const Timeline& t, const std::map<TrackId, Lane>& lanes, const Frame& f, double lo,
+                        const LaneSpan& span, bool* any_wrapped) {
   std::string s;
   for (const TraceFlow& fl : t.flows) {
     auto a = lanes.find({fl.from_pid, fl.from_tid}), b = lanes.find({fl.to_pid, fl.to_tid});
@@ -212,7 +241,7 @@ std::string flow_arrows(const Timeline& t, const std::map<TrackId, Lane>& lanes,
       continue;
     const double bound = clock_bound_between(t, fl.from_pid, fl.to_pid), took = fl.to_ts_us - fl.from_ts_us;
     const bool unsure = bound > 0 && took <= bound;
-    const std::string chunk = arg_of(fl.args, "chunk"), bytes = arg_of(fl.args, "bytes");
+    const std::string chunk = arg_of(fl.args, "chunk");
     std::string title = fl.name + ": rank " + std::to_string(fl.from_pid) + " -> rank " + std::to_string(fl.to_pid) +
                         ", sent +" + format_number(fl.from_ts_us - lo, 6) + " us, received +" +
                         format_number(fl.to_ts_us - lo, 6) + " us";
@@ -220,14 +249,162 @@ std::string flow_arrows(const Timeline& t, const std::map<TrackId, Lane>& lanes,
       title +=
           "; within the clock-error bound (" + format_number(bound, 4) + " us): its direction in time is not known";
     const double x1 = f.px(fl.from_ts_us - lo), x2 = f.px(fl.to_ts_us - lo);
+    double lx = 0, ly = 0;
+    bool wrapped = false;
+    const std::string d = arrow_path(x1, y1, x2, y2, span, &lx, &ly, &wrapped);
     s += "<g class=\"msg\" data-from=\"" + std::to_string(fl.from_pid) + "\" data-to=\"" + std::to_string(fl.to_pid) +
          "\"><title>" + xml_escape(title) + "</title>";
-    s += "<line class=\"flow" + std::string(unsure ? " in-clock-bound" : "") + "\" x1=\"" + format_number(x1, 7) +
-         "\" y1=\"" + format_number(y1, 7) + "\" x2=\"" + format_number(x2, 7) + "\" y2=\"" + format_number(y2, 7) +
-         "\" stroke=\"" + (unsure ? "#d62728" : "#222") + "\" stroke-width=\"1.2\"" +
+    s += "<path class=\"flow" + std::string(wrapped ? " wrap" : "") + (unsure ? " in-clock-bound" : "") + "\" d=\"" +
+         d + "\" fill=\"none\" stroke=\"" + (unsure ? "#d62728" : "#222") + "\" stroke-width=\"1.2\"" +
          (unsure ? " stroke-dasharray=\"3 2\"" : "") + " marker-end=\"url(#lane-arrow)\"/>";
-    if (!chunk.empty())
-      s += svg_text((x1 + x2) / 2 + 3, (y1 + y2) / 2 - 2, "c" + chunk, "start", "class=\"chunk-label\"");
+    *any_wrapped |= wrapped;
+    if (!chunk.empty()) s += svg_text(lx, ly, "c" + chunk, "start", "class=\"chunk-label\"");
+    s += "</g>\n";
+  }
+  return s;
+}
+
+// ---- one band per algorithm step ------------------------------------------------------------------
+
+// One algorithm step of one call, over every rank: its time extent and its messages.
+struct StepBand {
+  std::string name, phase;  // "ring reduce-scatter 2/3", "reduce-scatter"
+  double lo = INFINITY, hi = -INFINITY;
+  struct Send {
+    long from, to, chunk, parts;
+  };
+  std::vector<Send> sends;
+  std::vector<long> bytes;
+  std::string label;  // name and rule (band_rule)
+};
+
+long long_arg(const TraceSlice& s, const char* key, long fallback) {
+  const std::string v = arg_of(s.args, key);
+  if (v.empty()) return fallback;
+  char* end = nullptr;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  return end && *end == '\0' ? x : fallback;
+}
+
+// Who sends to whom: "rank r -> r+1", "rank r -> r-1", "rank r <-> r xor 2", or "N messages".
+std::string peer_rule(const StepBand& b, long world) {
+  auto all = [&](auto pred) { return std::all_of(b.sends.begin(), b.sends.end(), pred); };
+  const std::string arrow = " \xe2\x86\x92 ";
+  if (all([&](const StepBand::Send& m) { return m.to == (m.from + 1) % world; })) return "rank r" + arrow + "r+1";
+  if (all([&](const StepBand::Send& m) { return m.to == (m.from + world - 1) % world; }))
+    return "rank r" + arrow + "r-1";
+  const long d = b.sends[0].from ^ b.sends[0].to;
+  if (all([&](const StepBand::Send& m) { return (m.from ^ m.to) == d; }))
+    return "rank r \xe2\x86\x94 r xor " + std::to_string(d);
+  return std::to_string(b.sends.size()) + " messages";
+}
+
+// Which chunk: "chunk r", "chunk (r-1) mod 4", "chunk (r+1) mod 4" when every message carries one
+// of W chunks by that rule; else the share of the vector ("1/2 of the vector").
+std::string chunk_rule(const StepBand& b, long world) {
+  const bool of_world = std::all_of(b.sends.begin(), b.sends.end(), [&](const auto& m) { return m.parts == world; });
+  for (long o = 0; of_world && o < world; ++o)
+    if (std::all_of(b.sends.begin(), b.sends.end(),
+                    [&](const auto& m) { return m.chunk == ((m.from - o) % world + world) % world; })) {
+      const std::string w = std::to_string(world);
+      if (o == 0) return "chunk r";
+      return o <= world / 2 ? "chunk (r-" + std::to_string(o) + ") mod " + w
+                            : "chunk (r+" + std::to_string(world - o) + ") mod " + w;
+    }
+  const long parts = b.sends[0].parts;
+  if (parts > 0 && std::all_of(b.sends.begin(), b.sends.end(), [&](const auto& m) { return m.parts == parts; }))
+    return "1/" + std::to_string(parts) + " of the vector";
+  return "a piece of the vector";
+}
+
+std::string bytes_rule(const StepBand& b) {
+  if (b.bytes.empty()) return "";
+  const auto mm = std::minmax_element(b.bytes.begin(), b.bytes.end());
+  return *mm.first == *mm.second ? std::to_string(*mm.first) + " B each"
+                                 : std::to_string(*mm.first) + "-" + std::to_string(*mm.second) + " B";
+}
+
+std::string band_rule(const StepBand& b, long world) {
+  if (b.sends.empty()) return b.name;
+  const std::string bytes = bytes_rule(b);
+  return b.name + ": " + peer_rule(b, world) + " sends " + chunk_rule(b, world) + (bytes.empty() ? "" : ", " + bytes);
+}
+
+// The step's algorithm steps, by (call, algo_step), in order of their first start.
+std::vector<StepBand> step_bands(const Timeline& t, const std::map<TrackId, Lane>& lanes) {
+  std::map<std::pair<long, long>, StepBand> by_key;
+  long world = 0;
+  for (const auto& kv : t.process_names) world = std::max(world, kv.first + 1);
+  for (const auto& kv : lanes)
+    for (const TraceSlice* sl : kv.second.slices) {
+      world = std::max(world, sl->pid + 1);
+      if (kind_of(*sl) != 6) continue;
+      StepBand& b = by_key[{long_arg(*sl, "call", -1), long_arg(*sl, "algo_step", -1)}];
+      b.name = sl->name;
+      b.phase = arg_of(sl->args, "phase");
+      b.lo = std::min(b.lo, sl->ts_us), b.hi = std::max(b.hi, sl->ts_us + sl->dur_us);
+      const long to = long_arg(*sl, "send_to", -1);
+      if (to < 0) continue;
+      b.sends.push_back({sl->pid, to, long_arg(*sl, "send_chunk", -1), long_arg(*sl, "parts", 0)});
+      const long bytes = long_arg(*sl, "bytes_sent", -1);
+      if (bytes >= 0) b.bytes.push_back(bytes);
+    }
+  std::vector<StepBand> out;
+  for (auto& kv : by_key) {
+    kv.second.label = band_rule(kv.second, world);
+    out.push_back(kv.second);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const StepBand& a, const StepBand& b) { return a.lo < b.lo; });
+  return out;
+}
+
+constexpr double kBandRow = 14, kBandChar = 6.3;  // a band row; a character of its 10px label
+
+// Rows for the bands: each band's label starts at its first rank's start (moved left to stay in the
+// chart); a band goes in the last row opened when that row is free where its bar or label begins,
+// else in a new row below (so the ring's steps, each label wider than its step, are a staircase
+// read top to bottom in order).
+std::vector<int> band_rows(const std::vector<StepBand>& bands, const Frame& f, double lo,
+                           std::vector<double>* label_x) {
+  std::vector<int> rows;
+  std::vector<double> row_end;
+  for (const StepBand& b : bands) {
+    const double x1 = f.px(b.lo - lo), x2 = f.px(b.hi - lo), w = kBandChar * double(code_points(b.label));
+    const double lx = std::max(f.left, std::min(x1, f.width - 4 - w));
+    const double begin = std::min(x1, lx), end = std::max(x2, lx + w) + 6;
+    size_t r = row_end.empty() ? 0 : row_end.size() - 1;
+    if (row_end.empty() || row_end[r] > begin) row_end.push_back(0), r = row_end.size() - 1;
+    row_end[r] = end;
+    rows.push_back(int(r));
+    label_x->push_back(lx);
+  }
+  return rows;
+}
+
+int band_row_count(const std::vector<StepBand>& bands, const Frame& f, double lo) {
+  std::vector<double> xs;
+  const std::vector<int> rows = band_rows(bands, f, lo, &xs);
+  return rows.empty() ? 0 : 1 + *std::max_element(rows.begin(), rows.end());
+}
+
+// The bands: a bar in the phase's colour from the step's first start to its last end over every
+// rank, its label above it.
+std::string bands_svg(const std::vector<StepBand>& bands, const Frame& f, double lo, double top) {
+  if (bands.empty()) return "";
+  std::vector<double> label_x;
+  const std::vector<int> rows = band_rows(bands, f, lo, &label_x);
+  std::string s = svg_text(f.left - 6, top + kBandRow - 4, "algorithm steps (all ranks)", "end", "class=\"band-head\"");
+  for (size_t i = 0; i < bands.size(); ++i) {
+    const StepBand& b = bands[i];
+    const double x1 = f.px(b.lo - lo), w = std::max(1.5, f.px(b.hi - lo) - x1), y = top + rows[i] * kBandRow;
+    const std::string color = phase_color(b.phase);
+    s += "<g class=\"step-band\" data-phase=\"" + xml_escape(b.phase) + "\"><title>" +
+         xml_escape(b.label + "\nfirst rank starts +" + format_number(b.lo - lo, 6) + " us, last rank ends +" +
+                    format_number(b.hi - lo, 6) + " us") +
+         "</title>";
+    s += "<rect class=\"band-bar\" x=\"" + format_number(x1, 7) + "\" y=\"" + format_number(y + kBandRow - 5, 7) +
+         "\" width=\"" + format_number(w, 7) + "\" height=\"4\" fill=\"" + color + "\"/>";
+    s += svg_text(label_x[i], y + kBandRow - 6.5, b.label, "start", "class=\"band-label\" fill=\"" + color + "\"");
     s += "</g>\n";
   }
   return s;
@@ -356,21 +533,26 @@ std::string timeline_lanes_svg(const Timeline& t, long step) {
   std::vector<TrackId> idle;
   std::vector<const TraceSlice*> calls;
   std::map<TrackId, Lane> lanes = build_lanes(t, step, &idle, &calls);
-  const double lanes_height = place_lanes(lanes);
   const auto ext = step_extent(t, step);
   double left = kMinLeft;  // wide enough for the longest lane label: labels never clip
   for (const auto& kv : lanes) left = std::max(left, 14 + kCharWidth * double(code_points(lane_label(t, kv.first))));
-  const Frame f = lanes_frame(lanes_height, !idle.empty(), ext, left);
-  std::string s = svg_begin("timeline-lanes", f.width, f.height,
-                            "step " + std::to_string(step) + ": slices per rank and thread track over time");
-  s += "<defs><marker id=\"lane-arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" "
-       "markerHeight=\"7\" "
-       "orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#222\"/></marker></defs>\n";
-  const double axis_y = kTop + lanes_height;
+  // The bands' rows above the lanes (x only depends on the frame's width and axis, not its height).
+  const std::vector<StepBand> bands = step_bands(t, lanes);
+  const int band_rows_used = band_row_count(bands, lanes_frame(0, false, ext, left), ext.first);
+  const double bands_height = band_rows_used ? band_rows_used * kBandRow + 8 : 0;
+  const double lanes_height = place_lanes(lanes, kTop + bands_height);
+  const Frame f = lanes_frame(bands_height + lanes_height, !idle.empty(), ext, left);
+  std::string s =
+      "<defs><marker id=\"lane-arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" "
+      "markerHeight=\"7\" "
+      "orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#222\"/></marker></defs>\n";
+  const double lanes_top = kTop + bands_height, axis_y = lanes_top + lanes_height;
   s += lanes_axis(f, axis_y, step, ext.first);
   std::set<int> kinds_used;
   s += all_lanes_svg(t, lanes, f, ext.first, calls, &kinds_used);
-  s += flow_arrows(t, lanes, f, ext.first);
+  s += bands_svg(bands, f, ext.first, kTop);
+  bool wrapped = false;
+  s += flow_arrows(t, lanes, f, ext.first, LaneSpan{lanes_top, axis_y - kLaneGap}, &wrapped);
   std::vector<LegendEntry> legend;
   std::set<std::string> phases;
   for (const auto& kv : lanes)
@@ -380,11 +562,24 @@ std::string timeline_lanes_svg(const Timeline& t, long step) {
     if (k != 6) legend.push_back({kKinds[k].label, kKinds[k].color, ""});
   for (const std::string& p : phases)
     legend.push_back({p.empty() ? "algorithm step" : "algorithm step: " + p, phase_color(p), ""});
-  if (!t.flows.empty()) legend.push_back({"message: send \xe2\x86\x92 receive, labelled with its chunk", "#222", ""});
+  // the arrows' entries carry data-legend="arrows": the page hides them with the arrows (collapse)
+  const std::string arrows = "data-legend=\"arrows\"";
+  if (!t.flows.empty())
+    legend.push_back({"message: send \xe2\x86\x92 receive, labelled with its chunk", "#222", arrows});
+  if (wrapped)
+    legend.push_back(
+        {"an arrow cut at the lanes' edge wraps round (last rank \xe2\x86\x94 first): out at one edge, "
+         "in again at the other",
+         "#222", arrows});
   if (!t.clock_bound_us.empty())
-    legend.push_back({"dashed red: a message shorter than the clock-error bound", "#d62728", ""});
+    legend.push_back({"dashed red: a message shorter than the clock-error bound", "#d62728", arrows});
   double used = 0;
   s += svg_legend(f.left, axis_y + 42, f.plot_width(), legend, used);
-  if (!idle.empty()) s += svg_text(f.left, f.height - 10, idle_note(t, idle, step), "start", "class=\"lanes-idle\"");
-  return s + svg_end();
+  // the height once the legend's rows are known: every row of it and the idle note inside the chart
+  const double idle_y = axis_y + 42 + used + kIdleHeight - 4;
+  if (!idle.empty()) s += svg_text(f.left, idle_y, idle_note(t, idle, step), "start", "class=\"lanes-idle\"");
+  const double height = std::max(f.height, (idle.empty() ? axis_y + 42 + used : idle_y) + 10);
+  return svg_begin("timeline-lanes", f.width, height,
+                   "step " + std::to_string(step) + ": slices per rank and thread track over time") +
+         s + svg_end();
 }

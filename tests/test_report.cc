@@ -15,6 +15,7 @@
 #include "reporting/json.h"
 #include "reporting/metrics_reader.h"
 #include "reporting/timeline_reader.h"
+#include "tests/algorithm_trace.h"
 #include "tests/skip_policy.h"
 #include "tests/report_samples.h"
 #include "tests/test_util.h"
@@ -742,6 +743,55 @@ TEST(ReportBrowser, DeliberateConsoleAndSvgErrorsAreReported) {
   ASSERT_EQ(errors.size(), 2u) << b.err;
   EXPECT_NE(errors[0].find("<rect> attribute width: A negative value is not valid"), std::string::npos) << errors[0];
   EXPECT_NE(errors[1].find("deliberate console error"), std::string::npos) << errors[1];
+  testutil::run("rm -rf '" + f.dir + "'");
+}
+
+// "Collapse arrows" at W = 8 (issue 24): the ring's 112 arrows in the lane chart give way to its 14
+// algorithm steps' bands, each labelled with its rule. The page opened with #collapse starts
+// collapsed, as a click on the box would leave it; the DOM chromium built says what is shown.
+TEST(ReportBrowser, CollapseArrowsLeavesOneLabelledBandPerRingStepAtEightRanks) {
+  SKIP_WITHOUT_CHROMIUM();
+  const Files f = sample_files(8, {});
+  testutil::write_file(f.timeline, algorithm_trace::trace_of(AllreduceAlgorithm::kRing, 8));
+  ASSERT_EQ(
+      testutil::run(report_bin() + " " + f.metrics + " " + f.timeline + " --section timeline -o " + f.html).status, 0);
+  const std::string html = testutil::read_file(f.html);
+  ASSERT_NE(html.find("id=\"collapse-arrows\""), std::string::npos) << "no collapse control on the page";
+  for (const std::string& hash : {std::string(), std::string("#collapse")}) {
+    const BrowserRun b = run_chromium(f.html + hash, {"--dump-dom"});
+    ASSERT_FALSE(b.timed_out) << "chromium hung; stderr:\n" << b.err;
+    ASSERT_EQ(b.status, 0) << b.err;
+    EXPECT_EQ(console_errors(b.err), std::vector<std::string>{}) << b.err;
+    const std::string& dom = b.out;
+    ASSERT_NE(dom.find("data-report-ready=\"1\""), std::string::npos) << hash << ": the page's script did not finish";
+    const std::string lanes = svg_by_id(dom, "timeline-lanes");
+    ASSERT_NE(lanes, "") << "timeline-lanes missing from the DOM";
+    const bool collapsed = !hash.empty();
+    // Arrows: every rank sends one message per step, 8 x 14; collapsed, none of them is shown.
+    EXPECT_EQ(count(lanes, "<g class=\"msg\""), collapsed ? 0u : 112u) << hash;
+    EXPECT_EQ(count(lanes, "<g class=\"msg collapsed\""), collapsed ? 112u : 0u) << hash;
+    EXPECT_EQ(lanes.find("class=\"chart collapsed\"") != std::string::npos, collapsed) << hash;
+    // The small multiples keep their arrows: collapsing is the lane chart's.
+    EXPECT_EQ(count(svg_by_id(dom, "algorithm-steps"), "<g class=\"msg\""), 112u) << hash;
+    // The bands: one per algorithm step, in order, each with its rule.
+    EXPECT_EQ(count(lanes, "<g class=\"step-band\""), 14u) << hash;
+    EXPECT_NE(lanes.find(">ring reduce-scatter 1/7: rank r \xe2\x86\x92 r+1 sends chunk r, 10920 B each</text>"),
+              std::string::npos);
+    EXPECT_NE(
+        lanes.find(">ring reduce-scatter 2/7: rank r \xe2\x86\x92 r+1 sends chunk (r-1) mod 8, 10920 B each</text>"),
+        std::string::npos);
+    EXPECT_NE(lanes.find(">ring allgather 7/7: rank r \xe2\x86\x92 r+1 sends chunk (r+3) mod 8, 10920 B each</text>"),
+              std::string::npos);
+  }
+  // The collapse is what the CSS hides: a screenshot of the collapsed page differs from the other.
+  const std::string open_png = f.dir + "/open.png", shut_png = f.dir + "/collapsed.png";
+  const BrowserRun a = run_chromium(f.html, {"--screenshot=" + open_png, "--window-size=1200,1400"});
+  const BrowserRun c = run_chromium(f.html + "#collapse", {"--screenshot=" + shut_png, "--window-size=1200,1400"});
+  ASSERT_FALSE(a.timed_out);
+  ASSERT_FALSE(c.timed_out);
+  EXPECT_NE(testutil::read_file(open_png), testutil::read_file(shut_png)) << "collapsing changed nothing on screen";
+  const char* keep = std::getenv("BARESGD_KEEP_COLLAPSED");
+  if (keep && *keep) testutil::write_file(keep, testutil::read_file(shut_png));
   testutil::run("rm -rf '" + f.dir + "'");
 }
 

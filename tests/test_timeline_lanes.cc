@@ -123,14 +123,14 @@ TEST(TimelineLanes, OneLanePerRankAndTrackOneRectPerSliceOfTheStep) {
 TEST(TimelineLanes, AnArrowPerFlowPairOfTheStepOnly) {
   const std::string svg = svg_of(ring_trace(0, 2), 1);
   // Step 1: each rank's two ring steps send one message each; steps 0 and 2 send 4 more apiece.
-  EXPECT_EQ(count(svg, "<line class=\"flow\""), 4u);
+  EXPECT_EQ(count(svg, "<path class=\"flow\""), 4u);
   EXPECT_EQ(count(svg, "ring message: rank 0 -&gt; rank 1"), 2u);
   EXPECT_EQ(count(svg, "ring message: rank 1 -&gt; rank 0"), 2u);
   EXPECT_EQ(svg.find("pid 0"), std::string::npos);
   EXPECT_EQ(count(svg, "marker-end=\"url(#lane-arrow)\""), 4u);
   // A flow whose receive lies outside every slice of the step is not drawn.
   const std::string stray = flow("s", "999", 0, 10460) + flow("f", "999", 1, 90000);
-  EXPECT_EQ(count(svg_of(array_of(ring_events(1, 1) + stray), 1), "<line class=\"flow\""), 4u);
+  EXPECT_EQ(count(svg_of(array_of(ring_events(1, 1) + stray), 1), "<path class=\"flow\""), 4u);
   EXPECT_EQ(parse_timeline_text(array_of(ring_events(1, 1) + stray), "t.json").flows.size(), 5u);
 }
 
@@ -299,7 +299,7 @@ TEST(TimelineLanesCommand, RealRingRunHasOneLaneGroupPerRank) {
   const long step = default_lane_step(read_timeline_file(t));
   EXPECT_TRUE(step == 1 || step == 2) << step;
   EXPECT_NE(html.find("Step " + std::to_string(step) + " (the median-duration"), std::string::npos);
-  EXPECT_EQ(count(svg, "<line class=\"flow"), 4u);  // "flow in-clock-bound" when shorter than the bound
+  EXPECT_EQ(count(svg, "<path class=\"flow"), 4u);  // "flow in-clock-bound" when shorter than the bound
   EXPECT_EQ(count(svg, "\nstep: " + std::to_string(step)), count(svg, "class=\"slice\""));
   // The step slices are labelled ring reduce-scatter 1/1, allgather 1/1 and carry their chunks.
   EXPECT_EQ(count(svg, "<title>ring reduce-scatter 1/1\n"), 2u);
