@@ -158,7 +158,7 @@ fixtures:
 	/usr/bin/python3 tests/gen_fixtures.py tests/fixtures
 	/usr/bin/python3 tests/gen_adasum_fixtures.py tests/fixtures
 
-bench: all $(BUILD)/tests/tool_tap_link
+bench: all $(BUILD)/tests/tool_tap_link $(BUILD)/tests/tool_store_load
 	bash bench/run_bench.sh
 
 bench-starters: all

@@ -7,7 +7,7 @@
 #   BENCH_BUILD_ONLY=1 bash bench/run_bench.sh   only build the two bench programs (exit 1 if one
 #                                           does not compile; the suite runs this, tests/test_bench_build.cc)
 # Environment: BENCH_REPS=N, BENCH_QUICK=1, BENCH_WORLDS="1 2 4", BENCH_OUT=dir (default
-# bench/results/run-<date>), BENCH_SKIP="torch kernels comm train netns report" (any subset),
+# bench/results/run-<date>), BENCH_SKIP="torch kernels comm train netns report store" (any subset),
 # BENCH_NETNS_DELAYS="0 1" (the namespace link's added delay in whole ms, one set of netns rows each).
 # Writes BENCH_OUT/{machine.txt,train/*.log,kernels*.log,comm/*.log}, then bench/report.py prints the
 # table and writes BENCH_OUT/report.json and bench/results/latest.json (+ latest.txt).
@@ -470,10 +470,19 @@ if ! skip report; then
   bash bench/report_bench.sh build/bench/report_input "$OUT/report" > /dev/null || note "FAILED: bench/report_bench.sh"
 fi
 
+# ---- 3d. the rendezvous store under 64 to 4,096 fake ranks (bench/store_load_bench.sh) ----
+if ! skip store; then
+  note "rendezvous store rows (bench/store_load_bench.sh)"
+  wait_quiet
+  bash bench/store_load_bench.sh "$OUT/store" > /dev/null || note "FAILED: bench/store_load_bench.sh"
+fi
+
 # ---- 4. the table and JSON ----
 "$PY" bench/report.py "$OUT" --json bench/results/latest.json --text bench/results/latest.txt
-if [[ -f $OUT/report/table.txt ]]; then
-  echo
-  cat "$OUT/report/table.txt"
-  { echo; cat "$OUT/report/table.txt"; } >> bench/results/latest.txt
-fi
+for extra in report store; do
+  if [[ -f $OUT/$extra/table.txt ]]; then
+    echo
+    cat "$OUT/$extra/table.txt"
+    { echo; cat "$OUT/$extra/table.txt"; } >> bench/results/latest.txt
+  fi
+done

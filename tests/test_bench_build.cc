@@ -5,6 +5,7 @@
 // Env: BARESGD_SRC (the source tree; make test sets it), its optimized build in build/.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <regex>
 #include <string>
 
@@ -39,6 +40,26 @@ TEST(BenchPrograms, ReportRowsRunOnASmallTimeline) {
   ASSERT_TRUE(std::regex_search(r.out, m, row)) << r.out << r.err;
   // Per rank and step of a 3-rank ring: 16 slices and 8 flow ends, and metadata besides.
   EXPECT_GT(std::stol(m[1]), 3 * 40 * 18);
+  testutil::run("rm -rf '" + out + "'");
+}
+
+// The store rows' driver on small runs: both modes complete and say ok (their seconds are
+// `make bench`'s business); the gather's requests grow with W, a get per peer's with W(W-1).
+TEST(BenchPrograms, StoreRowsRunWithFewFakeRanks) {
+  const std::string src = testutil::env_or("BARESGD_SRC", ".");
+  const std::string out = testutil::make_temp_dir("bench-store");
+  auto r = testutil::run("cd '" + src +
+                             "' && BENCH_STORE_GATHER='8 32' BENCH_STORE_PER_KEY=32 bash bench/store_load_bench.sh '" +
+                             out + "'",
+                         600);
+  EXPECT_EQ(r.status, 0) << r.err;
+  const std::regex row(R"(\n(gather|per-key) +([0-9]+) +[0-9.]+ +[0-9.]+ +([0-9]+) +[0-9]+ +[0-9.]+ +[0-9]+ ok)");
+  std::map<std::string, long> requests;
+  for (std::sregex_iterator it(r.out.begin(), r.out.end(), row), end; it != end; ++it)
+    requests[(*it)[1].str() + (*it)[2].str()] = std::stol((*it)[3]);
+  ASSERT_EQ(requests.size(), 3u) << r.out << r.err;
+  EXPECT_GE(requests["per-key32"], 32 * 31 + 2 * 32);  // a get per peer at least, and the add and set
+  EXPECT_LT(requests["gather32"], requests["per-key32"]);
   testutil::run("rm -rf '" + out + "'");
 }
 
