@@ -142,6 +142,11 @@ class RendezvousStore : public gloo::rendezvous::Store {
   RendezvousStore(ms default_timeout, std::string where)
       : default_timeout_(default_timeout), where_(std::move(where)) {}
   virtual bool has(const std::string& key) = 0;
+  // One request for every key under prefix once `want` of them exist (true; they are cached for
+  // has() and get()), where the store has it (ours: comm/store_protocol.h's gather); false while
+  // fewer exist, or when the store has no such request (then callers poll key by key).
+  virtual bool gathers() const { return false; }
+  virtual bool gather(const std::string& prefix, int want) { return false; }
   // Atomically claims `name` for this process: false if someone already did (a duplicate rank).
   virtual bool claim(const std::string& name) = 0;
   // True when every rank must leave the store after a barrier: what this rank wrote outlives the
@@ -229,6 +234,14 @@ class ClientRendezvous : public RendezvousStore {
     return true;
   }
   bool claim(const std::string& name) override { return client_.add(name, 1) == 1; }
+  bool gathers() const override { return true; }
+  bool gather(const std::string& prefix, int want) override {
+    GatheredKeys entries;
+    uint32_t have = 0;
+    if (!client_.try_gather(prefix, static_cast<uint32_t>(want), &entries, &have)) return false;
+    for (auto& e : entries) cache_[e.first] = std::move(e.second);
+    return true;
+  }
 
  private:
   std::unique_ptr<MungeStoreServer> server_;  // declared first: destroyed after the client
@@ -839,6 +852,10 @@ class GlooCommunicator : public Communicator {
     for (int r = 0; r < info_.size; ++r)
       if (r != info_.rank) missing.push_back(r);
     socket_io::Backoff pause(ms(1), ms(20));
+    // Our stores answer all W hellos in one gather, polled until they are there: O(W) requests in
+    // a rendezvous instead of a get per peer, W(W-1) (docs/comm.md, "Start-up at scale"). The loop
+    // below then finds every hello cached; at the deadline it names the ranks still missing.
+    if (store_->gathers()) wait_for_every_hello(&pause);
     while (!missing.empty()) {
       std::vector<int> still;
       for (int r : missing) {
@@ -867,6 +884,20 @@ class GlooCommunicator : public Communicator {
                                  std::to_string(info_.size) + " ranks arrived; job '" + info_.job_id + "', " +
                                  store_->where() + "). Did every rank start, with the same job id and rendezvous?");
       }
+    }
+  }
+
+  // Polls the gather of every rank's hello until all W are in the store or the start deadline.
+  void wait_for_every_hello(socket_io::Backoff* pause) {
+    const std::string prefix = info_.job_id + "/baresgd/hello/";
+    for (;;) {
+      try {
+        if (store_->gather(prefix, info_.size)) return;
+      } catch (const std::exception& e) {
+        throw std::runtime_error(me() + ": rendezvous failed while waiting for every rank's hello in " +
+                                 store_->where() + ": " + short_gloo_message(e.what()));
+      }
+      if (!pause->wait(start_ + opts_.start_timeout)) return;  // the key-by-key pass names who is missing
     }
   }
 

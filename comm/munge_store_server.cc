@@ -18,13 +18,13 @@
 
 #include "comm/store_munge.h"
 #include "comm/store_protocol.h"
+#include "comm/store_session.h"
 
 namespace {
 
 constexpr size_t kMaxConnections = 1024;
 constexpr uint32_t kMaxHandshakeFrame = 4096;
 constexpr uint32_t kMaxRequestFrame = 16u << 20;
-constexpr uint64_t kMaxStoredBytes = uint64_t(256) << 20;
 constexpr int kMaxRefusalLines = 8;
 
 void set_timeouts(int fd, std::chrono::milliseconds t) {
@@ -226,33 +226,5 @@ std::string MungeStoreServer::handle(const std::string& body, bool* malformed) {
     return "";
   }
   std::lock_guard<std::mutex> lock(mu_);
-  auto cost = [](const std::string& k, const std::string& v) { return k.size() + v.size() + 64; };
-  auto store = [&](const std::string& value) {
-    auto it = table_.find(req.key);
-    const uint64_t old = it == table_.end() ? 0 : cost(req.key, it->second);
-    if (stored_bytes_ - old + cost(req.key, value) > kMaxStoredBytes) return false;
-    stored_bytes_ = stored_bytes_ - old + cost(req.key, value);
-    table_[req.key] = value;
-    return true;
-  };
-  switch (req.op) {
-    case 'S':
-      return store(req.value) ? "OK" : std::string(kStoreErrorPrefix) + "store full";
-    case 'G': {
-      auto it = table_.find(req.key);
-      return it == table_.end() ? std::string("N") : "F" + it->second;
-    }
-    default: {  // 'A'
-      int64_t current = 0, sum = 0;
-      auto it = table_.find(req.key);
-      if (it != table_.end() && !parse_decimal_i64(it->second, &current))
-        return std::string(kStoreErrorPrefix) + "value is not a decimal integer";
-      if (__builtin_add_overflow(current, req.delta, &sum))
-        return std::string(kStoreErrorPrefix) + "counter would overflow int64";
-      if (!store(std::to_string(sum))) return std::string(kStoreErrorPrefix) + "store full";
-      std::string out;
-      put_i64be(&out, sum);
-      return out;
-    }
-  }
+  return store_reply(&table_, req);
 }

@@ -1,7 +1,7 @@
 // munge_store_server: the rendezvous store rank 0 serves to srun's tasks when nothing but Slurm is
 // shared (no launcher, no secret). Clients are admitted by MUNGE, the cluster's own
 // authentication: every connection starts with the mutual handshake below, then speaks the
-// launcher store's requests (comm/store_protocol.h: 'S', 'G', 'A', one frame each).
+// launcher store's requests (comm/store_protocol.h: 'S', 'G', 'A', 'P', one frame each).
 //
 // Handshake (frames as in store_protocol.h):
 //   1. server -> client: "BSGD-STORE-MUNGE-1" + 64 hex characters of a fresh nonce (sn);
@@ -25,6 +25,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "comm/store_session.h"
 
 class MungeStoreServer {
  public:
@@ -66,6 +68,5 @@ class MungeStoreServer {
   std::mutex mu_;                                 // guards everything below
   std::vector<std::unique_ptr<Worker>> workers_;  // finished ones are joined at the next accept
   std::vector<int> open_fds_;
-  std::map<std::string, std::string> table_;
-  uint64_t stored_bytes_ = 0;
+  StoreTable table_{uint64_t(256) << 20};  // the launcher store's table and limit
 };

@@ -165,67 +165,59 @@ void StoreSession::handle_auth(const char* body, size_t n) {
   }
 }
 
+std::string store_reply(StoreTable* table, const StoreRequest& req) {
+  switch (req.op) {
+    case 'S':
+      return table->set(req.key, req.value) ? std::string("OK") : std::string(kStoreErrorPrefix) + "store full";
+    case 'G': {
+      const std::string* v = table->find(req.key);
+      if (v == nullptr) return "N";
+      std::string out;
+      out.reserve(1 + v->size());
+      out.push_back('F');
+      out += *v;
+      return out;
+    }
+    case 'P': {
+      // Every key under the prefix once `want` of them exist, else how many do (store_protocol.h).
+      const size_t have = table->count_prefix(req.key);
+      if (have < req.want) {
+        std::string out = "N";
+        put_u32be(&out, static_cast<uint32_t>(have));
+        return out;
+      }
+      const std::string& found = table->gather_reply(req.key);
+      if (found.size() > kMaxFrameBytes)
+        return std::string(kStoreErrorPrefix) + "gather reply of " + std::to_string(found.size()) +
+               " bytes is over the frame limit";
+      return found;
+    }
+    default: {  // 'A' (parse_store_request admits no other op)
+      int64_t result = 0;
+      switch (table->add(req.key, req.delta, &result)) {
+        case StoreTable::AddResult::kOk: {
+          std::string out;
+          put_i64be(&out, result);
+          return out;
+        }
+        case StoreTable::AddResult::kNotInteger:
+          return std::string(kStoreErrorPrefix) + "value is not a decimal integer";
+        case StoreTable::AddResult::kOverflow:
+          return std::string(kStoreErrorPrefix) + "counter would overflow int64";
+        case StoreTable::AddResult::kFull:
+          return std::string(kStoreErrorPrefix) + "store full";
+      }
+      return std::string(kStoreErrorPrefix) + "unknown add result";
+    }
+  }
+}
+
 void StoreSession::handle_request(const char* body, size_t n) {
   if (!parse_store_request(body, n, &req_)) {
     close_now(CloseReason::kMalformed);
     return;
   }
-  switch (req_.op) {
-    case 'S':
-      reply(table_->set(req_.key, req_.value) ? std::string("OK") : std::string(kStoreErrorPrefix) + "store full");
-      break;
-    case 'G': {
-      const std::string* v = table_->find(req_.key);
-      if (v == nullptr) {
-        reply("N");
-      } else {
-        std::string body_out;
-        body_out.reserve(1 + v->size());
-        body_out.push_back('F');
-        body_out += *v;
-        reply(body_out);
-      }
-      break;
-    }
-    case 'P': {
-      // Every key under the prefix once `want` of them exist, else how many do (see the header).
-      const size_t have = table_->count_prefix(req_.key);
-      if (have < req_.want) {
-        std::string body_out = "N";
-        put_u32be(&body_out, static_cast<uint32_t>(have));
-        reply(body_out);
-      } else {
-        const std::string& found = table_->gather_reply(req_.key);
-        if (found.size() > kMaxFrameBytes)
-          reply(std::string(kStoreErrorPrefix) + "gather reply of " + std::to_string(found.size()) +
-                " bytes is over the frame limit");
-        else
-          reply(found);
-      }
-      break;
-    }
-    case 'A': {
-      int64_t result = 0;
-      switch (table_->add(req_.key, req_.delta, &result)) {
-        case StoreTable::AddResult::kOk: {
-          std::string body_out;
-          put_i64be(&body_out, result);
-          reply(body_out);
-          break;
-        }
-        case StoreTable::AddResult::kNotInteger:
-          reply(std::string(kStoreErrorPrefix) + "value is not a decimal integer");
-          break;
-        case StoreTable::AddResult::kOverflow:
-          reply(std::string(kStoreErrorPrefix) + "counter would overflow int64");
-          break;
-        case StoreTable::AddResult::kFull:
-          reply(std::string(kStoreErrorPrefix) + "store full");
-          break;
-      }
-      break;
-    }
-  }
+  reply(store_reply(table_, req_));
   // Values can be large; do not keep the last one alive in the reused request.
   if (req_.value.capacity() > kKeepCapacity) std::string().swap(req_.value);
 }

@@ -69,6 +69,10 @@ class StoreTable {
   uint64_t max_bytes_;
 };
 
+// The reply body to one parsed request against the table (every op of store_protocol.h): what
+// StoreSession sends, and the MUNGE store (comm/munge_store_server.h) too.
+std::string store_reply(StoreTable* table, const StoreRequest& req);
+
 class StoreSession {
  public:
   enum class CloseReason {

@@ -160,9 +160,10 @@ int main(int argc, char** argv) {
     requests += r.requests;
     reply_bytes += r.reply_bytes;
   }
-  std::printf("store_load: ranks=%d mode=%s connect_s=%.3f rendezvous_s=%.3f requests=%llu requests_per_s=%.0f "
-              "reply_MB=%.1f\n",
-              ranks, mode.c_str(), connect_s, done_s, (unsigned long long)requests, requests / std::max(done_s, 1e-9),
-              reply_bytes / 1e6);
+  std::printf(
+      "store_load: ranks=%d mode=%s connect_s=%.3f rendezvous_s=%.3f requests=%llu requests_per_s=%.0f "
+      "reply_MB=%.1f\n",
+      ranks, mode.c_str(), connect_s, done_s, (unsigned long long)requests, requests / std::max(done_s, 1e-9),
+      reply_bytes / 1e6);
   return 0;
 }
