@@ -226,5 +226,5 @@ std::string MungeStoreServer::handle(const std::string& body, bool* malformed) {
     return "";
   }
   std::lock_guard<std::mutex> lock(mu_);
-  return store_reply(&table_, req);
+  return store_reply(&table_, req, kMaxFrameBytes);
 }

@@ -261,6 +261,8 @@ bool parse_gather_reply(const char* body, size_t n, GatheredKeys* entries, uint3
   size_t at = 5;
   // Each entry takes at least 8 bytes: a count past what the body can hold is malformed.
   if (*count > (n - at) / 8) return false;
+  // Entries are read into `got` and handed over only when the whole body is well-formed.
+  GatheredKeys got;
   for (uint32_t i = 0; i < *count; ++i) {
     std::string part[2];
     for (std::string& p : part) {
@@ -271,9 +273,11 @@ bool parse_gather_reply(const char* body, size_t n, GatheredKeys* entries, uint3
       p.assign(body + at, len);
       at += len;
     }
-    entries->emplace_back(std::move(part[0]), std::move(part[1]));
+    got.emplace_back(std::move(part[0]), std::move(part[1]));
   }
-  return at == n;
+  if (at != n) return false;
+  entries->swap(got);
+  return true;
 }
 
 bool parse_store_request(const char* body, size_t n, StoreRequest* req) {

@@ -165,7 +165,7 @@ void StoreSession::handle_auth(const char* body, size_t n) {
   }
 }
 
-std::string store_reply(StoreTable* table, const StoreRequest& req) {
+std::string store_reply(StoreTable* table, const StoreRequest& req, size_t max_reply_bytes) {
   switch (req.op) {
     case 'S':
       return table->set(req.key, req.value) ? std::string("OK") : std::string(kStoreErrorPrefix) + "store full";
@@ -187,9 +187,9 @@ std::string store_reply(StoreTable* table, const StoreRequest& req) {
         return out;
       }
       const std::string& found = table->gather_reply(req.key);
-      if (found.size() > kMaxFrameBytes)
+      if (found.size() > max_reply_bytes)
         return std::string(kStoreErrorPrefix) + "gather reply of " + std::to_string(found.size()) +
-               " bytes is over the frame limit";
+               " bytes is over the frame limit of " + std::to_string(max_reply_bytes);
       return found;
     }
     default: {  // 'A' (parse_store_request admits no other op)
@@ -217,7 +217,9 @@ void StoreSession::handle_request(const char* body, size_t n) {
     close_now(CloseReason::kMalformed);
     return;
   }
-  reply(store_reply(table_, req_));
+  // A reply is at most a frame's limit (a get's value is, by the set that stored it; a gather's
+  // many values are checked).
+  reply(store_reply(table_, req_, 1 + limits_.max_frame_bytes));
   // Values can be large; do not keep the last one alive in the reused request.
   if (req_.value.capacity() > kKeepCapacity) std::string().swap(req_.value);
 }

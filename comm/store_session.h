@@ -70,8 +70,9 @@ class StoreTable {
 };
 
 // The reply body to one parsed request against the table (every op of store_protocol.h): what
-// StoreSession sends, and the MUNGE store (comm/munge_store_server.h) too.
-std::string store_reply(StoreTable* table, const StoreRequest& req);
+// StoreSession sends, and the MUNGE store (comm/munge_store_server.h) too. A gather whose reply
+// would pass max_reply_bytes gets "ERR ..." instead.
+std::string store_reply(StoreTable* table, const StoreRequest& req, size_t max_reply_bytes);
 
 class StoreSession {
  public:

@@ -124,7 +124,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   FuzzRng rng{0x9e3779b9u ^ (uint32_t(flags >> 3) * 0x85ebca6bu)};
-  const size_t max_reply = 4 + 1 + limits.max_frame_bytes;  // 'F' + the largest value
+  const size_t max_reply = 4 + 1 + limits.max_frame_bytes;  // 'F' + the largest value, or a gather
   std::string sent;                                         // every byte the server "sent"
   size_t pos = 0;
   size_t last_chunk = 0;
