@@ -26,6 +26,9 @@ struct JsonError : std::runtime_error {
 struct JsonLimits {
   size_t max_depth = 64;          // arrays/objects nested deeper are an error
   size_t max_bytes = 256u << 20;  // parse_json: longer text is an error
+  // read_json_items of an array: plain items scanned by reporting/json_plain.h (the same values,
+  // faster), the rest by the library. false: every byte by the library (tests compare the two).
+  bool scan_plain = true;
 };
 
 struct JsonValue {
