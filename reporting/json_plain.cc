@@ -22,6 +22,20 @@ void reset(JsonValue& v, JsonValue::Kind kind) {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
+// a == b for short keys, which mostly differ in length or in their first byte.
+bool same_key(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && (a.empty() || (a[0] == b[0] && std::memcmp(a.data(), b.data(), a.size()) == 0));
+}
+
+// The bytes a string holds as they are: printable ASCII but the quote and the backslash.
+struct PlainBytes {
+  bool plain[256] = {};
+  PlainBytes() {
+    for (int c = 0x20; c < 0x80; ++c) plain[c] = c != '"' && c != '\\';
+  }
+};
+const PlainBytes kPlain;
+
 // The bytes of a run of digits from p (at least one), or nullptr.
 const char* digits(const char* p, const char* end) {
   if (p == end || !is_digit(*p)) return nullptr;
@@ -72,7 +86,7 @@ const char* PlainJsonScanner::object(const char* p, const char* end, JsonValue& 
     std::string& key = v.members[used].first;
     if (!(p = string(p, end, key))) return nullptr;
     for (size_t m = 0; m < used; ++m)
-      if (v.members[m].first == key) return nullptr;
+      if (same_key(v.members[m].first, key)) return nullptr;
     p = skip_space(p, end);
     if (p == end || *p != ':') return nullptr;
     p = skip_space(p + 1, end);
@@ -111,9 +125,10 @@ const char* PlainJsonScanner::array(const char* p, const char* end, JsonValue& v
   return p + 1;
 }
 
-// A number by JSON's grammar. An integer's text is its value printed again (as the library's
-// integer events are: "-0" becomes "0"); a decimal keeps its text as written and its value is
-// the correctly rounded double (as strtod, which the library calls, gives). Integers of more than
+// A number by JSON's grammar. An integer keeps its text as written, which is its value printed
+// again as the library's integer events are (JSON integers have no '+' and no leading zero), but
+// for "-0", printed "0"; a decimal keeps its text as written and its value is the correctly
+// rounded double (as strtod, which the library calls, gives). Integers of more than
 // 18 digits and decimals out of the double's range are left to the library.
 const char* PlainJsonScanner::number(const char* p, const char* end, JsonValue& v) const {
   const char* start = p;
@@ -137,11 +152,11 @@ const char* PlainJsonScanner::number(const char* p, const char* end, JsonValue& 
     if (p - first > 18) return nullptr;
     int64_t n = 0;
     for (const char* d = first; d < p; ++d) n = n * 10 + (*d - '0');
-    if (negative) n = -n;
-    char buf[24];
-    const char* buf_end = std::to_chars(buf, buf + sizeof buf, n).ptr;
-    v.text.assign(buf, size_t(buf_end - buf));
-    v.number = double(n);
+    v.number = double(negative ? -n : n);
+    if (negative && n == 0)  // "-0": the only integer printed other than as written
+      v.text = "0";
+    else
+      v.text.assign(start, size_t(p - start));
     return p;
   }
   double d = 0;
@@ -159,9 +174,7 @@ const char* PlainJsonScanner::string(const char* p, const char* end, std::string
   ++p;
   for (;;) {
     const char* run = p;
-    while (p < end && *p != '"' && *p != '\\' && static_cast<unsigned char>(*p) >= 0x20 &&
-           static_cast<unsigned char>(*p) < 0x80)
-      ++p;
+    while (p < end && kPlain.plain[static_cast<unsigned char>(*p)]) ++p;
     out.append(run, size_t(p - run));
     if (p == end) return nullptr;
     if (*p == '"') return p + 1;

@@ -115,9 +115,9 @@ TEST(JsonPlain, ScansPlainValuesAndGivesUpOnTheRest) {
   EXPECT_EQ(scan.scan(plain.data(), end, v), end - 1);
   EXPECT_EQ(json_to_text(v), R"({"ph":"X","ts":1.500,"n":0,"args":{"s":"a\"b","l":[1,true,null]}})");
   EXPECT_EQ(v.find("ts")->number, 1.5);
-  for (const char* not_plain : {R"({"a":"\u0041"} )", "{\"a\":\"\xc3\xa9\"} ", R"({"a":1,"a":2} )",
-                                       R"({"a":1e999} )", R"({"a":12345678901234567890} )", R"({"a":1)",
-                                       R"({"a":[[[[[[[[1]]]]]]]]} )", R"({"a":01} )"}) {
+  for (const char* not_plain :
+       {R"({"a":"\u0041"} )", "{\"a\":\"\xc3\xa9\"} ", R"({"a":1,"a":2} )", R"({"a":1e999} )",
+        R"({"a":12345678901234567890} )", R"({"a":1)", R"({"a":[[[[[[[[1]]]]]]]]} )", R"({"a":01} )"}) {
     JsonValue w;
     EXPECT_EQ(scan.scan(not_plain, not_plain + std::strlen(not_plain), w), nullptr) << not_plain;
   }
