@@ -1,7 +1,8 @@
 // byte_source: the bytes the report's readers parse, read front to back: either text already in
 // memory (the pure parsers, tests, fuzzers) or an open regular file read in 1 MiB chunks, so a
 // large trace is never held whole. The JSON layer (reporting/json.h) reads it through an input
-// iterator; the readers skip whitespace and read lines with it. Positions are byte offsets from
+// iterator, and its plain scanner through a window of the bytes in hand; the readers skip
+// whitespace and read lines with it. Positions are byte offsets from
 // the start; line_column turns one into "line L, column C" (for an error: it rereads a file's
 // head, so it costs a pass over the bytes before that offset, once).
 #pragma once

@@ -1,6 +1,7 @@
 // json: nlohmann's SAX parser feeding the report's value tree (see reporting/json.h). The grammar,
 // UTF-8 checks, escapes and numbers are the library's; this file adds the tree, the depth limit,
-// the duplicate-key check and the "line L, column C: reason" messages.
+// the duplicate-key check and the "line L, column C: reason" messages, and takes turns with the
+// plain scanner (reporting/json_plain.h) over a stream of items.
 #include "reporting/json.h"
 #include "reporting/json_plain.h"
 

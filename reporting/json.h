@@ -4,7 +4,10 @@
 // column C: reason" (1-based, columns in bytes; nlohmann's byte position turned into line and
 // column). On top of the library's grammar: a nesting-depth limit (checked as the parser
 // descends, so hostile input costs linear time and bounded memory), duplicate keys in an object
-// are an error, and numbers keep the token as written ("1.0" stays "1.0").
+// are an error, and numbers keep the token as written ("1.0" stays "1.0"). A stream of items
+// (read_json_items of an array: the trace's events) is read by our plain scanner
+// (reporting/json_plain.h) where it can, which gives the same values; the rest and every error
+// are the library's.
 #pragma once
 #include <cstddef>
 #include <functional>
