@@ -241,11 +241,11 @@ FUZZ_SRC_step_list      := src/step_list.cc
 FUZZ_SRC_perturb_spec   := src/perturb_spec.cc src/step_list.cc
 FUZZ_SRC_test_pause     := src/stop_signal.cc
 FUZZ_SRC_what_if_spec   := src/what_if_spec.cc comm/thread_cpu_clock.cc
-FUZZ_SRC_json           := reporting/json.cc reporting/byte_source.cc
-FUZZ_SRC_metrics        := reporting/json.cc reporting/byte_source.cc reporting/metrics_reader.cc reporting/file_io.cc src/safe_file.cc \
+FUZZ_SRC_json           := reporting/json.cc reporting/json_plain.cc reporting/byte_source.cc
+FUZZ_SRC_metrics        := reporting/json.cc reporting/json_plain.cc reporting/byte_source.cc reporting/metrics_reader.cc reporting/file_io.cc src/safe_file.cc \
                            reporting/svg.cc reporting/timeline_reader.cc reporting/trace_args.cc reporting/timeline_lanes.cc \
                            reporting/html_report.cc reporting/time_split_report.cc reporting/algorithm_steps.cc
-FUZZ_SRC_timeline       := reporting/json.cc reporting/byte_source.cc reporting/timeline_reader.cc reporting/trace_args.cc \
+FUZZ_SRC_timeline       := reporting/json.cc reporting/json_plain.cc reporting/byte_source.cc reporting/timeline_reader.cc reporting/trace_args.cc \
                            reporting/file_io.cc reporting/svg.cc reporting/timeline_lanes.cc reporting/algorithm_steps.cc src/safe_file.cc
 FUZZ_LIBS_idx           := -lz
 FUZZ_LIBS_checkpoint    := -lz

@@ -6,7 +6,8 @@
 # Usage (from the repository root, after `make`; run_bench.sh calls it):
 #   bash bench/report_bench.sh REPORT_INPUT OUTDIR
 # Environment: BENCH_REPORT_STEPS="2800 11000 28000 100000", BENCH_REPORT_RANKS="2 4" (the
-# 100,000-step row runs at the first rank count only: at 4 ranks its trace is 1.7 GB),
+# 100,000-step row runs at the first rank count only: at 4 ranks its trace is 2.9 GB, over
+# ./report's 1 GiB input limit),
 # BENCH_REPORT_KEEP=1 keeps the generated inputs.
 set -euo pipefail
 export LC_ALL=C

@@ -20,25 +20,54 @@ ByteSource::ByteSource(int fd, size_t size, std::string name) : size_(size), fd_
   p_ = end_ = buf_begin_ = buf_.data();
 }
 
+// Reads up to want bytes of the file from offset base_ + (to - buf_begin_) into to; how many it
+// read (fewer only at the end: a file that shrank while read ends there).
+size_t ByteSource::read_into(char* to, size_t want) {
+  const size_t from = base_ + size_t(to - buf_begin_);
+  size_t got = 0;
+  while (got < want) {
+    const ssize_t n = ::pread(fd_, to + got, want - got, off_t(from + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::runtime_error("cannot read " + name_ + ": " + std::strerror(errno));
+    if (n == 0) {
+      size_ = from + got;  // the file shrank while being read: its end is here
+      break;
+    }
+    got += size_t(n);
+  }
+  return got;
+}
+
 // Reads the next chunk of the file (at most up to size_); false at the end.
 bool ByteSource::refill() {
   if (fd_ < 0) return false;
   base_ += size_t(end_ - buf_begin_);
   p_ = end_ = buf_begin_ = buf_.data();
-  const size_t want = std::min(buf_.size(), size_ - base_);
-  size_t got = 0;
-  while (got < want) {
-    const ssize_t n = ::pread(fd_, buf_.data() + got, want - got, off_t(base_ + got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw std::runtime_error("cannot read " + name_ + ": " + std::strerror(errno));
-    if (n == 0) {
-      size_ = base_ + got;  // the file shrank while being read: its end is here
-      break;
-    }
-    got += size_t(n);
-  }
+  const size_t got = read_into(buf_.data(), std::min(buf_.size(), size_ - base_));
   end_ = buf_begin_ + got;
   return got > 0;
+}
+
+std::string_view ByteSource::window(size_t want) {
+  if (size_t(end_ - p_) < want && fd_ >= 0 && !window_is_all()) {
+    const size_t kept = size_t(end_ - p_);
+    std::memmove(buf_.data(), p_, kept);
+    base_ += size_t(p_ - buf_begin_);
+    p_ = buf_begin_ = buf_.data();
+    end_ = p_ + kept;
+    end_ += read_into(buf_.data() + kept, std::min(buf_.size() - kept, size_ - base_ - kept));
+  }
+  return std::string_view(p_, size_t(end_ - p_));
+}
+
+void ByteSource::rewind_to(size_t offset) {
+  offset = std::min(offset, size_);
+  if (fd_ < 0) {
+    p_ = text_.data() + offset;
+    return;
+  }
+  base_ = offset;  // nothing in hand: the next read starts there
+  p_ = end_ = buf_begin_ = buf_.data();
 }
 
 void ByteSource::skip_space() {

@@ -1,7 +1,8 @@
 // byte_source: the bytes the report's readers parse, read front to back: either text already in
 // memory (the pure parsers, tests, fuzzers) or an open regular file read in 1 MiB chunks, so a
 // large trace is never held whole. The JSON layer (reporting/json.h) reads it through an input
-// iterator; the readers skip whitespace and read lines with it. Positions are byte offsets from
+// iterator, and its plain scanner through a window of the bytes in hand; the readers skip
+// whitespace and read lines with it. Positions are byte offsets from
 // the start; line_column turns one into "line L, column C" (for an error: it rereads a file's
 // head, so it costs a pass over the bytes before that offset, once).
 #pragma once
@@ -29,6 +30,17 @@ class ByteSource {
   size_t offset() const { return base_ + size_t(p_ - buf_begin_); }
   size_t size() const { return size_; }
 
+  // The bytes in hand from the next one on: at least min(want, what is left of the source) of
+  // them (a file's are read on, the unread ones moved to the front of the buffer when needed;
+  // want is at most the 1 MiB buffer). skip(n) then moves on n of them.
+  std::string_view window(size_t want);
+  void skip(size_t n) { p_ += n; }
+  // Whether the bytes in hand run to the end of the source.
+  bool window_is_all() const { return base_ + size_t(end_ - buf_begin_) >= size_; }
+
+  // Goes back (or on) to offset (<= size()): the next byte read is that one.
+  void rewind_to(size_t offset);
+
   // Skips JSON whitespace (space, tab, CR, LF).
   void skip_space();
   // The bytes up to the next '\n' (not included; a '\r' before it dropped) into line; false when
@@ -50,15 +62,16 @@ class ByteSource {
     using pointer = const char*;
     using reference = char;
     Iterator() = default;  // the end
-    explicit Iterator(ByteSource* s) : s_(s) {}
-    char operator*() const { return char(s_->peek()); }
+    // prefix: bytes given before the source's (a C string that outlives the iterator).
+    explicit Iterator(ByteSource* s, const char* prefix = "") : s_(s), prefix_(prefix) {}
+    char operator*() const { return *prefix_ ? *prefix_ : char(s_->peek()); }
     Iterator& operator++() {
-      s_->advance();
+      step();
       return *this;
     }
     Iterator operator++(int) {
       Iterator old = *this;
-      s_->advance();
+      step();
       return old;
     }
     // Only comparisons with the end are meaningful: equal when the source is exhausted.
@@ -66,14 +79,22 @@ class ByteSource {
     bool operator!=(const Iterator& o) const { return !(*this == o); }
 
    private:
-    bool done() const { return !s_ || s_->at_end(); }
+    bool done() const { return !s_ || (!*prefix_ && s_->at_end()); }
+    void step() {
+      if (*prefix_)
+        ++prefix_;
+      else
+        s_->advance();
+    }
     ByteSource* s_ = nullptr;
+    const char* prefix_ = "";
   };
-  Iterator begin() { return Iterator(this); }
+  Iterator begin(const char* prefix = "") { return Iterator(this, prefix); }
   static Iterator end() { return Iterator(); }
 
  private:
   bool refill();
+  size_t read_into(char* to, size_t want);
 
   const char* p_ = nullptr;          // the next byte
   const char* end_ = nullptr;        // end of the bytes in hand

@@ -3,8 +3,6 @@
 #include "reporting/file_io.h"
 #include "src/safe_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,18 +10,9 @@
 
 namespace {
 
-// What a path that is not a regular file is, for the one-line refusal.
-const char* kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
-std::string not_regular(const std::string& path, mode_t mode) {
-  const std::string kind = kind_of(mode);
+// "cannot read PATH: it is a FIFO, not a regular file" (a directory, a device, a socket).
+std::string not_regular(const std::string& path, unsigned mode) {
+  const std::string kind = file_kind(mode);
   return "cannot read " + path + ": it is " + (kind.rfind("a ", 0) == 0 ? kind + ", not a regular file" : kind);
 }
 
@@ -33,32 +22,19 @@ InputFile::~InputFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+// The checks are safe_file's (src/safe_file.h); only the words are the report's.
 bool InputFile::open(const std::string& path, size_t max_bytes, std::string& error) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  struct stat st {};
-  if (fd_ < 0) {
-    const int open_errno = errno;
-    // A socket cannot be opened at all (ENXIO): name what it is rather than the errno.
-    error = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)
-                ? not_regular(path, st.st_mode)
-                : "cannot read " + path + ": " + std::strerror(open_errno);
-    return false;
-  }
-  if (::fstat(fd_, &st) != 0) {
-    error = "cannot read " + path + ": " + std::strerror(errno);
-    return false;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    error = not_regular(path, st.st_mode);
-    return false;
-  }
-  size_ = size_t(st.st_size);
-  if (size_ > max_bytes) {
-    error = "cannot read " + path + ": " + std::to_string(size_) + " bytes, larger than the limit of " +
+  ReadRefusal no;
+  fd_ = try_open_regular_for_read(path, max_bytes, &size_, &no);
+  if (fd_ >= 0) return true;
+  if (no.mode)  // a socket cannot be opened at all (ENXIO): name what it is rather than the errno
+    error = not_regular(path, no.mode);
+  else if (no.open_errno || no.check_errno)
+    error = "cannot read " + path + ": " + std::strerror(no.open_errno ? no.open_errno : no.check_errno);
+  else
+    error = "cannot read " + path + ": " + std::to_string(no.size) + " bytes, larger than the limit of " +
             std::to_string(max_bytes >> 20) + " MiB";
-    return false;
-  }
-  return true;
+  return false;
 }
 
 bool write_whole_file(const std::string& path, const std::string& bytes, std::string& error) {

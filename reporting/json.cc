@@ -1,7 +1,9 @@
 // json: nlohmann's SAX parser feeding the report's value tree (see reporting/json.h). The grammar,
 // UTF-8 checks, escapes and numbers are the library's; this file adds the tree, the depth limit,
-// the duplicate-key check and the "line L, column C: reason" messages.
+// the duplicate-key check and the "line L, column C: reason" messages, and takes turns with the
+// plain scanner (reporting/json_plain.h) over a stream of items.
 #include "reporting/json.h"
+#include "reporting/json_plain.h"
 
 #include <nlohmann/json.hpp>
 
@@ -288,12 +290,12 @@ class ItemStreamer {
     return descend();
   }
   bool end_object() {
-    if (item_open_) return item(item_.end_object());
+    if (item_open_) return item(item_.end_object(), true);
     --depth_;
     return true;
   }
   bool end_array() {
-    if (item_open_) return item(item_.end_array());
+    if (item_open_) return item(item_.end_array(), true);
     if (in_items_ && depth_ == items_depth_) in_items_ = false;
     --depth_;
     return true;
@@ -323,26 +325,38 @@ class ItemStreamer {
   JsonItems result() const { return result_; }
   bool closed_after_comma() const { return closed_after_comma_; }
 
+  // Read on from inside the items array: the parser is given "[[]" before the source's bytes
+  // (which follow an item), and that "[]" item is not handed on.
+  void resume_after_an_item() { skip_ = 1; }
+  // Stop (the parse returns false, yielded() true) just after the next item that is an array or
+  // an object, so that its caller can read on from there.
+  void yield_after_an_item() { yield_ = true; }
+  bool yielded() const { return yielded_; }
+
  private:
   // At the items' own level, or inside an item being built.
   bool in_item() const { return item_open_ || (in_items_ && depth_ == items_depth_); }
   bool container_item(bool ok) {
     if (!item_open_) item_start_ = src_.offset() - 1;  // the '{' or '[' just read
-    return item(ok);
+    return item(ok, true);
   }
   bool scalar_item(bool ok) {
     if (!item_open_) item_start_ = scalar_start();
-    return item(ok);
+    return item(ok, false);
   }
   // After an event went to the item's builder: a finished item goes to each_item.
-  bool item(bool ok) {
+  bool item(bool ok, bool container) {
     if (!ok) return false;
     item_open_ = !item_.done();
-    if (!item_open_) {
-      each_(item_.value(), item_start_);
-      prev_end_ = src_.offset();
+    if (item_open_) return true;
+    prev_end_ = src_.offset();
+    if (skip_ > 0) {
+      --skip_;
+      return true;
     }
-    return true;
+    each_(item_.value(), item_start_);
+    yielded_ = yield_ && container;  // a scalar's parser has read one byte past it: go on
+    return !yielded_;
   }
   // A scalar item's first byte: the parser has read past it, so look again at what followed
   // the previous item (rare: traces hold objects).
@@ -368,6 +382,8 @@ class ItemStreamer {
   size_t depth_ = 0;  // containers open around the parser, an item's own excluded
   bool next_is_items_ = false, in_items_ = false, item_open_ = false, closed_after_comma_ = false;
   size_t item_start_ = 0, prev_end_ = 0;
+  size_t skip_ = 0;                       // items still to drop (the "[]" of a resumed read)
+  bool yield_ = false, yielded_ = false;  // see yield_after_an_item
   JsonItems result_;
   std::unordered_set<std::string> root_keys_;
 };
@@ -426,19 +442,106 @@ JsonValue parse_json(const std::string& text, const JsonLimits& limits) {
   return read_value(src, limits);
 }
 
-JsonItems read_json_items(ByteSource& src, const std::string& key, const JsonLimits& limits, bool tolerant,
-                          const std::function<void(const JsonValue&, size_t)>& each_item) {
-  ParseFailure fail(src, src.offset());
+namespace {
+
+// How a read of items by the library ended.
+enum class LibraryRead { kYielded, kFinished };
+
+// Reads items with nlohmann's parser from src's position: the start of the array (after_item
+// false), or just after an item inside it. With one_item, returns kYielded right after the next
+// array or object item; otherwise, or at an error, the array's end or a scalar item, reads to the
+// end and returns kFinished with *result set (or throws the JsonError).
+LibraryRead read_items_by_library(ByteSource& src, const std::string& key, const JsonLimits& limits, bool tolerant,
+                                  const std::function<void(const JsonValue&, size_t)>& each_item, bool after_item,
+                                  bool one_item, JsonItems* result) {
+  static const char kResume[] = "[[]";  // the parser's state inside the array after an item
+  const size_t resume_bytes = after_item ? sizeof kResume - 1 : 0;
+  ParseFailure fail(src, src.offset() - resume_bytes);  // offsets count the given bytes too
   ItemStreamer s(src, fail, key, limits, tolerant, each_item);
-  if (njson::sax_parse(src.begin(), ByteSource::end(), &s, njson::input_format_t::json, true)) return s.result();
-  if (s.result().cut_short) return s.result();
+  if (after_item) s.resume_after_an_item();
+  if (one_item) s.yield_after_an_item();
+  const bool ok =
+      njson::sax_parse(src.begin(after_item ? kResume : ""), ByteSource::end(), &s, njson::input_format_t::json, true);
+  if (s.yielded()) return LibraryRead::kYielded;
+  *result = s.result();
+  if (ok || result->cut_short) return LibraryRead::kFinished;
   if (!s.closed_after_comma()) fail.raise();
   src.skip_space();  // after the ']' that closed "[ a, ]"
   if (!src.at_end()) {
     fail.set(src.offset(), "unexpected text after the closing ']'");
     fail.raise();
   }
-  return s.result();
+  return LibraryRead::kFinished;
+}
+
+JsonItems read_mostly_plain(ByteSource& src, const JsonLimits& limits, bool tolerant,
+                            const std::function<void(const JsonValue&, size_t)>& each_item);
+
+// The items of the array src holds, each object scanned by PlainJsonScanner when it is plain
+// JSON and in hand whole, and by the library otherwise (that one item, then the scanner again).
+// What lies between items (whitespace, the ',' and the closing ']') is read here only when it is
+// exactly ", " or "]" at the end; anything else goes to the library too, so every error, and
+// every way a killed writer leaves the file, is the library's reading of the same bytes.
+//
+// The library, started just after an item, is given "[[]" before the source's bytes: its state
+// then is the one it would have there, except for the text its messages quote as "last read"
+// (from the last string, number or literal on). So when that read fails, the source is read
+// again from the start by the library alone, handing on nothing, for its own message.
+JsonItems read_plain_items(ByteSource& src, const JsonLimits& limits, bool tolerant,
+                           const std::function<void(const JsonValue&, size_t)>& each_item) {
+  const size_t start = src.offset();
+  try {
+    return read_mostly_plain(src, limits, tolerant, each_item);
+  } catch (const JsonError&) {
+    src.rewind_to(start);
+    JsonItems result;
+    read_items_by_library(
+        src, "", limits, tolerant, [](const JsonValue&, size_t) {}, false, false, &result);
+    throw std::logic_error("read_plain_items: the library read without an error what it failed on before");
+  }
+}
+
+JsonItems read_mostly_plain(ByteSource& src, const JsonLimits& limits, bool tolerant,
+                            const std::function<void(const JsonValue&, size_t)>& each_item) {
+  constexpr size_t kWindow = size_t(64) << 10;  // an item longer than this goes to the library
+  const PlainJsonScanner scanner(limits.max_depth > 1 ? limits.max_depth - 1 : 0);
+  JsonValue item;
+  JsonItems result;
+  bool after_item = false;  // src is just after an item (else before the array's '[')
+  for (;;) {
+    const std::string_view w = src.window(kWindow);
+    const char* end = w.data() + w.size();
+    const char* p = PlainJsonScanner::skip_space(w.data(), end);
+    if (p < end && *p == (after_item ? ',' : '[')) {
+      p = PlainJsonScanner::skip_space(p + 1, end);
+      const char* next = p < end && *p == '{' ? scanner.scan(p, end, item) : nullptr;
+      if (next) {
+        each_item(item, src.offset() + size_t(p - w.data()));
+        src.skip(size_t(next - w.data()));
+        after_item = true;
+        continue;
+      }
+    } else if (after_item && p < end && *p == ']' && src.window_is_all() &&
+               PlainJsonScanner::skip_space(p + 1, end) == end) {
+      src.skip(w.size());
+      result.found = true;
+      return result;
+    }
+    if (read_items_by_library(src, "", limits, tolerant, each_item, after_item, true, &result) ==
+        LibraryRead::kFinished)
+      return result;
+    after_item = true;
+  }
+}
+
+}  // namespace
+
+JsonItems read_json_items(ByteSource& src, const std::string& key, const JsonLimits& limits, bool tolerant,
+                          const std::function<void(const JsonValue&, size_t)>& each_item) {
+  if (key.empty() && limits.scan_plain) return read_plain_items(src, limits, tolerant, each_item);
+  JsonItems result;
+  read_items_by_library(src, key, limits, tolerant, each_item, false, false, &result);
+  return result;
 }
 
 std::string json_to_text(const JsonValue& v) {

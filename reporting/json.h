@@ -4,7 +4,10 @@
 // column C: reason" (1-based, columns in bytes; nlohmann's byte position turned into line and
 // column). On top of the library's grammar: a nesting-depth limit (checked as the parser
 // descends, so hostile input costs linear time and bounded memory), duplicate keys in an object
-// are an error, and numbers keep the token as written ("1.0" stays "1.0").
+// are an error, and numbers keep the token as written ("1.0" stays "1.0"). A stream of items
+// (read_json_items of an array: the trace's events) is read by our plain scanner
+// (reporting/json_plain.h) where it can, which gives the same values; the rest and every error
+// are the library's.
 #pragma once
 #include <cstddef>
 #include <functional>
@@ -26,6 +29,9 @@ struct JsonError : std::runtime_error {
 struct JsonLimits {
   size_t max_depth = 64;          // arrays/objects nested deeper are an error
   size_t max_bytes = 256u << 20;  // parse_json: longer text is an error
+  // read_json_items of an array: plain items scanned by reporting/json_plain.h (the same values,
+  // faster), the rest by the library. false: every byte by the library (tests compare the two).
+  bool scan_plain = true;
 };
 
 struct JsonValue {

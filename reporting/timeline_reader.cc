@@ -164,9 +164,11 @@ class Collector {
 // The events, streamed out of the file one at a time: the array form "[ e, e, ..." (read as a
 // killed run leaves it too: no ']' after any event or comma, or a last event cut short), or the
 // object form {"traceEvents": [ e, ... ], ...}.
-void read_events(ByteSource& src, bool array_form, const std::string& filename, Collector& c, Timeline& t) {
+void read_events(ByteSource& src, bool array_form, const std::string& filename, Collector& c, Timeline& t,
+                 bool scan_plain) {
   JsonLimits limits;
   limits.max_depth = 32;
+  limits.scan_plain = scan_plain;
   JsonItems items;
   try {
     items =
@@ -181,13 +183,13 @@ void read_events(ByteSource& src, bool array_form, const std::string& filename, 
   t.cut_short = items.cut_short;
 }
 
-Timeline parse_timeline(ByteSource& src, const std::string& filename) {
+Timeline parse_timeline(ByteSource& src, const std::string& filename, bool scan_plain) {
   Timeline t;
   Collector c(t);
   src.skip_space();
   const int first = src.at_end() ? -1 : src.peek();
   if (first == '[' || first == '{')
-    read_events(src, first == '[', filename, c, t);
+    read_events(src, first == '[', filename, c, t, scan_plain);
   else
     throw TimelineError(filename + ": not a trace file (expected a JSON array or an object with \"traceEvents\")");
   c.finish();
@@ -196,9 +198,9 @@ Timeline parse_timeline(ByteSource& src, const std::string& filename) {
 
 }  // namespace
 
-Timeline parse_timeline_text(const std::string& text, const std::string& filename) {
+Timeline parse_timeline_text(const std::string& text, const std::string& filename, bool scan_plain) {
   ByteSource src(text);
-  return parse_timeline(src, filename);
+  return parse_timeline(src, filename, scan_plain);
 }
 
 Timeline read_timeline_file(const std::string& path) {
@@ -206,7 +208,7 @@ Timeline read_timeline_file(const std::string& path) {
   std::string error;
   if (!f.open(path, kMaxFileBytes, error)) throw TimelineError(error);
   ByteSource src(f.fd(), f.size(), path);
-  return parse_timeline(src, path);
+  return parse_timeline(src, path, true);
 }
 
 std::vector<long> recorded_steps(const Timeline& t) {

@@ -48,7 +48,9 @@ struct Timeline {
 std::string arg_of(const std::vector<std::pair<std::string, std::string>>& args, const std::string& key);
 std::string arg_of(const TraceArgs& args, const std::string& key);
 
-Timeline parse_timeline_text(const std::string& text, const std::string& filename);
+// scan_plain false: every event read by nlohmann's parser, none by the plain scanner
+// (reporting/json_plain.h); the tests and the fuzzer check that both readings agree.
+Timeline parse_timeline_text(const std::string& text, const std::string& filename, bool scan_plain = true);
 // Reads path and parses it; an unreadable file is "cannot read PATH: reason".
 Timeline read_timeline_file(const std::string& path);
 

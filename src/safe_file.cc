@@ -117,20 +117,39 @@ std::string file_kind(unsigned mode) {
   return "not a regular file";
 }
 
-int open_regular_for_read(const std::string& path, size_t max_bytes, const std::string& what, size_t* size) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) fail(path, what, std::string("cannot be opened: ") + std::strerror(errno));
+int try_open_regular_for_read(const std::string& path, size_t max_bytes, size_t* size, ReadRefusal* why) {
+  *why = ReadRefusal();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   struct stat st;
-  std::string why = not_regular(fd, &st);
-  if (why.empty() && uint64_t(st.st_size) > uint64_t(max_bytes))
-    why = "is " + std::to_string(st.st_size) + " bytes, more than the " + std::to_string(max_bytes) + " it can be";
-  if (!why.empty()) {
+  if (fd < 0) {
+    why->open_errno = errno;
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) why->mode = st.st_mode;
+    return -1;
+  }
+  if (::fstat(fd, &st) != 0)
+    why->check_errno = errno;
+  else if (!S_ISREG(st.st_mode))
+    why->mode = st.st_mode;
+  else if (uint64_t(st.st_size) > uint64_t(max_bytes))
+    why->size = size_t(st.st_size);
+  if (why->check_errno || why->mode || why->size) {
     ::close(fd);
-    fail(path, what, why);
+    return -1;
   }
   clear_nonblock(fd);
   *size = size_t(st.st_size);
   return fd;
+}
+
+int open_regular_for_read(const std::string& path, size_t max_bytes, const std::string& what, size_t* size) {
+  ReadRefusal no;
+  const int fd = try_open_regular_for_read(path, max_bytes, size, &no);
+  if (fd >= 0) return fd;
+  if (no.open_errno) fail(path, what, std::string("cannot be opened: ") + std::strerror(no.open_errno));
+  if (no.check_errno) fail(path, what, std::string("cannot be checked: ") + std::strerror(no.check_errno));
+  if (no.mode) fail(path, what, "is " + file_kind(no.mode) + ", not a regular file");
+  fail(path, what,
+       "is " + std::to_string(no.size) + " bytes, more than the " + std::to_string(max_bytes) + " it can be");
 }
 
 std::string read_regular_file(const std::string& path, size_t max_bytes, const std::string& what) {

@@ -27,6 +27,18 @@ struct SafeFileError : std::runtime_error {
 // "a FIFO", "a directory", "a character device", ... for a stat mode (st_mode).
 std::string file_kind(unsigned mode);
 
+// Why PATH cannot be read as a regular file, for a caller that words its own message.
+struct ReadRefusal {
+  int open_errno = 0;   // the errno of a failed open (0: it opened)
+  int check_errno = 0;  // the errno of a failed fstat after it opened
+  unsigned mode = 0;    // the st_mode of a path that is not a regular file (0: it is, or unknown)
+  size_t size = 0;      // its size, when that is over the limit (0: it is not)
+};
+
+// open_regular_for_read without the throw: the descriptor, or -1 with *why filled. When the open
+// fails, the path is stat'ed for its kind too (a socket cannot be opened at all: ENXIO).
+int try_open_regular_for_read(const std::string& path, size_t max_bytes, size_t* size, ReadRefusal* why);
+
 // An open descriptor of the regular file PATH (O_RDONLY | O_NONBLOCK cleared after the check),
 // with its size in *size. Throws SafeFileError naming WHAT: missing, not regular, over max_bytes.
 int open_regular_for_read(const std::string& path, size_t max_bytes, const std::string& what, size_t* size);

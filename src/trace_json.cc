@@ -152,14 +152,26 @@ void append_piece(std::string* out, const char* side, uint64_t lo, uint64_t hi, 
   if (elements == Net::kNumParams) *out += ",\"" + k + "_layers\":" + trace_quote(layers_covering(lo, hi));
 }
 
-// The step's name: "ring reduce-scatter 1/3" (its phase, and its place in the phase).
-std::string step_name(const TimelineRecord& r, const TraceContext& c) {
-  const std::string alg = trace_algorithm_name(r.algorithm);
+// Whether the step is one of our algorithms' steps at this world size (it has a place in its phase).
+bool is_algorithm_step(const TimelineRecord& r, const TraceContext& c) {
   const std::string phase = r.phase ? r.phase : "step";
-  const std::string at = phase_position(r.algorithm, c.world_size, r.algo_step);
-  if (at.rfind(phase + " ", 0) == 0) return alg + " " + at;
-  // not a step of ours (a test's own exchange): its phase, number and peer
-  std::string name = alg + " " + phase + " " + std::to_string(r.algo_step);
+  return phase_position(r.algorithm, c.world_size, r.algo_step).rfind(phase + " ", 0) == 0;
+}
+
+// The name of a step's messages, the same on every rank: "ring reduce-scatter 1/3" for a step of
+// ours, else (a test's own exchange, or a world size the trace does not know) its algorithm, phase
+// and number. Sender and receiver name the message alike, so its two flow ends pair.
+std::string message_name(const TimelineRecord& r, const TraceContext& c) {
+  const std::string alg = trace_algorithm_name(r.algorithm);
+  if (is_algorithm_step(r, c)) return alg + " " + phase_position(r.algorithm, c.world_size, r.algo_step);
+  return alg + " " + (r.phase ? r.phase : "step") + " " + std::to_string(r.algo_step);
+}
+
+// The step's slice name: its message name, and for a step that is not ours also its peer
+// ("ring step 2 -> rank 1"), as the rank's own lane has no other place to say it.
+std::string step_name(const TimelineRecord& r, const TraceContext& c) {
+  const std::string name = message_name(r, c);
+  if (is_algorithm_step(r, c)) return name;
   if (r.send_peer >= 0) return name + " -> rank " + std::to_string(r.send_peer);
   return r.recv_peer >= 0 ? name + " <- rank " + std::to_string(r.recv_peer) : name;
 }
@@ -182,8 +194,9 @@ std::string flow_args(const TimelineRecord& r, int chunk, uint64_t bytes, int fr
 }
 
 // "ring reduce-scatter 1/3", its slice with what moved (peers, chunks, element ranges, layers,
-// bytes), then the flow ends: 's' for the message sent, 'f' for the one received, each named
-// "ring reduce-scatter 1/3: chunk 0 (21840 B)".
+// bytes), then the flow ends: 's' for the message sent, 'f' for the one received, each named by
+// the message ("ring reduce-scatter 1/3: chunk 0 (21840 B)"), never by a peer, so the two ends
+// pair.
 void append_step(std::string* out, const TimelineRecord& r, const TraceContext& c) {
   const std::string name = step_name(r, c);
   open_slice(out, name, "comm", r, c);
@@ -216,8 +229,9 @@ void append_step(std::string* out, const TimelineRecord& r, const TraceContext& 
   // Both ends 1 ns inside the slice (when it is that long), so each binds to this slice and not
   // to the step before or after it.
   const int64_t inside = r.end_ns - r.begin_ns >= 2 ? 1 : 0;
+  const std::string message = message_name(r, c);
   auto flow_name = [&](int chunk, uint64_t bytes) {
-    return name + ": chunk " + std::to_string(chunk) + " (" + std::to_string(bytes) + " B)";
+    return message + ": chunk " + std::to_string(chunk) + " (" + std::to_string(bytes) + " B)";
   };
   if (r.send_peer >= 0)
     append_flow(out, 's', trace_flow_id(r.call, r.algo_step, c.rank, r.send_peer), r.begin_ns + inside,

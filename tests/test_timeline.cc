@@ -28,6 +28,7 @@
 #include "src/step_range.h"
 #include "src/timeline.h"
 #include "src/trace_json.h"
+#include "reporting/timeline_reader.h"
 #include "tests/mini_json.h"
 #include "tests/test_hosts_fixture.h"
 #include "tests/test_util.h"
@@ -291,6 +292,49 @@ TEST(TimelineTrace, FormatsLinesAsJson) {
   EXPECT_EQ(ev[3]["bp"].s(), "e");
   EXPECT_EQ(ev[3]["id"].n(), double(trace_flow_id(-1, 2, 0, 1)));
   EXPECT_EQ(ev[4]["args"]["name"].s(), "rank 1 @ h\"1");
+}
+
+// A step that is not one of our algorithms' (a test's own exchange, or a trace written without
+// the world size, as bench/report_input.cc's) is named by its peer on its own lane, but both ends
+// of each message carry the same rank-independent flow name, so every send pairs with its
+// receive: 3 ranks x 4 steps in a ring give 12 arrows and no end left waiting.
+TEST(TimelineTrace, FlowEndsOfStepsNotOursPairAcrossRanks) {
+  const int world = 3, steps = 4;
+  std::string out = "[\n";
+  size_t patch = std::string::npos;
+  for (int rank = 0; rank < world; ++rank) {
+    TraceContext c;
+    c.rank = rank;
+    c.backend = "gloo";
+    c.algorithm = "ring";
+    for (int k = 0; k < steps; ++k) {
+      TimelineRecord r;
+      r.kind = TimelineKind::kAllreduceStep;
+      r.track = kCommTrack;
+      r.algorithm = AllreduceAlgorithm::kRing;
+      r.phase = k < 2 ? "reduce-scatter" : "allgather";
+      r.call = 5;
+      r.step = 1;
+      r.algo_step = k;
+      r.send_peer = (rank + 1) % world;
+      r.recv_peer = (rank + world - 1) % world;
+      r.bytes = r.recv_bytes = 400;
+      r.begin_ns = 1000 * (k + 1);
+      r.end_ns = r.begin_ns + 900;
+      append_trace_record(&out, r, c, &patch);
+    }
+  }
+  out += trace_end(world);
+  const std::vector<Value> ev = events_of(out, "exchange");
+  EXPECT_EQ(ev[0]["name"].s(), "ring reduce-scatter 0 -> rank 1");  // the slice names its peer
+  EXPECT_EQ(ev[1]["name"].s(),
+            "ring reduce-scatter 0: chunk " + std::to_string(int(ev[1]["args"]["chunk"].n())) + " (400 B)");
+  const Timeline t = parse_timeline_text(out, "exchange.json");
+  ASSERT_EQ(t.flows.size(), size_t(world * steps));
+  for (const TraceFlow& f : t.flows) {
+    EXPECT_EQ(f.to_pid, (f.from_pid + 1) % world) << f.name;
+    EXPECT_LT(f.from_ts_us, f.to_ts_us) << f.name;
+  }
 }
 
 // The hot path in this process (single backend): 20000 slices, each two clock reads and a push

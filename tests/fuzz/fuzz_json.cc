@@ -7,7 +7,8 @@
 // accepted value is nested no deeper than the limit and prints (json_to_text) to text that parses
 // back to the same print; every string in it is valid UTF-8 (the printer copies bytes as they
 // are, so a bad byte would show up on the second parse); read_json_items of an accepted array gives
-// its items in order at offsets inside the text, and of any text returns or throws JsonError.
+// its items in order at offsets inside the text, and of any text returns or throws JsonError,
+// the same with the plain scanner (reporting/json_plain.h) as with the library alone.
 //
 // Build: make fuzz (build-fuzz/fuzz_json); run: .ci/fuzz.sh
 #include <algorithm>
@@ -24,6 +25,23 @@ size_t depth(const JsonValue& v) {
   for (const JsonValue& x : v.items) d = std::max(d, depth(x));
   for (const auto& m : v.members) d = std::max(d, depth(m.second));
   return (v.is_array() || v.is_object()) ? d + 1 : 0;
+}
+
+// Every item (its print, its number and its offset) and how read_json_items of the array ended,
+// or its error.
+std::string items_read(const std::string& text, JsonLimits limits, bool tolerant, bool scan_plain) {
+  limits.scan_plain = scan_plain;
+  ByteSource src(text);
+  std::string out;
+  try {
+    const JsonItems r = read_json_items(src, "", limits, tolerant, [&](const JsonValue& item, size_t at) {
+      out += std::to_string(at) + " " + json_to_text(item) + " " + std::to_string(item.number) + "\n";
+    });
+    out += std::to_string(r.found) + " " + std::to_string(r.cut_short);
+  } catch (const JsonError& e) {
+    out += e.what() + std::string(e.at_end ? " at end" : "");
+  }
+  return out;
 }
 
 void check_error(const JsonError& e, const std::string& text) {
@@ -79,6 +97,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const JsonError& e) {
       check_error(e, text);
     }
+    // the items array read with the plain scanner gives what the library alone gives
+    FUZZ_CHECK(items_read(text, limits, tolerant, true) == items_read(text, limits, tolerant, false));
   }
   return 0;
 }

@@ -4,7 +4,9 @@
 // algorithm_steps.h: algorithm_steps_svg).
 //
 // Input: the bytes are the trace file's text.
-// Contract checked: parse_timeline_text returns or throws TimelineError, nothing else; every
+// Contract checked: parse_timeline_text returns or throws TimelineError, nothing else, and
+// exactly what it returns or throws with every event read by nlohmann's parser (no plain scanner:
+// reporting/json_plain.h); every
 // error is one line that starts with the file name; slices have a duration >= 0 and a step that
 // is -1 or >= 0; every flow pairs one "s" with one "f" (at most half the events); the summary
 // counts every slice once (its per-process counts add up to the number of slices, and each
@@ -85,19 +87,49 @@ void check_lanes(const Timeline& t, long step) {
   check_coordinates(panels);
 }
 
+// Everything the reader gives, as text: a reading with the plain scanner and one by the library
+// alone (reporting/json_plain.h) must give the same.
+std::string reading_of(const Timeline& t) {
+  std::string out = std::to_string(t.events) + " " + std::to_string(t.cut_short) + " " + std::to_string(t.unclosed);
+  for (const TraceSlice& s : t.slices) {
+    out += "\n" + std::to_string(s.pid) + " " + std::to_string(s.tid) + " " + s.name + " " + s.cat + " " +
+           std::to_string(s.ts_us) + " " + std::to_string(s.dur_us) + " " + std::to_string(s.step);
+    for (const auto& a : s.args) out += " " + a.first + "=" + a.second;
+  }
+  for (const TraceFlow& f : t.flows) {
+    out += "\n" + f.name + " " + std::to_string(f.from_pid) + " " + std::to_string(f.to_pid) + " " +
+           std::to_string(f.from_ts_us) + " " + std::to_string(f.to_ts_us);
+    for (const auto& a : f.args) out += " " + a.first + "=" + a.second;
+  }
+  for (const auto& p : t.process_names) out += "\n" + std::to_string(p.first) + " " + p.second;
+  for (const auto& p : t.thread_names) out += "\n" + std::to_string(p.first.second) + " " + p.second;
+  for (double b : t.clock_bound_us) out += " " + std::to_string(b);
+  return out;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
+  std::string library_error;
+  Timeline by_library;
+  try {
+    by_library = parse_timeline_text(text, "fuzz.json", false);
+  } catch (const TimelineError& e) {
+    library_error = e.what();
+  }
   Timeline t;
   try {
     t = parse_timeline_text(text, "fuzz.json");
   } catch (const TimelineError& e) {
     const std::string m = e.what();
+    FUZZ_CHECK(m == library_error);
     FUZZ_CHECK(m.rfind("fuzz.json", 0) == 0);
     FUZZ_CHECK(m.find('\n') == std::string::npos);
     return 0;
   }
+  FUZZ_CHECK(library_error.empty());
+  FUZZ_CHECK(reading_of(t) == reading_of(by_library));
   for (const TraceSlice& s : t.slices) FUZZ_CHECK(s.dur_us >= 0 && s.step >= -1);
   FUZZ_CHECK(2 * t.flows.size() <= t.events);
   size_t total = 0;
