@@ -52,6 +52,7 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -928,10 +929,18 @@ class GlooCommunicator : public Communicator {
     }
   }
 
+  // Test hook: BARESGD_TEST_STOP_IN_CONNECT=<rank> makes that rank stop itself (SIGSTOP) after its
+  // hello, before phase A, so a test can watch the others' one deadline name it.
+  void stop_here_for_test() const {
+    const char* env = std::getenv("BARESGD_TEST_STOP_IN_CONNECT");
+    if (env && *env && std::atoi(env) == info_.rank && std::string(env) == std::to_string(info_.rank)) raise(SIGSTOP);
+  }
+
   // Step 5: phase A (every pair of both meshes authenticated by the gate, one deadline), then
   // phase B (the sockets handed to Gloo, main mesh then sync lane; local work, no waiting).
   void connect() {
     const std::string secret = gate_secret();
+    stop_here_for_test();
     struct StrangerReport {  // strangers at Gloo's pair listeners count as the gate's
       explicit StrangerReport(PairGate* g) {
         gloo_handover::on_stranger([g](const std::string& from) { g->count_stranger(from); });
@@ -991,9 +1000,9 @@ class GlooCommunicator : public Communicator {
   InterfaceChoice iface_;        // --network-interface, else GLOO_SOCKET_IFNAME
   std::string slurm_node_addr_;  // under plain srun: this node's NodeAddr, when scontrol gave it
   std::unique_ptr<RendezvousStore> store_;
-  std::string device_ip_;            // the address Gloo's device is bound to (the gate's too)
-  std::unique_ptr<PairGate> gate_;   // from open_gate to the end of connect
-  std::vector<std::string> gates_;   // every rank's gate address, from its hello
+  std::string device_ip_;           // the address Gloo's device is bound to (the gate's too)
+  std::unique_ptr<PairGate> gate_;  // from open_gate to the end of connect
+  std::vector<std::string> gates_;  // every rank's gate address, from its hello
   bool with_lane_ = true;
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::rendezvous::Context> context_;

@@ -68,8 +68,8 @@ std::string gate_server_proof(const std::string& secret, const std::string& clie
   return hmac_sha256(secret, "baresgd-gate-server" + client_nonce + be32(mesh) + be32(from) + be32(to));
 }
 
-std::string gate_client_hello(const std::string& secret, const std::string& gate_nonce,
-                              const std::string& client_nonce, int mesh, int from, int to) {
+std::string gate_client_hello(const std::string& secret, const std::string& gate_nonce, const std::string& client_nonce,
+                              int mesh, int from, int to) {
   return be32(from) + be32(mesh) + client_nonce + gate_client_proof(secret, gate_nonce, mesh, from, to);
 }
 
@@ -106,14 +106,13 @@ struct PairGate::Conn {
   int mesh = -1, peer = -1;  // client: what it connects; gate: known once the hello is checked
   std::string in, out;       // in: bytes read so far of `want`; out: unsent bytes
   size_t want = 0;
-  std::string nonce;         // client: Nc; gate: Ns
-  Clock::time_point wake;    // client: when to retry; gate: when a silent connection is dropped
+  std::string nonce;       // client: Nc; gate: Ns
+  Clock::time_point wake;  // client: when to retry; gate: when a silent connection is dropped
   ms backoff{10};
-  std::string from;          // gate: the connecting address, for the stranger line
+  std::string from;  // gate: the connecting address, for the stranger line
 };
 
-PairGate::PairGate(const std::string& ip, int rank, int size, int meshes)
-    : rank_(rank), size_(size), meshes_(meshes) {
+PairGate::PairGate(const std::string& ip, int rank, int size, int meshes) : rank_(rank), size_(size), meshes_(meshes) {
   sockets_.assign(meshes_, std::vector<int>(size_, -1));
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -123,8 +122,8 @@ PairGate::PairGate(const std::string& ip, int rank, int size, int meshes)
   if (getaddrinfo(ip.c_str(), "0", &hints, &res) != 0 || !res)
     throw std::runtime_error("cannot open its Gloo gate: '" + ip + "' is not an IP address");
   listen_fd_ = ::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  const bool ok = listen_fd_ >= 0 && ::bind(listen_fd_, res->ai_addr, res->ai_addrlen) == 0 &&
-                  ::listen(listen_fd_, SOMAXCONN) == 0;
+  const bool ok =
+      listen_fd_ >= 0 && ::bind(listen_fd_, res->ai_addr, res->ai_addrlen) == 0 && ::listen(listen_fd_, SOMAXCONN) == 0;
   const int err = errno;
   freeaddrinfo(res);
   if (!ok) {
@@ -166,8 +165,8 @@ std::string PairGate::dropped_summary() const {
 
 // ---- The loop. ----
 
-void PairGate::connect_all(const std::string& secret, const std::vector<std::string>& gates,
-                           Clock::time_point deadline, const std::string& budget) {
+void PairGate::connect_all(const std::string& secret, const std::vector<std::string>& gates, Clock::time_point deadline,
+                           const std::string& budget) {
   secret_ = secret;
   std::vector<sockaddr_storage> peer_addr(size_);
   std::vector<socklen_t> peer_len(size_, 0);
@@ -285,8 +284,10 @@ void PairGate::connect_all(const std::string& secret, const std::vector<std::str
       // kExchange: write what is queued, else read toward `want`.
       if (!c->out.empty()) {
         const ssize_t n = ::send(c->fd, c->out.data(), c->out.size(), MSG_NOSIGNAL);
-        if (n > 0) c->out.erase(0, size_t(n));
-        else if (n < 0 && errno != EAGAIN && errno != EINTR) c->client ? retry_later(c, now) : drop_stranger(c);
+        if (n > 0)
+          c->out.erase(0, size_t(n));
+        else if (n < 0 && errno != EAGAIN && errno != EINTR)
+          c->client ? retry_later(c, now) : drop_stranger(c);
         if (c->stage == Conn::Stage::kExchange && c->out.empty() && !c->client && c->mesh >= 0) finish(c);
         continue;
       }
@@ -332,6 +333,17 @@ void PairGate::connect_all(const std::string& secret, const std::vector<std::str
       }
     }
     conns.remove_if([](const Conn& c) { return !c.client && c.stage == Conn::Stage::kClosed; });
+  }
+  // Every pair is connected: whatever else reached the gate is a stranger's, waiting or not.
+  for (auto& c : conns)
+    if (!c.client && c.stage == Conn::Stage::kExchange) drop_stranger(&c);
+  for (;;) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC);
+    if (fd < 0) break;
+    ::close(fd);
+    count_stranger(sockaddr_text(ss));
   }
   ::close(listen_fd_);
   listen_fd_ = -1;

@@ -34,8 +34,8 @@ constexpr std::chrono::milliseconds kGateConnectionDeadline{5000};
 std::string gate_client_proof(const std::string& secret, const std::string& gate_nonce, int mesh, int from, int to);
 std::string gate_server_proof(const std::string& secret, const std::string& client_nonce, int mesh, int from, int to);
 // The client's 56-byte hello.
-std::string gate_client_hello(const std::string& secret, const std::string& gate_nonce,
-                              const std::string& client_nonce, int mesh, int from, int to);
+std::string gate_client_hello(const std::string& secret, const std::string& gate_nonce, const std::string& client_nonce,
+                              int mesh, int from, int to);
 
 // What a gate makes of a complete 56-byte hello: the pair it proves, or why it is refused.
 struct GateVerdict {
