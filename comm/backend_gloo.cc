@@ -87,7 +87,6 @@
 #include "comm/c10d_store_client.h"
 #include "comm/c10d_store_server.h"
 #include "comm/comm_internal.h"
-#include "comm/gloo_handover.h"
 #include "comm/gloo_mesh.h"
 #include "comm/gloo_sync_lane.h"
 #include "comm/half_float.h"
@@ -941,12 +940,6 @@ class GlooCommunicator : public Communicator {
   void connect() {
     const std::string secret = gate_secret();
     stop_here_for_test();
-    struct StrangerReport {  // strangers at Gloo's pair listeners count as the gate's
-      explicit StrangerReport(PairGate* g) {
-        gloo_handover::on_stranger([g](const std::string& from) { g->count_stranger(from); });
-      }
-      ~StrangerReport() { gloo_handover::on_stranger(nullptr); }
-    } report(gate_.get());
     try {
       gate_->connect_all(secret, gates_, start_ + opts_.start_timeout, seconds(opts_.start_timeout));
     } catch (const std::exception& e) {

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "comm/socket_io.h"
@@ -27,23 +28,23 @@ int real_connect(int fd, const sockaddr* addr, socklen_t len) { return int(sysca
 
 thread_local int armed_fd = -1;
 
-// ---- Passive side: at most one expected doorbell at a time (comm/gloo_mesh connects one pair at a
-// time), shared with Gloo's device thread under a mutex. ----
+// ---- Passive side: the hand-overs under way (one per thread that connects a mesh), shared with
+// Gloo's device threads under a mutex. ----
 
 struct Expected {
-  bool pending = false;  // between begin_passive and end_passive
-  bool known = false;    // expect_doorbell was called
-  bool handed = false;   // accept() returned the socket
+  bool known = false;   // expect_doorbell was called
+  bool handed = false;  // accept() returned the socket
   sockaddr_storage listener{}, doorbell{};
   int fd = -1;
   Clock::time_point deadline;
+  std::function<void(const std::string&)> stranger;
 };
 
 std::mutex mu;
 std::condition_variable changed;
-Expected expected;
-std::atomic<bool> any_pending{false};
-std::function<void(const std::string&)> report_stranger;
+std::map<unsigned long, Expected> expected;  // by hand-over id
+unsigned long next_id = 1;
+std::atomic<int> under_way{0};
 
 bool is_inet(const sockaddr_storage& ss) { return ss.ss_family == AF_INET || ss.ss_family == AF_INET6; }
 
@@ -89,8 +90,7 @@ int accept_doorbell(int listen_fd, sockaddr* addr, socklen_t* len, const Expecte
     }
     ::close(c);
     if (same_address(from, e.doorbell)) break;
-    std::lock_guard<std::mutex> lock(mu);
-    if (report_stranger) report_stranger(text(from));
+    if (e.stranger) e.stranger(text(from));
   }
   if (addr && len) {  // the real peer's address, as accept() would have given it
     sockaddr_storage peer{};
@@ -113,37 +113,34 @@ ArmedConnect::~ArmedConnect() {
 }
 bool ArmedConnect::taken() const { return armed_fd < 0; }
 
-void begin_passive() {
+Handover begin_passive(std::function<void(const std::string& from)> stranger) {
   std::lock_guard<std::mutex> lock(mu);
-  expected = Expected();
-  expected.pending = true;
-  any_pending = true;
+  const Handover h = next_id++;
+  expected[h].stranger = std::move(stranger);
+  ++under_way;
+  return h;
 }
 
-void expect_doorbell(const sockaddr_storage& listener, const sockaddr_storage& doorbell, int fd,
+void expect_doorbell(Handover h, const sockaddr_storage& listener, const sockaddr_storage& doorbell, int fd,
                      Clock::time_point deadline) {
   std::lock_guard<std::mutex> lock(mu);
-  expected.known = true;
-  expected.listener = listener;
-  expected.doorbell = doorbell;
-  expected.fd = fd;
-  expected.deadline = deadline;
+  Expected& e = expected.at(h);
+  e.known = true;
+  e.listener = listener;
+  e.doorbell = doorbell;
+  e.fd = fd;
+  e.deadline = deadline;
   changed.notify_all();
 }
 
-bool end_passive() {
+bool end_passive(Handover h) {
   std::lock_guard<std::mutex> lock(mu);
-  const bool handed = expected.handed;
-  if (!handed && expected.fd >= 0) ::close(expected.fd);
-  expected = Expected();
-  any_pending = false;
+  const Expected e = expected.at(h);
+  if (!e.handed && e.fd >= 0) ::close(e.fd);
+  expected.erase(h);
+  --under_way;
   changed.notify_all();
-  return handed;
-}
-
-void on_stranger(std::function<void(const std::string& from)> report) {
-  std::lock_guard<std::mutex> lock(mu);
-  report_stranger = std::move(report);
+  return e.handed;
 }
 
 }  // namespace gloo_handover
@@ -167,25 +164,37 @@ extern "C" int connect(int fd, const sockaddr* addr, socklen_t len) {
 }
 
 extern "C" int accept(int fd, sockaddr* addr, socklen_t* len) {
-  if (!any_pending.load()) return ::accept4(fd, addr, len, 0);
+  if (under_way.load() == 0) return ::accept4(fd, addr, len, 0);
   sockaddr_storage self{};
   socklen_t self_len = sizeof self;
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&self), &self_len) != 0 || !is_inet(self))
     return ::accept4(fd, addr, len, 0);
   Expected e;
+  gloo_handover::Handover h = 0;
   {
     std::unique_lock<std::mutex> lock(mu);
-    changed.wait(lock, [] { return !expected.pending || expected.known; });
-    if (!expected.pending || expected.handed || !same_address(self, expected.listener)) {
+    auto mine = [&] {
+      for (const auto& [id, x] : expected)
+        if (x.known && !x.handed && same_address(self, x.listener)) return id;
+      return gloo_handover::Handover(0);
+    };
+    auto all_known = [&] {
+      for (const auto& [id, x] : expected)
+        if (!x.known) return false;
+      return true;
+    };
+    changed.wait(lock, [&] { return mine() != 0 || all_known(); });
+    h = mine();
+    if (h == 0) {
       lock.unlock();
       return ::accept4(fd, addr, len, 0);
     }
-    e = expected;
+    e = expected[h];
   }
   const int got = accept_doorbell(fd, addr, len, e);
   if (got >= 0) {
     std::lock_guard<std::mutex> lock(mu);
-    expected.handed = true;
+    expected[h].handed = true;
   }
   return got;
 }

@@ -29,16 +29,16 @@ class ArmedConnect {
 };
 
 // Passive side. Call begin_passive() before creating the pair (its listener exists from then on:
-// an accept() on an unknown inet listener waits until expect_doorbell() or end_passive()), then
-// expect_doorbell() with the pair's listener address, the doorbell's own address and the
-// authenticated socket, then pair->connect(), then end_passive(), which returns whether the
-// socket was handed over (if not, it is closed).
-void begin_passive();
-void expect_doorbell(const sockaddr_storage& listener, const sockaddr_storage& doorbell, int fd,
+// an accept() on an inet listener nobody expects yet waits until every begun hand-over knows its
+// listener), then expect_doorbell() with the pair's listener address, the doorbell's own address
+// and the authenticated socket, then pair->connect(), then end_passive(), which returns whether
+// the socket was handed over (if not, it is closed). Several threads (ranks run as threads in
+// tests) may each have one hand-over under way. `stranger` is called, from Gloo's device thread,
+// with the address of every stranger closed at that pair's listener.
+using Handover = unsigned long;
+Handover begin_passive(std::function<void(const std::string& from)> stranger);
+void expect_doorbell(Handover h, const sockaddr_storage& listener, const sockaddr_storage& doorbell, int fd,
                      std::chrono::steady_clock::time_point deadline);
-bool end_passive();
-
-// Called (from Gloo's device thread) with the address of every stranger closed at a pair listener.
-void on_stranger(std::function<void(const std::string& from)> report);
+bool end_passive(Handover h);
 
 }  // namespace gloo_handover

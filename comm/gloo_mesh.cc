@@ -97,7 +97,8 @@ std::shared_ptr<gloo::rendezvous::Context> connect_gloo_mesh(std::shared_ptr<glo
       if (!armed.taken()) throw std::runtime_error("Gloo did not connect its pair to rank " + std::to_string(peer));
       continue;
     }
-    gloo_handover::begin_passive();
+    const gloo_handover::Handover h =
+        gloo_handover::begin_passive([gate](const std::string& from) { gate->count_stranger(from); });
     int doorbell = -1;
     bool expected = false;
     try {
@@ -106,17 +107,17 @@ std::shared_ptr<gloo::rendezvous::Context> connect_gloo_mesh(std::shared_ptr<glo
       const sockaddr_storage listener = gloo::transport::tcp::Address(pair->address().bytes()).getSockaddr();
       sockaddr_storage from{};
       doorbell = ring_doorbell(listener, &from);
-      gloo_handover::expect_doorbell(listener, from, fd, deadline);
+      gloo_handover::expect_doorbell(h, listener, from, fd, deadline);
       expected = true;
       pair->connect(fake_peer(listener.ss_family, false));
     } catch (...) {
       if (doorbell >= 0) ::close(doorbell);
       if (!expected) ::close(fd);
-      gloo_handover::end_passive();
+      gloo_handover::end_passive(h);
       throw;
     }
     ::close(doorbell);
-    if (!gloo_handover::end_passive())
+    if (!gloo_handover::end_passive(h))
       throw std::runtime_error("Gloo did not accept its pair from rank " + std::to_string(peer));
   }
   context->adopt(device, std::move(transport));

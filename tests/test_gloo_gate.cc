@@ -175,7 +175,7 @@ TEST(PairGate, StrangersAreDroppedAndTheGateKeepsServing) {
   expect_connected(ranks.gates[0].get(), 0, ranks.gates[1].get(), 1, 0);
   EXPECT_EQ(ranks.gates[1]->dropped(), 3);
   EXPECT_NE(ranks.gates[1]->dropped_summary().find("dropped 3 connections to its Gloo gate that did not prove the "
-                                                     "job secret (from 127.0.0.1:"),
+                                                   "job secret (from 127.0.0.1:"),
             std::string::npos)
       << ranks.gates[1]->dropped_summary();
   for (int fd : {garbage, wrong, silent}) ::close(fd);
@@ -189,10 +189,12 @@ TEST(PairGate, TheOneDeadlineNamesEveryMissingRank) {
   std::thread t2 = run_rank(&ranks, 2, kSecret, 1.5, &err2);
   t0.join();
   t2.join();
-  EXPECT_EQ(err2, "gloo could not connect: ranks 1, 3 never completed the connect to this rank (2 of 3 peers "
-                  "missing) within the test's limit");
-  EXPECT_EQ(err0, "gloo could not connect: ranks 1, 3 never completed the connect to this rank (2 of 3 peers "
-                  "missing) within the test's limit");
+  EXPECT_EQ(err2,
+            "gloo could not connect: ranks 1, 3 never completed the connect to this rank (2 of 3 peers "
+            "missing) within the test's limit");
+  EXPECT_EQ(err0,
+            "gloo could not connect: ranks 1, 3 never completed the connect to this rank (2 of 3 peers "
+            "missing) within the test's limit");
 }
 
 TEST(PairGate, AWrongSecretNeverConnects) {
@@ -356,8 +358,9 @@ class GlooGate : public ::testing::Test {
     const std::string wait = held >= 0 ? "if [ \"$BARESGD_RANK\" = " + std::to_string(held) + " ]; then " +
                                              testutil::sh_wait_for(dir_ + "/go") + "fi; "
                                        : "";
-    std::vector<std::string> a = {launch_, "-np", std::to_string(np), "--gloo", "--network-interface", "lo",
-                                  "/bin/sh", "-c", wait + "exec \"$0\" \"$@\"", train_, "--data-dir", data_};
+    std::vector<std::string> a = {
+        launch_,   "-np", std::to_string(np),          "--gloo", "--network-interface", "lo",
+        "/bin/sh", "-c",  wait + "exec \"$0\" \"$@\"", train_,   "--data-dir",          data_};
     a.insert(a.end(), args.begin(), args.end());
     return a;
   }
@@ -409,8 +412,9 @@ TEST_F(GlooGate, AStoppedRankIsNamedAtTheOneDeadline) {
   const int code = stopped.code(300);
   const std::string err = stopped.err();
   EXPECT_NE(code, 0) << err;
-  EXPECT_TRUE(contains(err, "gloo could not connect: rank 5 never completed the connect to this rank (1 of 7 peers "
-                            "missing) within 5 s"))
+  EXPECT_TRUE(contains(err,
+                       "gloo could not connect: rank 5 never completed the connect to this rank (1 of 7 peers "
+                       "missing) within 5 s"))
       << err;
   const std::regex named("ranks? ([0-9, ]+) never completed");
   int lines = 0;
