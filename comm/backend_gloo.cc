@@ -18,8 +18,8 @@
 //      duplicate rank number is reported before any socket is opened. The job secret the gate
 //      proves is the launcher's BARESGD_SECRET; without a launcher rank 0 draws one and sets it as
 //      "<job>/baresgd/gate-secret" before its hello (docs/comm.md says what that protects where).
-//   5. Phase A (comm/pair_gate): for each pair and each of the two meshes, the lower rank connects
-//      to the higher rank's gate and both prove the job secret over fresh nonces; a stranger's
+//   5. Phase A (comm/pair_gate): for each pair and each of the two meshes, the higher rank connects
+//      to the lower rank's gate and both prove the job secret over fresh nonces; a stranger's
 //      connection is dropped and reported on one line, never taken as a peer. One deadline (what
 //      is left of CommOptions::start_timeout) for all of it, and its error names every rank whose
 //      connection never completed.

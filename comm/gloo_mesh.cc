@@ -87,7 +87,7 @@ std::shared_ptr<gloo::rendezvous::Context> connect_gloo_mesh(std::shared_ptr<glo
   for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
     const int fd = gate->take(mesh, peer);
-    const bool this_side_connects = rank < peer;  // phase A's client
+    const bool this_side_connects = rank > peer;  // phase A's client
     if (this_side_connects) {
       auto& pair = transport->createPair(peer);
       pair->setLocalRank(local_rank);

@@ -12,7 +12,7 @@
 class PairGate;
 
 // Builds a Gloo context for (rank, size) on `device` with the pairs of `mesh` of `gate`: toward a
-// higher rank this rank is the gate's client and Gloo's active side, toward a lower one the
+// lower rank this rank is the gate's client and Gloo's active side, toward a higher one the
 // passive side. `timeout` is every pair's I/O timeout afterwards; `deadline` bounds the handover.
 // Throws (a Gloo exception or std::runtime_error) naming the peer whose pair failed.
 std::shared_ptr<gloo::rendezvous::Context> connect_gloo_mesh(std::shared_ptr<gloo::transport::Device> device,

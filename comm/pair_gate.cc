@@ -74,7 +74,7 @@ std::string gate_client_hello(const std::string& secret, const std::string& gate
 }
 
 GateVerdict check_gate_hello(const std::string& secret, const std::string& gate_nonce, const std::string& hello,
-                             int meshes, int to) {
+                             int meshes, int to, int size) {
   GateVerdict v;
   if (hello.size() != kGateHelloBytes) {
     v.why = "a hello of " + std::to_string(hello.size()) + " bytes";
@@ -82,7 +82,8 @@ GateVerdict check_gate_hello(const std::string& secret, const std::string& gate_
   }
   const uint32_t from = get_u32be(hello.data()), mesh = get_u32be(hello.data() + 4);
   const std::string client_nonce = hello.substr(8, kGateNonceBytes), mac = hello.substr(8 + kGateNonceBytes);
-  if (from >= static_cast<uint32_t>(to) || mesh >= static_cast<uint32_t>(meshes)) {
+  if (from <= static_cast<uint32_t>(to) || from >= static_cast<uint32_t>(size) ||
+      mesh >= static_cast<uint32_t>(meshes)) {
     v.why = "a pair that cannot connect here";
     return v;
   }
@@ -96,7 +97,7 @@ GateVerdict check_gate_hello(const std::string& secret, const std::string& gate_
   return v;
 }
 
-// ---- One connection of the loop: a client to a higher rank's gate, or one accepted at ours. ----
+// ---- One connection of the loop: a client to a lower rank's gate, or one accepted at ours. ----
 
 struct PairGate::Conn {
   enum class Stage { kRetryWait, kConnecting, kExchange, kDone, kClosed };
@@ -171,7 +172,7 @@ void PairGate::connect_all(const std::string& secret, const std::vector<std::str
   std::vector<sockaddr_storage> peer_addr(size_);
   std::vector<socklen_t> peer_len(size_, 0);
   std::list<Conn> conns;  // a list: the poll round holds pointers to its elements while it adds more
-  for (int p = rank_ + 1; p < size_; ++p) {
+  for (int p = 0; p < rank_; ++p) {
     auto ai = socket_io::resolve_host_port(gates.at(p), "rank " + std::to_string(p) + "'s Gloo gate");
     std::memcpy(&peer_addr[p], ai->ai_addr, ai->ai_addrlen);
     peer_len[p] = ai->ai_addrlen;
@@ -311,7 +312,7 @@ void PairGate::connect_all(const std::string& secret, const std::vector<std::str
                                    " did not prove the job secret (a stranger published that address?)");
         finish(c);
       } else {  // the gate got a hello
-        const GateVerdict v = check_gate_hello(secret_, c->nonce, c->in, meshes_, rank_);
+        const GateVerdict v = check_gate_hello(secret_, c->nonce, c->in, meshes_, rank_, size_);
         if (!v.ok || sockets_[v.mesh][v.from] != -1) {
           drop_stranger(c);
           continue;

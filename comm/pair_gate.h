@@ -2,14 +2,15 @@
 // comm/backend_gloo's connect; comm/gloo_mesh hands the sockets to Gloo in phase B).
 //
 // Each rank opens ONE listening socket, its "gate", and publishes its address once. For every pair
-// of ranks (i < j) and every mesh m, rank i connects to rank j's gate, and the two prove the job
+// of ranks (i < j) and every mesh m, rank j connects to rank i's gate (as in Gloo's own mesh, the
+// lower rank accepts and the higher one dials), and the two prove the job
 // secret to each other before a byte of Gloo's protocol moves (all integers big-endian u32):
 //   gate   -> client: Ns                                        16 random bytes
 //   client -> gate  : from, mesh, Nc, HMAC(secret, "baresgd-gate-client" Ns mesh from to)  56 bytes
 //   gate   -> client: HMAC(secret, "baresgd-gate-server" Nc mesh from to)                   32 bytes
 // Every message has a fixed length and both sides read exactly that much, so when the handshake
 // ends the stream is clean for Gloo. A connection to the gate that sends anything else, names a
-// pair it cannot be (from >= to, a mesh that does not exist, a pair already connected) or stays
+// pair it cannot be (from <= to or past the world, a mesh that does not exist, a pair already connected) or stays
 // silent past kGateConnectionDeadline is closed and counted as a stranger; it never stops the job.
 // A client whose connection is refused or dropped retries (the gate may drop a real rank that was
 // descheduled too long); a gate that answers with a wrong proof is an error.
@@ -41,10 +42,10 @@ std::string gate_client_hello(const std::string& secret, const std::string& gate
 struct GateVerdict {
   bool ok = false;
   int mesh = -1, from = -1;
-  std::string why;  // when !ok: "wrong proof", "rank 9 is not a lower rank", ...
+  std::string why;  // when !ok: "wrong proof", "a pair that cannot connect here", ...
 };
 GateVerdict check_gate_hello(const std::string& secret, const std::string& gate_nonce, const std::string& hello,
-                             int meshes, int to);
+                             int meshes, int to, int size);
 
 class PairGate {
  public:
@@ -58,8 +59,8 @@ class PairGate {
   // "ip:port" or "[v6]:port": what this rank publishes.
   const std::string& address() const { return address_; }
 
-  // Connects every pair of every mesh, proving `secret`: to every higher rank's gate (gates[r] is rank r's address,
-  // only r > rank are read), and accepts every lower rank at this one. Returns when all are done;
+  // Connects every pair of every mesh, proving `secret`: to every lower rank's gate (gates[r] is
+  // rank r's address, only r < rank are read), and accepts every higher rank at this one. Returns when all are done;
   // throws std::runtime_error naming the missing peers at the deadline (`budget` is what the
   // message calls the whole start-up's limit). Closes the gate either way.
   void connect_all(const std::string& secret, const std::vector<std::string>& gates, Clock::time_point deadline,

@@ -38,30 +38,32 @@ const std::string kSecret = "0123456789abcdef0123456789abcdef0123456789abcdef012
 // ---- The handshake's messages. ----
 
 TEST(PairGate, HelloWithTheSecretIsAccepted) {
+  // Rank 5 of 8 dials rank 2's gate for mesh 1.
   const std::string ns = random_bytes(kGateNonceBytes), nc = random_bytes(kGateNonceBytes);
-  const std::string hello = gate_client_hello(kSecret, ns, nc, 1, 2, 5);
+  const std::string hello = gate_client_hello(kSecret, ns, nc, 1, 5, 2);
   ASSERT_EQ(hello.size(), kGateHelloBytes);
-  const GateVerdict v = check_gate_hello(kSecret, ns, hello, 2, 5);
+  const GateVerdict v = check_gate_hello(kSecret, ns, hello, 2, 2, 8);
   EXPECT_TRUE(v.ok) << v.why;
   EXPECT_EQ(v.mesh, 1);
-  EXPECT_EQ(v.from, 2);
+  EXPECT_EQ(v.from, 5);
 }
 
 TEST(PairGate, HelloIsRefusedForWrongSecretNonceMeshRankOrLength) {
   const std::string ns = random_bytes(kGateNonceBytes), nc = random_bytes(kGateNonceBytes);
-  EXPECT_FALSE(check_gate_hello(kSecret, ns, gate_client_hello("wrong", ns, nc, 0, 2, 5), 2, 5).ok);
-  EXPECT_FALSE(check_gate_hello(kSecret, ns, gate_client_hello(kSecret, random_bytes(16), nc, 0, 2, 5), 2, 5).ok)
-      << "a replayed hello over another nonce";
-  EXPECT_FALSE(check_gate_hello(kSecret, ns, gate_client_hello(kSecret, ns, nc, 0, 2, 4), 2, 5).ok)
-      << "a hello proving the pair 2 -> 4 at rank 5's gate";
-  EXPECT_FALSE(check_gate_hello(kSecret, ns, gate_client_hello(kSecret, ns, nc, 2, 2, 5), 2, 5).ok) << "mesh 2 of 2";
-  EXPECT_FALSE(check_gate_hello(kSecret, ns, gate_client_hello(kSecret, ns, nc, 0, 5, 5), 2, 5).ok) << "from == to";
-  EXPECT_FALSE(check_gate_hello(kSecret, ns, gate_client_hello(kSecret, ns, nc, 0, 7, 5), 2, 5).ok) << "from > to";
-  std::string tampered = gate_client_hello(kSecret, ns, nc, 0, 2, 5);
-  tampered[3] = 1;  // claims rank 1 with rank 2's proof
-  EXPECT_FALSE(check_gate_hello(kSecret, ns, tampered, 2, 5).ok);
-  EXPECT_FALSE(check_gate_hello(kSecret, ns, std::string(kGateHelloBytes, 'x'), 2, 5).ok);
-  EXPECT_FALSE(check_gate_hello(kSecret, ns, gate_client_hello(kSecret, ns, nc, 0, 2, 5) + "x", 2, 5).ok);
+  auto accepted = [&](const std::string& hello) { return check_gate_hello(kSecret, ns, hello, 2, 2, 8).ok; };
+  ASSERT_TRUE(accepted(gate_client_hello(kSecret, ns, nc, 0, 5, 2)));
+  EXPECT_FALSE(accepted(gate_client_hello("wrong", ns, nc, 0, 5, 2)));
+  EXPECT_FALSE(accepted(gate_client_hello(kSecret, random_bytes(16), nc, 0, 5, 2))) << "a hello over another nonce";
+  EXPECT_FALSE(accepted(gate_client_hello(kSecret, ns, nc, 0, 5, 3))) << "proving 5 -> 3 at rank 2's gate";
+  EXPECT_FALSE(accepted(gate_client_hello(kSecret, ns, nc, 2, 5, 2))) << "mesh 2 of 2";
+  EXPECT_FALSE(accepted(gate_client_hello(kSecret, ns, nc, 0, 2, 2))) << "from == to";
+  EXPECT_FALSE(accepted(gate_client_hello(kSecret, ns, nc, 0, 1, 2))) << "from < to: rank 2 dials rank 1";
+  EXPECT_FALSE(accepted(gate_client_hello(kSecret, ns, nc, 0, 8, 2))) << "from past the world";
+  std::string tampered = gate_client_hello(kSecret, ns, nc, 0, 5, 2);
+  tampered[3] = 6;  // claims rank 6 with rank 5's proof
+  EXPECT_FALSE(accepted(tampered));
+  EXPECT_FALSE(accepted(std::string(kGateHelloBytes, 'x')));
+  EXPECT_FALSE(accepted(gate_client_hello(kSecret, ns, nc, 0, 5, 2) + "x"));
 }
 
 // ---- Gates in this process (one thread per rank). ----
@@ -148,9 +150,10 @@ TEST(PairGate, ThreeRanksConnectBothMeshesOverCleanStreams) {
 
 TEST(PairGate, StrangersAreDroppedAndTheGateKeepsServing) {
   Ranks ranks(2, 1);
-  std::string err1, err0;
-  std::thread gate = run_rank(&ranks, 1, kSecret, 60, &err1);
-  const std::string addr = ranks.addrs[1];
+  std::string err0, err1;
+  // Rank 0's gate is the one rank 1 dials.
+  std::thread gate = run_rank(&ranks, 0, kSecret, 60, &err0);
+  const std::string addr = ranks.addrs[0];
   // Garbage, a hello proving the wrong secret, and a silent connection, before the real rank comes.
   const int garbage = stranger_connect(addr, std::string(kGateHelloBytes, '\x7f'));
   const int wrong = stranger_connect(addr, "");
@@ -160,24 +163,24 @@ TEST(PairGate, StrangersAreDroppedAndTheGateKeepsServing) {
     fcntl(wrong, F_SETFL, fl & ~O_NONBLOCK);
     ns.resize(kGateNonceBytes);
     ASSERT_EQ(::recv(wrong, &ns[0], ns.size(), MSG_WAITALL), ssize_t(ns.size()));
-    const std::string hello = gate_client_hello("not the secret", ns, random_bytes(16), 0, 0, 1);
+    const std::string hello = gate_client_hello("not the secret", ns, random_bytes(16), 0, 1, 0);
     ASSERT_EQ(::send(wrong, hello.data(), hello.size(), MSG_NOSIGNAL), ssize_t(hello.size()));
   }
   const int silent = stranger_connect(addr, "");
   EXPECT_TRUE(wait_closed(garbage)) << "garbage is closed";
   EXPECT_TRUE(wait_closed(wrong)) << "a wrong proof is closed";
   EXPECT_TRUE(wait_closed(silent)) << "a silent stranger is closed at its deadline";
-  std::thread real = run_rank(&ranks, 0, kSecret, 30, &err0);
+  std::thread real = run_rank(&ranks, 1, kSecret, 30, &err1);
   real.join();
   gate.join();
   EXPECT_EQ(err0, "");
   EXPECT_EQ(err1, "");
   expect_connected(ranks.gates[0].get(), 0, ranks.gates[1].get(), 1, 0);
-  EXPECT_EQ(ranks.gates[1]->dropped(), 3);
-  EXPECT_NE(ranks.gates[1]->dropped_summary().find("dropped 3 connections to its Gloo gate that did not prove the "
+  EXPECT_EQ(ranks.gates[0]->dropped(), 3);
+  EXPECT_NE(ranks.gates[0]->dropped_summary().find("dropped 3 connections to its Gloo gate that did not prove the "
                                                    "job secret (from 127.0.0.1:"),
             std::string::npos)
-      << ranks.gates[1]->dropped_summary();
+      << ranks.gates[0]->dropped_summary();
   for (int fd : {garbage, wrong, silent}) ::close(fd);
 }
 
@@ -200,14 +203,14 @@ TEST(PairGate, TheOneDeadlineNamesEveryMissingRank) {
 TEST(PairGate, AWrongSecretNeverConnects) {
   Ranks ranks(2, 1);
   std::string err0, err1;
-  std::thread t0 = run_rank(&ranks, 0, "another job's secret", 1.5, &err0);
-  std::thread t1 = run_rank(&ranks, 1, kSecret, 1.5, &err1);
+  std::thread t0 = run_rank(&ranks, 0, kSecret, 1.5, &err0);
+  std::thread t1 = run_rank(&ranks, 1, "another job's secret", 1.5, &err1);
   t0.join();
   t1.join();
-  EXPECT_NE(err1.find("rank 0 never completed the connect to this rank (1 of 1 peers missing)"), std::string::npos)
-      << err1;
-  EXPECT_NE(err1.find("did not prove the job secret"), std::string::npos) << err1;
-  EXPECT_NE(err0.find("rank 1 never completed"), std::string::npos) << err0;
+  EXPECT_NE(err0.find("rank 1 never completed the connect to this rank (1 of 1 peers missing)"), std::string::npos)
+      << err0;
+  EXPECT_NE(err0.find("did not prove the job secret"), std::string::npos) << err0;
+  EXPECT_NE(err1.find("rank 0 never completed"), std::string::npos) << err1;
 }
 
 // ---- End to end. ----
