@@ -947,7 +947,7 @@ class GlooCommunicator : public Communicator {
     }
     try {
       context_ = connect_gloo_mesh(device_, gate_.get(), 0, info_.rank, info_.size, std::max(info_.local_rank, 0),
-                                   opts_.comm_timeout, start_ + opts_.start_timeout);
+                                   opts_.comm_timeout);
     } catch (const std::exception& e) {
       context_.reset();
       throw std::runtime_error(me() + ": gloo could not hand its authenticated connections to Gloo (bound to " +
@@ -956,7 +956,7 @@ class GlooCommunicator : public Communicator {
     if (with_lane_) {
       try {
         auto mesh = connect_gloo_mesh(device_, gate_.get(), 1, info_.rank, info_.size, std::max(info_.local_rank, 0),
-                                      opts_.comm_timeout, start_ + opts_.start_timeout);
+                                      opts_.comm_timeout);
         lane_.reset(new GlooSyncLane(mesh, info_.rank, info_.size, spins()));
       } catch (const std::exception& e) {
         lane_.reset();

@@ -78,8 +78,7 @@ int ring_doorbell(const sockaddr_storage& listener, sockaddr_storage* from) {
 
 std::shared_ptr<gloo::rendezvous::Context> connect_gloo_mesh(std::shared_ptr<gloo::transport::Device> device,
                                                              PairGate* gate, int mesh, int rank, int size,
-                                                             int local_rank, std::chrono::milliseconds timeout,
-                                                             std::chrono::steady_clock::time_point deadline) {
+                                                             int local_rank, std::chrono::milliseconds timeout) {
   auto context = std::make_shared<HandedContext>(rank, size);
   context->setTimeout(timeout);
   auto transport = device->createContext(rank, size);
@@ -107,7 +106,7 @@ std::shared_ptr<gloo::rendezvous::Context> connect_gloo_mesh(std::shared_ptr<glo
       const sockaddr_storage listener = gloo::transport::tcp::Address(pair->address().bytes()).getSockaddr();
       sockaddr_storage from{};
       doorbell = ring_doorbell(listener, &from);
-      gloo_handover::expect_doorbell(h, listener, from, fd, deadline);
+      gloo_handover::expect_doorbell(h, listener, from, fd, std::chrono::steady_clock::now() + timeout);
       expected = true;
       pair->connect(fake_peer(listener.ss_family, false));
     } catch (...) {
