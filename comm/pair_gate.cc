@@ -172,6 +172,13 @@ void PairGate::connect_all(const std::string& secret, const std::vector<std::str
   std::vector<sockaddr_storage> peer_addr(size_);
   std::vector<socklen_t> peer_len(size_, 0);
   std::list<Conn> conns;  // a list: the poll round holds pointers to its elements while it adds more
+  struct CloseOnExit {    // what is still open when the deadline throws
+    std::list<Conn>& conns;
+    ~CloseOnExit() {
+      for (auto& c : conns)
+        if (c.fd >= 0) ::close(c.fd);
+    }
+  } close_on_exit{conns};
   for (int p = 0; p < rank_; ++p) {
     auto ai = socket_io::resolve_host_port(gates.at(p), "rank " + std::to_string(p) + "'s Gloo gate");
     std::memcpy(&peer_addr[p], ai->ai_addr, ai->ai_addrlen);
