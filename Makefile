@@ -36,7 +36,7 @@ $(BUILD)/kernels/%.o: CXXFLAGS += -O2
 endif
 
 # Optional backends: Gloo and Open MPI headers appear only inside comm/backend_*.cc (and Gloo's in
-# comm/gloo_sync_lane.cc, the backend's sync-mode mesh).
+# comm/gloo_sync_lane.cc, comm/gloo_mesh.cc and comm/gloo_handover.cc, the backend's meshes).
 HAVE_GLOO := $(if $(NO_GLOO),,$(wildcard /usr/include/gloo/context.h))
 HAVE_MPI  := $(if $(NO_MPI),,$(shell command -v mpicxx 2>/dev/null))
 ifneq ($(HAVE_GLOO),)
@@ -66,8 +66,9 @@ BUILD_INFO := -DBARESGD_CPU_MARCH='"$(MARCH)"'
 
 KERNEL_SRC := $(wildcard kernels/*.cc)
 SRC_SRC    := $(filter-out src/train_main.cc src/reference.cc src/cpu_check.cc,$(wildcard src/*.cc))
-COMM_SRC   := $(filter-out comm/backend_gloo.cc comm/gloo_sync_lane.cc comm/backend_mpi.cc,$(wildcard comm/*.cc)) \
-              $(if $(HAVE_GLOO),$(wildcard comm/backend_gloo.cc comm/gloo_sync_lane.cc)) \
+GLOO_SRC   := comm/backend_gloo.cc comm/gloo_sync_lane.cc comm/gloo_mesh.cc comm/gloo_handover.cc
+COMM_SRC   := $(filter-out $(GLOO_SRC) comm/backend_mpi.cc,$(wildcard comm/*.cc)) \
+              $(if $(HAVE_GLOO),$(wildcard $(GLOO_SRC))) \
               $(if $(HAVE_MPI),$(wildcard comm/backend_mpi.cc))
 LAUNCH_SRC := $(filter-out launcher/launch_main.cc,$(wildcard launcher/*.cc))
 REPORT_SRC := $(filter-out reporting/report_main.cc,$(wildcard reporting/*.cc))

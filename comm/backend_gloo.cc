@@ -10,14 +10,23 @@
 //   2. Bind a tcp device to BARESGD_HOST_ADDR (or --network-interface: a name or an address, else
 //      GLOO_SOCKET_IFNAME; under plain srun on several nodes this node's Slurm NodeAddr;
 //      127.0.0.1 when every rank is on one host and nothing was given).
-//   3. Hello: every rank claims its rank (O_EXCL marker file, or an atomic add on the launcher's
-//      store), sets "<job>/baresgd/hello/<rank>" = its size, host and address, then
-//      polls until every other rank's hello exists. A rank that never appears is named in the
+//   3. Open the gate (comm/pair_gate): ONE listening socket on that address, port 0.
+//   4. Hello: every rank claims its rank (O_EXCL marker file, or an atomic add on the launcher's
+//      store), sets "<job>/baresgd/hello/<rank>" = its size, host, gate address and bound address,
+//      then polls until every other rank's hello exists. A rank that never appears is named in the
 //      timeout error ("rank 1 never registered"), and a rank with a different world size or a
-//      duplicate rank number is reported before any socket is opened.
-//   4. connectFullMesh through a PrefixStore "<job>/gloo" (one TCP pair per peer), then a second mesh
-//      through "<job>/gloo-lane" whose pairs are in Gloo's sync mode (comm/gloo_sync_lane.h).
-//   5. On --rendezvous-dir: a barrier, then each rank removes the rendezvous files it wrote; under
+//      duplicate rank number is reported before any socket is opened. The job secret the gate
+//      proves is the launcher's BARESGD_SECRET; without a launcher rank 0 draws one and sets it as
+//      "<job>/baresgd/gate-secret" before its hello (docs/comm.md says what that protects where).
+//   5. Phase A (comm/pair_gate): for each pair and each of the two meshes, the higher rank connects
+//      to the lower rank's gate and both prove the job secret over fresh nonces; a stranger's
+//      connection is dropped and reported on one line, never taken as a peer. One deadline (what
+//      is left of CommOptions::start_timeout) for all of it, and its error names every rank whose
+//      connection never completed.
+//      Phase B (comm/gloo_mesh, comm/gloo_handover): each authenticated socket becomes a Gloo
+//      pair's socket, pair by pair, with no store and no waiting on another rank: the main mesh,
+//      then the sync lane's (comm/gloo_sync_lane.h).
+//   6. On --rendezvous-dir: a barrier, then each rank removes the rendezvous files it wrote; under
 //      srun, and under torchrun without its agent's store, a barrier, then every rank closes its
 //      connection and rank 0 stops its store.
 // Collectives use Gloo's option-style algorithms with CommOptions::comm_timeout on every wait:
@@ -43,6 +52,7 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -53,7 +63,6 @@
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/prefix_store.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/attr.h>
 #include <gloo/transport/tcp/device.h>
@@ -78,12 +87,15 @@
 #include "comm/c10d_store_client.h"
 #include "comm/c10d_store_server.h"
 #include "comm/comm_internal.h"
+#include "comm/gloo_mesh.h"
 #include "comm/gloo_sync_lane.h"
 #include "comm/half_float.h"
+#include "comm/pair_gate.h"
 #include "comm/rendezvous_files.h"
 #include "comm/slurm_store.h"
 #include "comm/socket_io.h"
 #include "comm/store_client.h"
+#include "comm/store_protocol.h"
 
 namespace {
 
@@ -337,9 +349,9 @@ class GlooCommunicator : public Communicator {
     choose_iface();
     open_store();
     open_device();
+    open_gate();
     hello();
     connect();
-    open_sync_lane();
     leave_store();
     if (info_.cross_rank < 0) {
       std::vector<int> local(info_.size);
@@ -354,7 +366,6 @@ class GlooCommunicator : public Communicator {
     lane_.reset();
     context_.reset();
     device_.reset();
-    prefix_.reset();
     store_.reset();
   }
 
@@ -793,6 +804,7 @@ class GlooCommunicator : public Communicator {
     const size_t a = d.find("addr=["), i = d.find("iface=");
     if (a != std::string::npos && d.find(']', a) != std::string::npos) {
       bind_desc_ = d.substr(a + 6, d.find(']', a) - a - 6);
+      device_ip_ = bind_desc_;
       if (i != std::string::npos) bind_desc_ += " (" + d.substr(i + 6, d.find(',', i) - i - 6) + ")";
     }
   }
@@ -833,9 +845,13 @@ class GlooCommunicator : public Communicator {
     bool first = true;
     try {
       first = store_->claim(job_key("claim", info_.rank));
+      if (first && info_.rank == 0 && info_.secret.empty()) {
+        const std::string secret = random_secret_hex();
+        store_->set(gate_secret_key(), std::vector<char>(secret.begin(), secret.end()));
+      }
       if (first) {
         std::ostringstream v;
-        v << info_.size << ' ' << info_.hostname << ' ' << bind_desc_;
+        v << info_.size << ' ' << info_.hostname << ' ' << gate_->address() << ' ' << bind_desc_;
         const std::string s = v.str();
         store_->set(job_key("hello", info_.rank), std::vector<char>(s.begin(), s.end()));
       }
@@ -904,54 +920,84 @@ class GlooCommunicator : public Communicator {
   void check_peer_hello(int r, const std::vector<char>& bytes) {
     std::istringstream in(std::string(bytes.begin(), bytes.end()));
     int size = -1;
-    std::string host, addr;
-    in >> size >> host >> addr;
+    std::string host, gate;
+    in >> size >> host >> gate;
     if (size != info_.size)
       throw std::runtime_error(me() + ": rank " + std::to_string(r) + " (host " + host +
                                ") registered with world size " + std::to_string(size) + " but this rank has " +
                                std::to_string(info_.size) + " (two jobs sharing job id '" + info_.job_id + "'?)");
+    gates_[r] = gate;
   }
 
-  void connect() {
+  std::string gate_secret_key() const { return info_.job_id + "/baresgd/gate-secret"; }
+
+  // Step 3: the one listening socket of this rank (comm/pair_gate), for both meshes;
+  // BARESGD_GLOO_SYNC_LANE=0 (every rank alike) leaves out the sync lane's mesh.
+  void open_gate() {
+    const char* env = std::getenv("BARESGD_GLOO_SYNC_LANE");
+    with_lane_ = !(env && std::string(env) == "0");
+    if (device_ip_.empty())
+      throw std::runtime_error(me() + ": cannot open its Gloo gate: no address in Gloo's device (" + device_->str() +
+                               ")");
     try {
-      context_ = std::make_shared<gloo::rendezvous::Context>(info_.rank, info_.size);
-      context_->setTimeout(remaining_start_time());
-      prefix_.reset(new gloo::rendezvous::PrefixStore(info_.job_id + "/gloo", *store_));
-      context_->connectFullMesh(*prefix_, device_);
-      context_->setTimeout(opts_.comm_timeout);
+      gate_.reset(new PairGate(device_ip_, info_.rank, info_.size, with_lane_ ? 2 : 1));
+    } catch (const std::exception& e) {
+      throw std::runtime_error(me() + ": " + e.what());
+    }
+    gates_.assign(info_.size, "");
+  }
+
+  // The job secret the gate proves: the launcher's, else the one rank 0 set before its hello.
+  std::string gate_secret() {
+    if (!info_.secret.empty()) return info_.secret;
+    try {
+      const std::vector<char> v = store_->get(gate_secret_key());
+      return std::string(v.begin(), v.end());
+    } catch (const std::exception& e) {
+      throw std::runtime_error(me() + ": cannot read the job's gate secret from " + store_->where() + ": " +
+                               short_gloo_message(e.what()));
+    }
+  }
+
+  // Test hook: BARESGD_TEST_STOP_IN_CONNECT=<rank> makes that rank stop itself (SIGSTOP) after its
+  // hello, before phase A, so a test can watch the others' one deadline name it.
+  void stop_here_for_test() const {
+    const char* env = std::getenv("BARESGD_TEST_STOP_IN_CONNECT");
+    if (env && *env && std::atoi(env) == info_.rank && std::string(env) == std::to_string(info_.rank)) raise(SIGSTOP);
+  }
+
+  // Step 5: phase A (every pair of both meshes authenticated by the gate, one deadline), then
+  // phase B (the sockets handed to Gloo, main mesh then sync lane; local work, no waiting).
+  void connect() {
+    const std::string secret = gate_secret();
+    stop_here_for_test();
+    try {
+      gate_->connect_all(secret, gates_, start_ + opts_.start_timeout, seconds(opts_.start_timeout));
+    } catch (const std::exception& e) {
+      throw std::runtime_error(me() + ": " + e.what() + " (bound to " + bind_desc_ + ")");
+    }
+    try {
+      context_ = connect_gloo_mesh(device_, gate_.get(), 0, info_.rank, info_.size, std::max(info_.local_rank, 0),
+                                   opts_.comm_timeout);
     } catch (const std::exception& e) {
       context_.reset();
-      std::string what = short_gloo_message(e.what());
-      // Our store names the key it waited for: "<job>/gloo/<rank>" is that rank's address.
-      const std::string key = "'" + info_.job_id + "/gloo/";
-      const size_t k = what.find(key);
-      if (k != std::string::npos && contains(what, "timed out")) {
-        const int peer = std::atoi(what.c_str() + k + key.size());
-        what = "rank " + std::to_string(peer) +
-               " registered but never published its Gloo address (it stopped or "
-               "crashed during start-up?); " +
-               what;
+      throw std::runtime_error(me() + ": gloo could not hand its authenticated connections to Gloo (bound to " +
+                               bind_desc_ + "): " + short_gloo_message(e.what()));
+    }
+    if (with_lane_) {
+      try {
+        auto mesh = connect_gloo_mesh(device_, gate_.get(), 1, info_.rank, info_.size, std::max(info_.local_rank, 0),
+                                      opts_.comm_timeout);
+        lane_.reset(new GlooSyncLane(mesh, info_.rank, info_.size, spins()));
+      } catch (const std::exception& e) {
+        lane_.reset();
+        throw std::runtime_error(me() + ": gloo could not connect its sync-mode pairs to its " +
+                                 std::to_string(info_.size - 1) + " peer(s) (bound to " + bind_desc_ +
+                                 "): " + short_gloo_message(e.what()));
       }
-      throw std::runtime_error(me() + ": gloo could not connect to its " + std::to_string(info_.size - 1) +
-                               " peer(s) within " + seconds(opts_.start_timeout) + " (bound to " + bind_desc_ +
-                               "): " + what);
     }
-  }
-
-  // A second mesh, its pairs in Gloo's sync mode, for the gradient's exchange (comm/gloo_sync_lane.h).
-  // BARESGD_GLOO_SYNC_LANE=0 leaves every exchange on the device thread's pairs.
-  void open_sync_lane() {
-    const char* env = std::getenv("BARESGD_GLOO_SYNC_LANE");
-    if (env && std::string(env) == "0") return;
-    try {
-      lane_prefix_.reset(new gloo::rendezvous::PrefixStore(info_.job_id + "/gloo-lane", *store_));
-      lane_.reset(new GlooSyncLane(*lane_prefix_, device_, info_.rank, info_.size, opts_.comm_timeout, spins()));
-    } catch (const std::exception& e) {
-      lane_.reset();
-      throw std::runtime_error(me() + ": gloo could not connect its sync-mode pairs to its " +
-                               std::to_string(info_.size - 1) + " peer(s) (bound to " + bind_desc_ +
-                               "): " + short_gloo_message(e.what()));
-    }
+    if (gate_->dropped()) std::fprintf(stderr, "%s: %s\n", me().c_str(), gate_->dropped_summary().c_str());
+    gate_.reset();
   }
 
   // Whether a wait on the lane spins (CommOptions::spin_while_waiting); BARESGD_GLOO_SPIN=0 or 1 says
@@ -978,10 +1024,12 @@ class GlooCommunicator : public Communicator {
   InterfaceChoice iface_;        // --network-interface, else GLOO_SOCKET_IFNAME
   std::string slurm_node_addr_;  // under plain srun: this node's NodeAddr, when scontrol gave it
   std::unique_ptr<RendezvousStore> store_;
-  std::unique_ptr<gloo::rendezvous::PrefixStore> prefix_;
+  std::string device_ip_;           // the address Gloo's device is bound to (the gate's too)
+  std::unique_ptr<PairGate> gate_;  // from open_gate to the end of connect
+  std::vector<std::string> gates_;  // every rank's gate address, from its hello
+  bool with_lane_ = true;
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
-  std::unique_ptr<gloo::rendezvous::PrefixStore> lane_prefix_;
   std::unique_ptr<GlooSyncLane> lane_;  // null: BARESGD_GLOO_SYNC_LANE=0 or one rank
   uint64_t lane_rounds_ = 0;
   uint32_t tag_ = 0;

@@ -77,12 +77,8 @@ bool GlooSyncLane::fits(size_t total, size_t largest, size_t wmem_max, size_t rm
   return total <= std::min(largest, wmem_max) + rmem_default / 2;
 }
 
-GlooSyncLane::GlooSyncLane(gloo::rendezvous::Store& store, std::shared_ptr<gloo::transport::Device> device, int rank,
-                           int size, std::chrono::milliseconds timeout, bool busy_poll)
-    : rank_(rank), size_(size), spin_(busy_poll) {
-  context_ = std::make_shared<gloo::rendezvous::Context>(rank, size);
-  context_->setTimeout(timeout);  // the pairs' read and write timeout
-  context_->connectFullMesh(store, device);
+GlooSyncLane::GlooSyncLane(std::shared_ptr<gloo::rendezvous::Context> mesh, int rank, int size, bool busy_poll)
+    : rank_(rank), size_(size), spin_(busy_poll), context_(std::move(mesh)) {
   for (int p = 0; p < size; ++p)
     if (p != rank) context_->getPair(p)->setSync(true, spin_.spinning());
 }

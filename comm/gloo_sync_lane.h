@@ -2,7 +2,7 @@
 // exchange. The rank's own thread writes its bytes onto each peer's socket and reads the peers'
 // bytes out of them itself (Gloo's device thread never touches these sockets), so the exchange
 // moves exactly when the rank is in it, whatever the other cores run, with no hand-over between
-// threads. Used by comm/backend_gloo.cc (the only other file that includes Gloo); docs/comm.md.
+// threads. Used by comm/backend_gloo.cc; docs/comm.md.
 //
 // A Region is size * bytes of memory, rank p's part at p * bytes, that the ranks exchange in
 // rounds: send_own() writes this rank's part to every peer (a blocking write that the socket
@@ -10,9 +10,6 @@
 // exceed them), receive() reads every peer's part. Every rank opens the same regions in the same
 // order, and in a round sends every region before it receives any.
 #pragma once
-
-#include <gloo/rendezvous/store.h>
-#include <gloo/transport/device.h>
 
 #include <chrono>
 #include <cstddef>
@@ -34,11 +31,10 @@ class Buffer;
 
 class GlooSyncLane {
  public:
-  // Collective: every rank connects its pairs through `store` (give it a prefix of its own), with
-  // `timeout` on every blocking read and write. busy_poll: a wait spins on the socket instead of
-  // sleeping in the kernel (for a rank that has a core of its own).
-  GlooSyncLane(gloo::rendezvous::Store& store, std::shared_ptr<gloo::transport::Device> device, int rank, int size,
-               std::chrono::milliseconds timeout, bool busy_poll);
+  // Takes a connected mesh (comm/gloo_mesh, its context's transport timeout being the one on every
+  // blocking read and write) and puts its pairs in sync mode. busy_poll: a wait spins on the socket
+  // instead of sleeping in the kernel (for a rank that has a core of its own).
+  GlooSyncLane(std::shared_ptr<gloo::rendezvous::Context> mesh, int rank, int size, bool busy_poll);
   ~GlooSyncLane();
 
   // Whether `total` bytes written to one peer before it reads any, in messages of at most
