@@ -28,7 +28,9 @@
 //      then the sync lane's (comm/gloo_sync_lane.h).
 //   6. On --rendezvous-dir: a barrier, then each rank removes the rendezvous files it wrote; under
 //      srun, and under torchrun without its agent's store, a barrier, then every rank closes its
-//      connection and rank 0 stops its store.
+//      connection and rank 0 stops its store; on the launcher's store each rank closes its
+//      connection (no barrier: the store keeps its keys for the others), so a job holds the
+//      store's connections only during start-up.
 // Collectives use Gloo's option-style algorithms with CommOptions::comm_timeout on every wait:
 //   allreduce = direct exchange while (n-1) * bytes <= 1 MiB (every rank sends its vector to all
 //     others in one round and sums in rank order: one latency instead of the ring's chain of
@@ -167,6 +169,10 @@ class RendezvousStore : public gloo::rendezvous::Store {
   // Called once every rank has connected (nobody reads the store again): drop what this rank wrote
   // (or, under srun, close the connection; rank 0 stops its store).
   virtual void forget_own_keys() {}
+  // Called once this rank's meshes are connected, when leave_after_barrier() is false: it never
+  // reads the store again, so it closes its connection (the store keeps what it wrote for the
+  // others). A job of W ranks so holds the store's connections only during start-up.
+  virtual void close_connection() {}
   const std::string& where() const { return where_; }
 
   void wait(const std::vector<std::string>& keys) override { wait(keys, default_timeout_); }
@@ -246,6 +252,7 @@ class ClientRendezvous : public RendezvousStore {
     return true;
   }
   bool claim(const std::string& name) override { return client_.add(name, 1) == 1; }
+  void close_connection() override { own_.reset(); }  // client_ is never used after this
   bool gathers() const override { return true; }
   bool gather(const std::string& prefix, int want) override {
     GatheredKeys entries;
@@ -1010,9 +1017,13 @@ class GlooCommunicator : public Communicator {
 
   // After connectFullMesh every rank has read what it needs; a barrier makes that true of all of
   // them, then each removes its own keys (a --rendezvous-dir is left as it was found) and under
-  // srun rank 0 stops its store. The launcher's store goes with the launcher: no barrier for it.
+  // srun rank 0 stops its store. The launcher's store goes with the launcher: no barrier for it; each
+  // rank only closes its connection.
   void leave_store() {
-    if (!store_->leave_after_barrier()) return;
+    if (!store_->leave_after_barrier()) {
+      store_->close_connection();
+      return;
+    }
     barrier();
     store_->forget_own_keys();
   }
