@@ -159,8 +159,8 @@ std::map<int, pid_t> mpi_rank_pids(const std::string& marker) {
 TEST_F(MpiFaults, SigstopOfARankEndsTheJobNamingItWithinCommTimeout) {
   const std::string data = dir_ + "/data";
   link_real_mnist(data);
-  Proc job({launch_, "-np", "3", "--mpi", "--network-interface", "lo", train_, "--comm-timeout", "3", "--epochs",
-            "50", "--log-interval", "10", "--data-dir", data});
+  Proc job({launch_, "-np", "3", "--mpi", "--network-interface", "lo", train_, "--comm-timeout", "3", "--epochs", "50",
+            "--log-interval", "10", "--data-dir", data});
   for (int r = 0; r < 3; ++r) {
     std::regex line("\\[" + std::to_string(r) + "\\]<stdout>:Train Epoch: 1 \\[[1-9]");
     ASSERT_GE(job.wait_for(line, 180, false, Clock::now()), 0) << job.out() << job.err();
