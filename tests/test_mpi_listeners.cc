@@ -95,8 +95,9 @@ TEST_F(MpiListeners, NoRankListensOnTheWildcardAddressAndMpirunOnlyOnItsOutOfBan
   link_real_mnist(data);
   // Without the harness's OMPI_MCA_btl=self,tcp (a user's value wins over the launcher's): the
   // launcher's own choice for one host is under test.
-  Proc job({"/usr/bin/env", "-u", "OMPI_MCA_btl", abs_path(testutil::launch_bin()), "-np", "2", "--mpi", "--network-interface", "lo",
-            abs_path(testutil::train_bin()), "--epochs", "1", "--log-interval", "10", "--data-dir", data});
+  Proc job({"/usr/bin/env", "-u", "OMPI_MCA_btl", abs_path(testutil::launch_bin()), "-np", "2", "--mpi",
+            "--network-interface", "lo", abs_path(testutil::train_bin()), "--epochs", "1", "--log-interval", "10",
+            "--data-dir", data});
   // Both ranks train: past MPI_Init (where the BTLs open their listeners) and the first allreduce.
   for (int r = 0; r < 2; ++r) {
     std::regex line("\\[" + std::to_string(r) + "\\]<stdout>:Train Epoch: 1 \\[");
@@ -105,8 +106,8 @@ TEST_F(MpiListeners, NoRankListensOnTheWildcardAddressAndMpirunOnlyOnItsOutOfBan
   int ranks = 0, mpiruns = 0;
   for (pid_t p : procs_with(marker_)) {
     const std::string comm = read_file("/proc/" + std::to_string(p) + "/comm");
-    const bool is_rank = contains(read_file("/proc/" + std::to_string(p) + "/environ"), std::string(1, '\0') +
-                                                                                             "OMPI_COMM_WORLD_RANK=");
+    const bool is_rank =
+        contains(read_file("/proc/" + std::to_string(p) + "/environ"), std::string(1, '\0') + "OMPI_COMM_WORLD_RANK=");
     const bool is_mpirun = comm == "mpirun\n";
     if (!is_rank && !is_mpirun) continue;
     ranks += is_rank;
