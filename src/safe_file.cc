@@ -117,19 +117,37 @@ std::string file_kind(unsigned mode) {
   return "not a regular file";
 }
 
-int open_regular_for_read(const std::string& path, size_t max_bytes, const std::string& what, size_t* size) {
+int try_open_regular_for_read(const std::string& path, size_t max_bytes, size_t* size, ReadRefusal* why) {
+  *why = ReadRefusal();
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) fail(path, what, std::string("cannot be opened: ") + std::strerror(errno));
+  if (fd < 0) {
+    why->kind = ReadRefusal::kCannotOpen;
+    why->err = errno;
+    why->reason = std::string("cannot be opened: ") + std::strerror(why->err);
+    return -1;
+  }
   struct stat st;
-  std::string why = not_regular(fd, &st);
-  if (why.empty() && uint64_t(st.st_size) > uint64_t(max_bytes))
-    why = "is " + std::to_string(st.st_size) + " bytes, more than the " + std::to_string(max_bytes) + " it can be";
-  if (!why.empty()) {
+  why->reason = not_regular(fd, &st);
+  if (!why->reason.empty()) {
+    why->kind = ReadRefusal::kNotRegular;
+  } else if (uint64_t(st.st_size) > uint64_t(max_bytes)) {
+    why->kind = ReadRefusal::kTooLarge;
+    why->reason =
+        "is " + std::to_string(st.st_size) + " bytes, more than the " + std::to_string(max_bytes) + " it can be";
+  }
+  if (why->kind != ReadRefusal::kNone) {
     ::close(fd);
-    fail(path, what, why);
+    return -1;
   }
   clear_nonblock(fd);
   *size = size_t(st.st_size);
+  return fd;
+}
+
+int open_regular_for_read(const std::string& path, size_t max_bytes, const std::string& what, size_t* size) {
+  ReadRefusal why;
+  const int fd = try_open_regular_for_read(path, max_bytes, size, &why);
+  if (fd < 0) fail(path, what, why.reason);
   return fd;
 }
 

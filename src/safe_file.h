@@ -27,6 +27,19 @@ struct SafeFileError : std::runtime_error {
 // "a FIFO", "a directory", "a character device", ... for a stat mode (st_mode).
 std::string file_kind(unsigned mode);
 
+// Why try_open_regular_for_read refused a file: it could not be opened (errno in *err), it is not
+// a regular file (or fstat failed), or it is larger than max_bytes. reason: the words after
+// "PATH: WHAT " in open_regular_for_read's message.
+struct ReadRefusal {
+  enum Kind { kNone, kCannotOpen, kNotRegular, kTooLarge } kind = kNone;
+  int err = 0;
+  std::string reason;
+};
+
+// open_regular_for_read without the throw, for a caller with its own messages: the descriptor,
+// or -1 with *why filled.
+int try_open_regular_for_read(const std::string& path, size_t max_bytes, size_t* size, ReadRefusal* why);
+
 // An open descriptor of the regular file PATH (O_RDONLY | O_NONBLOCK cleared after the check),
 // with its size in *size. Throws SafeFileError naming WHAT: missing, not regular, over max_bytes.
 int open_regular_for_read(const std::string& path, size_t max_bytes, const std::string& what, size_t* size);

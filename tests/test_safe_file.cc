@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <functional>
 #include <string>
 
@@ -77,6 +78,30 @@ TEST(SafeFile, ReadGivesTheBytesOfARegularFile) {
   EXPECT_TRUE(has(error_of([&] { read_regular_file(dir + "/f", 2, "file"); }), "is 3 bytes, more than the 2"));
   EXPECT_TRUE(has(error_of([&] { read_regular_file(dir + "/none", 2, "file"); }),
                   dir + "/none: file cannot be opened: No such file or directory"));
+}
+
+// The non-throwing opener (for callers with their own messages, as --config-file) says which
+// refusal it was, with the same words the throwing one uses.
+TEST(SafeFile, TryOpenSaysWhichRefusal) {
+  const std::string dir = testutil::make_temp_dir("safe-try");
+  testutil::write_file(dir + "/f", "abc");
+  ASSERT_EQ(::mkfifo((dir + "/fifo").c_str(), 0600), 0);
+  size_t size = 0;
+  ReadRefusal why;
+  const int fd = try_open_regular_for_read(dir + "/f", 3, &size, &why);
+  ASSERT_GE(fd, 0) << why.reason;
+  ::close(fd);
+  EXPECT_EQ(size, 3u);
+  EXPECT_EQ(why.kind, ReadRefusal::kNone);
+  EXPECT_EQ(try_open_regular_for_read(dir + "/none", 3, &size, &why), -1);
+  EXPECT_EQ(why.kind, ReadRefusal::kCannotOpen);
+  EXPECT_EQ(why.err, ENOENT);
+  EXPECT_EQ(try_open_regular_for_read(dir + "/fifo", 3, &size, &why), -1);
+  EXPECT_EQ(why.kind, ReadRefusal::kNotRegular);
+  EXPECT_EQ(why.reason, "is a FIFO, not a regular file");
+  EXPECT_EQ(try_open_regular_for_read(dir + "/f", 2, &size, &why), -1);
+  EXPECT_EQ(why.kind, ReadRefusal::kTooLarge);
+  EXPECT_EQ(why.reason, "is 3 bytes, more than the 2 it can be");
 }
 
 TEST(SafeFile, WriteRefusesASymlinkAndLeavesItsTargetAlone) {
