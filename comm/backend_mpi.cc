@@ -16,7 +16,7 @@
 // sendrecv, exchange, a gather channel's wait) is bracketed by a CollectiveWatchdog
 // (comm/collective_watchdog.h): its name and start time. A thread of the watchdog sleeps on a
 // condition variable until the open call's deadline; a call still open then prints one line --
-// this rank, the call (and its peer when it has one), how long it has waited -- waits a second so
+// this rank, the call (and its peer when it has one), how long it has waited -- waits 2 s so
 // the other live ranks, stuck in the same collective since about the same moment, print theirs
 // (./launch names the ranks that never did), and calls MPI_Abort: mpirun (or srun) then ends every
 // rank and exits non-zero.
@@ -67,9 +67,11 @@ constexpr int kExchangeTag = 0x5e5e;
 constexpr int kGatherChannelTag = 0x5f00;  // + channel number
 // After a timeout's line, before MPI_Abort: the other live ranks' watchdogs fire within the time
 // their collectives started apart (a step's compute at most, usually), and print their lines.
-constexpr std::chrono::milliseconds kAbortGrace{1000};
+constexpr std::chrono::milliseconds kAbortGrace{2000};
 // A watchdog waking this many seconds past its deadline was not running (stopped or starved).
-constexpr double kLateWake = 0.5;
+// A stopped rank wakes when mpirun's kill continues it, at least about kAbortGrace late; a live
+// one as soon as the scheduler runs its thread. Half the grace tells the two apart under load.
+constexpr double kLateWake = 1.0;
 
 std::string one_decimal(double seconds) {
   char buf[32];
