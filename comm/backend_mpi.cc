@@ -11,7 +11,25 @@
 // open_gather_channel (the overlapped averaging's buckets) is persistent MPI_Send_init/MPI_Recv_init
 // requests to and from every peer: start = MPI_Startall, progress = MPI_Testall (MPI moves a message
 // only inside MPI calls; the trainer calls it between layers), wait = MPI_Waitall.
-// MPI has no timeouts: CommOptions' timeouts do not apply here.
+//
+// --comm-timeout (CommOptions::comm_timeout): every call that waits on a peer (the collectives,
+// sendrecv, exchange, a gather channel's wait) is bracketed by a CollectiveWatchdog
+// (comm/collective_watchdog.h): its name and start time. A thread of the watchdog sleeps on a
+// condition variable until the open call's deadline; a call still open then prints one line --
+// this rank, the call (and its peer when it has one), how long it has waited -- waits 2 s so
+// the other live ranks, stuck in the same collective since about the same moment, print theirs
+// (./launch names the ranks that never did), and calls MPI_Abort: mpirun (or srun) then ends every
+// rank and exits non-zero.
+// Why a watchdog thread and not MPI_Iallreduce/MPI_Ibcast + an MPI_Test loop with the deadline:
+//   - the calls stay the blocking ones: Open MPI's nonblocking collectives (libnbc) use other
+//     algorithms than its blocking ones (tuned), so the sums' order -- and the bits the
+//     equivalence tests compare -- would change, and a test loop adds a clock read per poll;
+//   - MPI_Test would not name the late peer anyway: a request says "not done", not who is
+//     missing, so the only gain would be an abort from the main thread.
+// The price: MPI_Abort is called from the watchdog's thread while the main thread is inside MPI
+// under MPI_THREAD_SERIALIZED. Open MPI's MPI_Abort does not touch the communicator the main
+// thread waits in: it prints, tells its daemon (PMIx) to kill the job and exits; should it
+// return, the watchdog _exits(1) itself.
 //
 // Shutdown: MPI_Finalize is a collective fence in Open MPI; a rank that finalizes while the
 // others still wait in a collective would hang there. So after a failed MPI call, or when the
@@ -22,14 +40,21 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "comm/collective_watchdog.h"
 #include "comm/comm_internal.h"
 #include "comm/half_float.h"
 #include "comm/library_versions.h"
@@ -40,6 +65,19 @@ constexpr size_t kMaxChunk = size_t(1) << 30;  // elements or bytes per MPI call
 constexpr int kSendRecvTag = 0x5e5d;
 constexpr int kExchangeTag = 0x5e5e;
 constexpr int kGatherChannelTag = 0x5f00;  // + channel number
+// After a timeout's line, before MPI_Abort: the other live ranks' watchdogs fire within the time
+// their collectives started apart (a step's compute at most, usually), and print their lines.
+constexpr std::chrono::milliseconds kAbortGrace{2000};
+// A watchdog waking this many seconds past its deadline was not running (stopped or starved).
+// A stopped rank wakes when mpirun's kill continues it, at least about kAbortGrace late; a live
+// one as soon as the scheduler runs its thread. Half the grace tells the two apart under load.
+constexpr double kLateWake = 1.0;
+
+std::string one_decimal(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", seconds);
+  return buf;
+}
 
 void half_sum(void* in, void* inout, int* len, MPI_Datatype*) {
   const half_bits* a = static_cast<const half_bits*>(in);
@@ -56,17 +94,23 @@ std::string mpi_error_string(int rc) {
 
 class MpiCommunicator : public Communicator {
  public:
-  MpiCommunicator(const RankInfo& env, const CommOptions&) : info_(env) {
+  MpiCommunicator(const RankInfo& env, const CommOptions& opts) : info_(env), timeout_(opts.comm_timeout) {
     info_.backend = "mpi";
     try {
       init();
+      if (info_.size > 1)
+        watchdog_.reset(new CollectiveWatchdog(
+            timeout_, [this](const std::string& name, double s, double late) { expired(name, s, late); }));
     } catch (...) {
       release(/*finalize=*/!broken_);
       throw;
     }
   }
 
-  ~MpiCommunicator() override { release(!broken_ && std::uncaught_exceptions() == 0); }
+  ~MpiCommunicator() override {
+    watchdog_.reset();
+    release(!broken_ && std::uncaught_exceptions() == 0);
+  }
 
   const RankInfo& info() const override { return info_; }
   const char* backend_name() const override { return "mpi"; }
@@ -80,11 +124,15 @@ class MpiCommunicator : public Communicator {
     char* p = static_cast<char*>(data);
     for (size_t off = 0; off < bytes; off += kMaxChunk) {
       int count = static_cast<int>(std::min(kMaxChunk, bytes - off));
+      WatchedCall w(watchdog_.get(), "MPI_Bcast from rank " + std::to_string(root));
       check(MPI_Bcast(p + off, count, MPI_BYTE, root, comm_), "MPI_Bcast from root " + std::to_string(root));
     }
   }
 
-  void barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }
+  void barrier() override {
+    WatchedCall w(watchdog_.get(), "MPI_Barrier");
+    check(MPI_Barrier(comm_), "MPI_Barrier");
+  }
 
   void allgather(void* out, const void* in, size_t bytes) override {
     if (bytes == 0) return;
@@ -99,6 +147,7 @@ class MpiCommunicator : public Communicator {
         src = copy_.data();
       }
       int count = static_cast<int>(bytes);
+      WatchedCall w(watchdog_.get(), "MPI_Allgather");
       check(MPI_Allgather(src, src == MPI_IN_PLACE ? 0 : count, MPI_BYTE, o, count, MPI_BYTE, comm_), "MPI_Allgather");
       return;
     }
@@ -108,6 +157,7 @@ class MpiCommunicator : public Communicator {
     for (size_t off = 0; off < bytes; off += kMaxChunk) {
       size_t len = std::min(kMaxChunk, bytes - off);
       tmp.resize(len * n);
+      WatchedCall w(watchdog_.get(), "MPI_Allgather");
       check(MPI_Allgather(src.data() + off, static_cast<int>(len), MPI_BYTE, tmp.data(), static_cast<int>(len),
                           MPI_BYTE, comm_),
             "MPI_Allgather");
@@ -122,6 +172,7 @@ class MpiCommunicator : public Communicator {
     char* r = static_cast<char*>(recv);
     for (size_t off = 0; off < bytes; off += kMaxChunk) {
       int count = static_cast<int>(std::min(kMaxChunk, bytes - off));
+      WatchedCall w(watchdog_.get(), "MPI_Sendrecv with rank " + std::to_string(peer));
       check(MPI_Sendrecv(s + off, count, MPI_BYTE, peer, kSendRecvTag, r + off, count, MPI_BYTE, peer, kSendRecvTag,
                          comm_, MPI_STATUS_IGNORE),
             "MPI_Sendrecv with rank " + std::to_string(peer));
@@ -144,6 +195,7 @@ class MpiCommunicator : public Communicator {
     for (size_t off = 0; off < std::max(send_bytes, recv_bytes); off += kMaxChunk) {
       const size_t send_count = off < send_bytes ? std::min(kMaxChunk, send_bytes - off) : 0;
       const size_t recv_count = off < recv_bytes ? std::min(kMaxChunk, recv_bytes - off) : 0;
+      WatchedCall w(watchdog_.get(), what);
       check(MPI_Sendrecv(s + (send_count ? off : 0), static_cast<int>(send_count), MPI_BYTE,
                          send_count ? send_peer : MPI_PROC_NULL, kExchangeTag, r + (recv_count ? off : 0),
                          static_cast<int>(recv_count), MPI_BYTE, recv_count ? recv_peer : MPI_PROC_NULL, kExchangeTag,
@@ -223,8 +275,33 @@ class MpiCommunicator : public Communicator {
   void allreduce(T* data, size_t n, MPI_Datatype type, MPI_Op op) {
     for (size_t off = 0; off < n; off += kMaxChunk) {
       int count = static_cast<int>(std::min(kMaxChunk, n - off));
+      WatchedCall w(watchdog_.get(), "MPI_Allreduce");
       check(MPI_Allreduce(MPI_IN_PLACE, data + off, count, type, op, comm_), "MPI_Allreduce");
     }
+  }
+
+  // The watchdog's thread: a call has waited past --comm-timeout. One line, the grace for the
+  // other ranks' lines, then MPI_Abort ends the job (see the header for why from this thread).
+  // A watchdog that woke well past the deadline was frozen with its process: this rank is the
+  // stopped one (mpirun's SIGCONT before its kill woke it), and its line says so.
+  void expired(const std::string& name, double seconds, double late) {
+    const bool p2p = name.find("rank ") != std::string::npos && name.rfind("MPI_Bcast", 0) != 0;
+    std::string why;
+    if (late > kLateWake)
+      why = ", but its watchdog woke " + one_decimal(late) + " s late: this rank itself was stopped or starved";
+    else if (p2p)
+      why = " (a peer stopped responding)";
+    else
+      why = " waiting for a peer (a blocking MPI collective does not say which)";
+    const std::string line = "train: error: " + describe_rank(info_) + ": " + name + " timed out after " +
+                             one_decimal(seconds) + " s (--comm-timeout " + one_decimal(timeout_.count() / 1000.0) +
+                             " s)" + why + "; ending the job with MPI_Abort\n";
+    if (::write(STDERR_FILENO, line.data(), line.size()) < 0) {
+      // stderr is gone: nothing left to tell it on
+    }
+    std::this_thread::sleep_for(kAbortGrace);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    ::_exit(1);
   }
 
   void check(int rc, const std::string& what) {
@@ -234,6 +311,8 @@ class MpiCommunicator : public Communicator {
   }
 
   RankInfo info_;
+  const std::chrono::milliseconds timeout_;
+  std::unique_ptr<CollectiveWatchdog> watchdog_;  // null for a world of one
   bool owns_mpi_ = false;
   bool broken_ = false;
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -277,6 +356,7 @@ class MpiCommunicator : public Communicator {
                 "MPI_Testall (overlapped allreduce)");
     }
     const void* wait() override {
+      WatchedCall w(c_->watchdog_.get(), "MPI_Waitall (overlapped allreduce, every peer)");
       if (active_)
         c_->check(MPI_Waitall(int(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE),
                   "MPI_Waitall (overlapped allreduce)");

@@ -125,8 +125,28 @@ void assign_cross_ranks(RankInfo* info, const std::vector<int>& local_rank_of_ra
   info->cross_size = cross_size;
 }
 
+const char kDefaultJobId[] = "baresgd";
+
+// --rendezvous-dir keys its files by the job id. A starter's id is the job's own (./launch: random;
+// Open MPI: its job id and a digest of the job's random key; Slurm: job.step; torchrun: its run
+// id); ranks started by hand have none, and a fixed default would let anyone who can write in the
+// directory plant files for every such job (refused as theirs, but the job fails), and a killed
+// job's stale claim stop the next. So they must name one, the same on every rank: --job-id ID or
+// BARESGD_JOB_ID (docs/comm.md, "Rendezvous on a shared directory").
+static void require_job_id_for_rendezvous_dir(const RankInfo& info, const CommOptions& opts) {
+  if (opts.rendezvous_dir.empty() || !info.job_id_default || info.size <= 1) return;
+  fail(describe_rank(info) +
+       ": --rendezvous-dir needs a job id every rank shares and no one else can guess, and no starter gave one: "
+       "pass --job-id ID on every rank (e.g. ID from `od -An -N8 -tx8 /dev/urandom`), or set BARESGD_JOB_ID");
+}
+
 std::unique_ptr<Communicator> make_communicator(const CommOptions& opts) {
   RankInfo info = discover_rank_info();
+  if (!opts.job_id.empty()) {
+    info.job_id = opts.job_id;
+    info.job_id_default = false;
+  }
+  require_job_id_for_rendezvous_dir(info, opts);
   std::string backend = opts.backend.empty() ? info.backend : opts.backend;
   if (backend != "single" && backend != "gloo" && backend != "mpi")
     fail("unknown communication backend '" + backend + "' (expected gloo, mpi or single)");

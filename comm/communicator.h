@@ -23,6 +23,9 @@ struct RankInfo {
   std::string c10d_store_addr;     // torchrun's c10d TCPStore "MASTER_ADDR:MASTER_PORT", else ""
   std::string secret;              // per-job secret for the store (from the environment only)
   std::string job_id;              // rendezvous key prefix
+  // No starter named the job (no BARESGD_JOB_ID, Open MPI, Slurm or torchrun id): job_id is
+  // kDefaultJobId, which --rendezvous-dir refuses (anyone could plant files for it); --job-id names one.
+  bool job_id_default = false;
   // srun's job step, for the Gloo rendezvous rank 0 serves under srun (comm/slurm_store.h);
   // "" outside srun: SLURM_JOB_ID, SLURM_STEP_ID, SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE.
   std::string slurm_job, slurm_step, slurm_nodelist, slurm_tasks_per_node;
@@ -34,9 +37,13 @@ struct RankInfo {
   bool c10d_store_on_rank0 = false;
 };
 
+// The job id of ranks that no starter named ("baresgd").
+extern const char kDefaultJobId[];
+
 struct CommOptions {
   std::string backend;            // "" = from environment; else "single", "gloo", "mpi"
   std::string rendezvous_dir;     // non-empty: Gloo FileStore on this shared directory
+  std::string job_id;             // --job-id: non-empty replaces the environment's job id
   std::string network_interface;  // non-empty: bind Gloo to this interface name or address
   std::chrono::milliseconds start_timeout{30000};
   std::chrono::milliseconds comm_timeout{60000};

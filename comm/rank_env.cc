@@ -29,6 +29,7 @@
 #include "comm/comm_internal.h"
 #include "comm/communicator.h"
 #include "comm/slurm_step_id.h"
+#include "comm/store_protocol.h"
 #include "comm/torchrun_env.h"
 #include "src/parse_int.h"
 
@@ -184,6 +185,17 @@ void from_launcher(const Env& env, RankInfo* r) {
   r->backend = backend_pref(env, "gloo");
 }
 
+// Open MPI's job: its job id, and a digest of the random key mpirun hands every rank of one job
+// (OMPI_MCA_orte_precondition_transports): an id all ranks share that no other user can predict,
+// so nobody can plant files for it in a --rendezvous-dir ahead of the job. The key itself is never
+// shown (the id appears in error lines).
+std::string open_mpi_job_id(const Env& env) {
+  std::string id = "ompi-" + env.str("OMPI_MCA_ess_base_jobid", "0");
+  const std::string key = env.str("OMPI_MCA_orte_precondition_transports");
+  if (!key.empty()) id += "-" + to_hex(sha256("baresgd job id " + key)).substr(0, 16);
+  return id;
+}
+
 void from_open_mpi(const Env& env, RankInfo* r) {
   r->source = "ompi";
   if (!env.has("OMPI_COMM_WORLD_SIZE")) fail("OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not");
@@ -204,7 +216,7 @@ void from_open_mpi(const Env& env, RankInfo* r) {
     r->cross_rank = r->cross_size = -1;  // computed after MPI init (split by local rank)
   }
   r->backend = backend_pref(env, "mpi");
-  if (!env.has("BARESGD_JOB_ID")) r->job_id = env.str("OMPI_MCA_ess_base_jobid", "ompi");
+  if (!env.has("BARESGD_JOB_ID")) r->job_id = open_mpi_job_id(env);
 }
 
 // True when SLURM_PROCID comes from a step that is not a task of an srun step: the batch script
@@ -314,8 +326,8 @@ RankInfo discover_rank_info(const EnvLookup& get) {
   if (env.has("BARESGD_STORE_ADDR")) check_store_addr(r.store_addr);
   r.secret = env.str("BARESGD_SECRET");
   r.munge_socket = env.str("BARESGD_MUNGE_SOCKET");
-  r.job_id = env.str("BARESGD_JOB_ID", "baresgd");
-  if (r.job_id.empty()) fail("BARESGD_JOB_ID is set but empty");
+  if (env.has("BARESGD_JOB_ID") && env.str("BARESGD_JOB_ID").empty()) fail("BARESGD_JOB_ID is set but empty");
+  r.job_id = env.str("BARESGD_JOB_ID");
 
   if (env.has("BARESGD_RANK") || env.has("BARESGD_SIZE")) {
     from_launcher(env, &r);
@@ -333,6 +345,10 @@ RankInfo discover_rank_info(const EnvLookup& get) {
   } else {
     r.source = "none";
     r.backend = "single";
+  }
+  if (r.job_id.empty()) {  // no starter named the job: ranks started by hand (comm/communicator.h)
+    r.job_id = kDefaultJobId;
+    r.job_id_default = true;
   }
   if (r.backend == "single" && r.size != 1)
     fail("BARESGD_COMM=single but the " + r.source + " environment says the world has " + std::to_string(r.size) +

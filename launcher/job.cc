@@ -214,6 +214,7 @@ int run_attempt(const JobPlan& plan, OutputSink* sink, Watchdog* watchdog, Attem
   scfg.start_timeout_s = plan.opts.start_timeout;
   scfg.kill_timeout_s = plan.ssh.connect_timeout + 10;  // ssh's connect, then `launch --kill-job`'s 5 s
   scfg.stop_when = std::move(stop_when);
+  scfg.mpi_ranks = plan.opts.np;
   watchdog->tag("BARESGD_JOB_ID=" + id.job_id);
   Supervisor sup(sink, watchdog, scfg);
   code = plan.opts.transport == Transport::kMpi ? run_mpirun(plan, id, &sup) : run_gloo(plan, id, &sup);

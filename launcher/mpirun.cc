@@ -18,9 +18,14 @@ std::vector<std::string> mpirun_environment(const MpirunInputs& in, bool* yield_
     set_default("OMPI_MCA_btl_tcp_if_include", in.network_interface);
     set_default("OMPI_MCA_oob_tcp_if_include", in.network_interface);
   }
+  // Listeners (docs/deploy.md, "Open MPI's listening sockets"): Open MPI 4.1's tcp BTL binds every
+  // rank's two listeners to 0.0.0.0 and [::] whatever btl_tcp_if_include or btl_tcp_disable_family
+  // say (they only pick the addresses it publishes). One host needs no tcp BTL: self and shared
+  // memory (vader) open no socket at all.
+  if (in.hosts.size() == 1) set_default("OMPI_MCA_btl", "self,vader");
   if (in.all_loopback) {
     for (const auto& [name, value] : loopback_openmpi_env())
-      if (name != "OMPI_MCA_btl" || in.hosts.size() > 1) set_default(name, value);  // one host: shared memory works
+      if (name != "OMPI_MCA_btl" || in.hosts.size() > 1) set_default(name, value);  // one host: self,vader above
     // Every rank on this machine: Open MPI's own ob1 point-to-point layer (shared memory or tcp
     // underneath). Left to choose, Open MPI also initializes UCX, which probes its transports in
     // MPI_Init and buys nothing inside one host. A job across hosts keeps Open MPI's choice (UCX

@@ -46,7 +46,8 @@ const std::vector<std::pair<std::string, std::string>>& loopback_openmpi_env();
 // BARESGD_* ones. -x VAR=VALUE sets VAR in mpirun's environment (the value never in argv) and
 // adds -x VAR; -x VAR forwards the caller's VAR. --bind-to / --map-by replace none / slot;
 // --mpi-args words come after the launcher's own arguments, just before CMD. An
-// all-loopback job gets loopback_openmpi_env() (a single host keeps its shared-memory BTL) and
+// all-loopback job gets loopback_openmpi_env() (a one-host job, loopback or not, runs the self,vader
+// BTLs instead: no rank opens a tcp listener) and
 // the ob1 pml (no UCX start-up inside one machine); --network-interface sets the tcp if_include
 // variables instead of lo. Oversubscribed hosts get OMPI_MCA_mpi_yield_when_idle=1 (mpirun's -H
 // slots hide the oversubscription from Open MPI, which would busy-poll; src/mpi_yield.h). The

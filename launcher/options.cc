@@ -19,6 +19,7 @@
 #include "launcher/process.h"
 #include "launcher/shell_words.h"
 #include "src/parse_int.h"
+#include "src/safe_file.h"
 #include "src/shown_text.h"
 
 int parse_int_flag(const std::string& flag, const std::string& v) {
@@ -112,21 +113,20 @@ void read_horovod_env(const EnvLookup& env, const std::vector<std::string>& give
     throw UsageError("HOROVOD_LOG_HIDE_TIME='" + shown_text(v) + "' is not 0 or 1", false);
 }
 
-// --config-file's bytes: a regular file (never a pipe or a device that could block), <= 1 MiB.
+// --config-file's bytes: a regular file (never a pipe or a device that could block), <= 1 MiB,
+// opened and read as src/safe_file does; the messages are --config-file's own.
 std::string read_config_file(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw UsageError("--config-file " + shown_text(path) + ": " + std::strerror(errno), false);
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
-    close(fd);
-    throw UsageError("--config-file " + shown_text(path) + ": not a regular file of at most 1 MiB", false);
+  const std::string flag = "--config-file " + shown_text(path) + ": ";
+  size_t size = 0;
+  ReadRefusal why;
+  const int fd = try_open_regular_for_read(path, size_t(1) << 20, &size, &why);
+  if (fd < 0 && why.open_errno && !why.mode) throw UsageError(flag + std::strerror(why.open_errno), false);
+  if (fd < 0) throw UsageError(flag + "not a regular file of at most 1 MiB", false);
+  try {
+    return read_open_file(fd, size, path, "--config-file");
+  } catch (const SafeFileError& e) {  // "PATH: --config-file grew while it was read"
+    throw UsageError(e.what(), false);
   }
-  std::string text(static_cast<size_t>(st.st_size), '\0');
-  ssize_t got = st.st_size ? read(fd, &text[0], text.size()) : 0;
-  close(fd);
-  if (got < 0) throw UsageError("--config-file " + shown_text(path) + ": " + std::strerror(errno), false);
-  text.resize(static_cast<size_t>(got));
-  return text;
 }
 
 // One pass over the words. `given` (when not null) collects the horovodrun flags seen, by the

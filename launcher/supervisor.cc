@@ -228,7 +228,10 @@ void Supervisor::handle_lines(Child* c, int which, std::vector<Line>* lines) {
     } else {  // mpirun: "[1,R]<stdout>:text" -> re-tag; anything else is mpirun's own
       std::vector<MpiPiece> pieces;
       if (!l.continuation) pieces = split_mpi_line(l);
-      for (const MpiPiece& pc : pieces) emit_mpi_piece(pc);
+      for (const MpiPiece& pc : pieces) {
+        if (pc.stream == Stream::kStderr) mpi_timeouts_.add(pc.rank, pc.line.text);
+        emit_mpi_piece(pc);
+      }
       if (pieces.empty()) sink_->raw(stream, l.text + (l.end.empty() ? "\n" : l.end));
     }
   }
@@ -312,6 +315,8 @@ void Supervisor::on_rank_status(Child* c, int wait_status, bool from_agent) {
     if (WIFSIGNALED(wait_status))
       sink_->message("launch: mpirun " + describe_wait_status(wait_status) + " (not by this launcher); its ranks " +
                      "ended with it");
+    else if (mpi_timeouts_.any())  // a rank's watchdog called MPI_Abort: name who waited and who did not
+      sink_->message(mpi_timeout_summary(mpi_timeouts_, cfg_.mpi_ranks, describe_wait_status(wait_status)));
     return;
   }
   std::string what = describe_wait_status(wait_status);

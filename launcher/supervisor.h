@@ -18,6 +18,7 @@
 
 #include "launcher/output.h"
 #include "launcher/process.h"
+#include "launcher/mpi_timeout_report.h"
 #include "launcher/tagger.h"
 #include "launcher/watchdog.h"
 
@@ -38,6 +39,8 @@ struct SupervisorConfig {
   // true stops the job as --timeout does (SIGTERM, SIGKILL after the grace), with exit status 0
   // and not as a failure.
   std::function<bool()> stop_when;
+  // --mpi: the world size, for the line naming the ranks when a collective timed out.
+  int mpi_ranks = 0;
 };
 
 // SIGINT/SIGTERM/SIGHUP/SIGUSR1/SIGCHLD are caught into a self-pipe; SIGPIPE is ignored. Call once,
@@ -113,6 +116,7 @@ class Supervisor {
 
   OutputSink* sink_;
   Watchdog* watchdog_;
+  MpiTimeoutReports mpi_timeouts_;  // --mpi: the ranks' collective-timeout lines seen
   SupervisorConfig cfg_;
   std::vector<std::unique_ptr<Child>> children_;
   std::vector<std::unique_ptr<HostKill>> host_kills_;

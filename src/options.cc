@@ -102,13 +102,16 @@ const char* const kBaresgdFlagsHelp =
     "baresgd flags:\n"
     "  --backend single|gloo|mpi      force the comm backend (default: from the environment)\n"
     "  --rendezvous-dir DIR           Gloo rendezvous through files in a shared DIR\n"
+    "  --job-id ID                    the job's id, the same on every rank (--rendezvous-dir\n"
+    "                                 needs one when no starter gives it; default: the starter's)\n"
     "  --network-interface IF         Gloo binds this interface name or address\n"
     "  --allreduce ALG                gradient sum: auto, direct, ring, halving-doubling,\n"
     "                                 gloo or mpi (the library's own; default: auto)\n"
     "  --overlap on|off               reduce each gradient bucket while backward still runs\n"
     "                                 (default: off; the same bits either way, docs/comm.md)\n"
     "  --start-timeout S              rendezvous timeout in seconds (default: 30)\n"
-    "  --comm-timeout S               timeout of one collective in seconds (default: 60)\n"
+    "  --comm-timeout S               timeout of one collective in seconds, Gloo and MPI alike\n"
+    "                                 (MPI: the job ends with MPI_Abort; default: 60)\n"
     "  --checkpoint-dir DIR           save a checkpoint at every epoch end (rank 0)\n"
     "  --checkpoint-every N           also every N optimizer steps\n"
     "  --resume                       continue from the newest valid checkpoint of this\n"
@@ -166,6 +169,16 @@ using FlagTable = std::map<std::string, Setter>;
 constexpr long long kMaxCount = 1LL << 40;
 
 // A value that must be one of choices ("argument --flag: invalid choice: ...").
+// --job-id: 1 to 128 bytes of [A-Za-z0-9._-] (it prefixes keys and, escaped, file names).
+std::string job_id_value(const std::string& flag, const std::string& v) {
+  const bool ok =
+      !v.empty() && v.size() <= 128 &&
+      v.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == std::string::npos;
+  if (!ok)
+    throw TrainUsageError{"argument " + flag + ": invalid job id " + quote(v) + " (1 to 128 of A-Z a-z 0-9 . _ -)"};
+  return v;
+}
+
 std::string one_of(const std::string& flag, const std::string& v, const std::vector<std::string>& choices) {
   std::string listed;
   for (const auto& c : choices) {
@@ -209,6 +222,7 @@ void add_comm_flags(Options& o, FlagTable* t) {
          o.backend = one_of(f, v, {"single", "gloo", "mpi"});
        }},
       {"--rendezvous-dir", [&](auto&, auto& v) { o.rendezvous_dir = v; }},
+      {"--job-id", [&](auto& f, auto& v) { o.job_id = job_id_value(f, v); }},
       {"--network-interface", [&](auto&, auto& v) { o.network_interface = v; }},
       {"--allreduce",
        [&](auto&, auto& v) {

@@ -31,6 +31,7 @@ struct Options {
   // baresgd's own.
   std::string backend;             // --backend single|gloo|mpi (default: from the environment)
   std::string rendezvous_dir;      // --rendezvous-dir: Gloo FileStore on a shared directory
+  std::string job_id;              // --job-id: replaces the starter's job id ("" = the starter's)
   std::string network_interface;   // --network-interface: Gloo binds this interface/address
   std::string allreduce = "auto";  // --allreduce: the gradient sum's algorithm (comm/allreduce.h names)
   bool overlap = false;            // --overlap on|off: bucketed averaging during backward

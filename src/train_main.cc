@@ -161,6 +161,7 @@ CommOptions comm_options_of(const Options& opts) {
   CommOptions co;
   co.backend = opts.backend;
   co.rendezvous_dir = opts.rendezvous_dir;
+  co.job_id = opts.job_id;
   co.network_interface = opts.network_interface;
   co.start_timeout = std::chrono::milliseconds(std::llround(opts.start_timeout * 1000));
   co.comm_timeout = std::chrono::milliseconds(std::llround(opts.comm_timeout * 1000));

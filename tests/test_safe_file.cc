@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <functional>
 #include <string>
 
@@ -77,6 +78,30 @@ TEST(SafeFile, ReadGivesTheBytesOfARegularFile) {
   EXPECT_TRUE(has(error_of([&] { read_regular_file(dir + "/f", 2, "file"); }), "is 3 bytes, more than the 2"));
   EXPECT_TRUE(has(error_of([&] { read_regular_file(dir + "/none", 2, "file"); }),
                   dir + "/none: file cannot be opened: No such file or directory"));
+}
+
+// The non-throwing opener (for callers with their own messages, as --config-file) says which
+// refusal it was, with the same words the throwing one uses.
+TEST(SafeFile, TryOpenSaysWhichRefusal) {
+  const std::string dir = testutil::make_temp_dir("safe-try");
+  testutil::write_file(dir + "/f", "abc");
+  ASSERT_EQ(::mkfifo((dir + "/fifo").c_str(), 0600), 0);
+  size_t size = 0;
+  ReadRefusal why;
+  const int fd = try_open_regular_for_read(dir + "/f", 3, &size, &why);
+  ASSERT_GE(fd, 0) << std::strerror(why.open_errno);
+  ::close(fd);
+  EXPECT_EQ(size, 3u);
+  EXPECT_EQ(why.open_errno + why.check_errno + int(why.mode) + int(why.size), 0);
+  EXPECT_EQ(try_open_regular_for_read(dir + "/none", 3, &size, &why), -1);
+  EXPECT_EQ(why.open_errno, ENOENT);
+  EXPECT_EQ(why.mode, 0u);
+  EXPECT_EQ(try_open_regular_for_read(dir + "/fifo", 3, &size, &why), -1);
+  EXPECT_EQ(file_kind(why.mode), "a FIFO");
+  EXPECT_EQ(why.open_errno, 0);
+  EXPECT_EQ(try_open_regular_for_read(dir + "/f", 2, &size, &why), -1);
+  EXPECT_EQ(why.size, 3u);
+  EXPECT_EQ(why.mode, 0u);
 }
 
 TEST(SafeFile, WriteRefusesASymlinkAndLeavesItsTargetAlone) {
