@@ -46,14 +46,6 @@ bool has_arg(const TraceSlice& s, const char* key) {
   return false;
 }
 
-long arg_long(const TraceSlice& s, const char* key, long fallback) {
-  const std::string v = arg_of(s.args, key);
-  if (v.empty()) return fallback;
-  char* end = nullptr;
-  const long x = std::strtol(v.c_str(), &end, 10);
-  return end && *end == '\0' ? x : fallback;
-}
-
 // The step slices of the first call of our algorithms in `step`, as messages per algorithm step.
 AlgoCall call_of(const Timeline& t, long step) {
   long first = LONG_MAX;

@@ -278,14 +278,6 @@ struct StepBand {
   std::string label;  // name and rule (band_rule)
 };
 
-long long_arg(const TraceSlice& s, const char* key, long fallback) {
-  const std::string v = arg_of(s.args, key);
-  if (v.empty()) return fallback;
-  char* end = nullptr;
-  const long x = std::strtol(v.c_str(), &end, 10);
-  return end && *end == '\0' ? x : fallback;
-}
-
 // Who sends to whom: "rank r -> r+1", "rank r -> r-1", "rank r <-> r xor 2", or "N messages".
 std::string peer_rule(const StepBand& b, long world) {
   auto all = [&](auto pred) { return std::all_of(b.sends.begin(), b.sends.end(), pred); };
@@ -339,14 +331,14 @@ std::vector<StepBand> step_bands(const Timeline& t, const std::map<TrackId, Lane
     for (const TraceSlice* sl : kv.second.slices) {
       world = std::max(world, sl->pid + 1);
       if (kind_of(*sl) != 6) continue;
-      StepBand& b = by_key[{long_arg(*sl, "call", -1), long_arg(*sl, "algo_step", -1)}];
+      StepBand& b = by_key[{arg_long(*sl, "call", -1), arg_long(*sl, "algo_step", -1)}];
       b.name = sl->name;
       b.phase = arg_of(sl->args, "phase");
       b.lo = std::min(b.lo, sl->ts_us), b.hi = std::max(b.hi, sl->ts_us + sl->dur_us);
-      const long to = long_arg(*sl, "send_to", -1);
+      const long to = arg_long(*sl, "send_to", -1);
       if (to < 0) continue;
-      b.sends.push_back({sl->pid, to, long_arg(*sl, "send_chunk", -1), long_arg(*sl, "parts", 0)});
-      const long bytes = long_arg(*sl, "bytes_sent", -1);
+      b.sends.push_back({sl->pid, to, arg_long(*sl, "send_chunk", -1), arg_long(*sl, "parts", 0)});
+      const long bytes = arg_long(*sl, "bytes_sent", -1);
       if (bytes >= 0) b.bytes.push_back(bytes);
     }
   std::vector<StepBand> out;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <unordered_map>
 
 #include "reporting/byte_source.h"
@@ -262,4 +263,12 @@ std::string arg_of(const TraceArgs& args, const std::string& key) {
   for (const auto& a : args)
     if (a.first == key) return a.second;
   return "";
+}
+
+long arg_long(const TraceSlice& s, const char* key, long fallback) {
+  const std::string v = arg_of(s.args, key);
+  if (v.empty()) return fallback;
+  char* end = nullptr;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  return end && *end == '\0' ? x : fallback;
 }

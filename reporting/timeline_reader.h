@@ -47,6 +47,8 @@ struct Timeline {
 // The value of arg key of a slice or flow ("" when absent).
 std::string arg_of(const std::vector<std::pair<std::string, std::string>>& args, const std::string& key);
 std::string arg_of(const TraceArgs& args, const std::string& key);
+// Arg key of a slice as a whole decimal integer, or fallback when it is absent or not one.
+long arg_long(const TraceSlice& s, const char* key, long fallback);
 
 // scan_plain false: every event read by nlohmann's parser, none by the plain scanner
 // (reporting/json_plain.h); the tests and the fuzzer check that both readings agree.
