@@ -30,9 +30,10 @@ class MarkedJobTest : public ::testing::Test {
   void TearDown() override {
     kill_procs_with(marker_);
     std::system(("rm -rf '" + dir_ + "'").c_str());
-    EXPECT_GE(wait_no_procs(marker_, 5), 0) << "processes survived teardown";
+    EXPECT_GE(wait_no_procs(marker_, teardown_wait_s_), 0) << "processes survived teardown";
   }
   std::string marker_, dir_, train_, launch_;
+  int teardown_wait_s_ = 5;  // how long the job's processes may take to go after the kill
 };
 
 // Each epoch's samples in a ./train --sample-record file ("step epoch rank index ..." per line):

@@ -20,6 +20,7 @@
 #include "comm/collective_watchdog.h"
 #include "launcher/mpi_timeout_report.h"
 #include "tests/fault_harness.h"
+#include "tests/marked_job_test.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -125,22 +126,14 @@ TEST(MpiTimeoutReport, NamesTheRanksThatNeverReportedAndTheStoppedOnes) {
 
 // ---- MpiFaults: end to end ---------------------------------------------------------------------
 
-class MpiFaults : public ::testing::Test {
+// A marked job (tests/marked_job_test.h) whose mpirun may take longer to go after the kill.
+class MpiFaults : public MarkedJobTest {
  protected:
   void SetUp() override {
     ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
-    marker_ = unique_marker();
-    dir_ = "/tmp/baresgd-" + marker_;
-    ASSERT_EQ(::mkdir(dir_.c_str(), 0755), 0) << dir_;
-    train_ = abs_path(testutil::train_bin());
-    launch_ = abs_path(testutil::launch_bin());
+    teardown_wait_s_ = 30;
+    MarkedJobTest::SetUp();
   }
-  void TearDown() override {
-    kill_procs_with(marker_);
-    std::system(("rm -rf '" + dir_ + "'").c_str());
-    EXPECT_GE(wait_no_procs(marker_, 30), 0) << "processes survived teardown";
-  }
-  std::string marker_, dir_, train_, launch_;
 };
 
 // The ranks of an --mpi job carrying marker: OMPI_COMM_WORLD_RANK -> pid.
