@@ -9,7 +9,10 @@
 //      under plain srun the store rank 0 serves, admitted by MUNGE (comm/slurm_store).
 //   2. Bind a tcp device to BARESGD_HOST_ADDR (or --network-interface: a name or an address, else
 //      GLOO_SOCKET_IFNAME; under plain srun on several nodes this node's Slurm NodeAddr;
-//      127.0.0.1 when every rank is on one host and nothing was given).
+//      127.0.0.1 when every rank is on one host and nothing was given). A loopback address
+//      (other than one the user wrote) is spread over the host's ranks: local rank r binds
+//      base + 256 r, 127.0.0.1, 127.0.1.1, ... (comm/loopback_spread.h), so 256 ranks on one host
+//      do not hold every port of one address.
 //   3. Open the gate (comm/pair_gate): ONE listening socket on that address, port 0.
 //   4. Hello: every rank claims its rank (O_EXCL marker file, or an atomic add on the launcher's
 //      store), sets "<job>/baresgd/hello/<rank>" = its size, host, gate address and bound address,
@@ -77,6 +80,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -90,6 +94,7 @@
 #include "comm/c10d_store_server.h"
 #include "comm/comm_internal.h"
 #include "comm/gloo_mesh.h"
+#include "comm/loopback_spread.h"
 #include "comm/gloo_sync_lane.h"
 #include "comm/half_float.h"
 #include "comm/pair_gate.h"
@@ -774,28 +779,35 @@ class GlooCommunicator : public Communicator {
   // Gloo's address: the chosen interface (a name or an address); else the launcher's
   // BARESGD_HOST_ADDR; else 127.0.0.1 when every rank is on this host; else, under plain srun,
   // this node's NodeAddr (from scontrol, comm/slurm_store.h); else Gloo resolves gethostname().
+  // A loopback address other than one the user wrote out is spread over the host's ranks: local
+  // rank r binds base + 256 r (comm/loopback_spread.h), so 256 ranks on one host do not run out
+  // of ports on one address.
   void open_device() {
     gloo::transport::tcp::attr attr;
     if (!iface_.empty()) {
       const std::string& ni = iface_.value;
       if (is_ip_literal(ni)) {
-        attr.hostname = ni;
+        attr.hostname = ni;  // an address the user wrote: exactly that one
       } else {
         if (if_nametoindex(ni.c_str()) == 0)
           throw std::runtime_error(me() + ": " + iface_.named() +
                                    " is neither an IP address nor a network interface on this host");
-        attr.iface = ni;
+        const std::string ip = loopback_ipv4_of(iface_);
+        if (!ip.empty())
+          attr.hostname = spread_over_local_ranks(ip);
+        else
+          attr.iface = ni;
       }
       bind_desc_ = ni;
     } else if (!info_.host_addr.empty()) {
-      attr.hostname = info_.host_addr;
-      bind_desc_ = info_.host_addr;
+      attr.hostname = spread_over_local_ranks(info_.host_addr);
+      bind_desc_ = attr.hostname;
     } else if (info_.local_size == info_.size) {
-      attr.hostname = "127.0.0.1";  // every rank on this host: stay on loopback
+      attr.hostname = spread_over_local_ranks("127.0.0.1");  // every rank on this host: stay on loopback
       bind_desc_ = attr.hostname;
     } else if (!slurm_node_addr_.empty()) {
-      attr.hostname = slurm_node_addr_;
-      bind_desc_ = slurm_node_addr_;
+      attr.hostname = spread_over_local_ranks(slurm_node_addr_);
+      bind_desc_ = attr.hostname;
     } else {
       bind_desc_ = "the address of this host's name";  // Gloo resolves gethostname()
     }
@@ -803,7 +815,8 @@ class GlooCommunicator : public Communicator {
     try {
       device_ = gloo::transport::tcp::CreateDevice(attr);
     } catch (const std::exception& e) {
-      throw std::runtime_error(me() + ": cannot bind Gloo to " + bind_desc_ + ": " + short_gloo_message(e.what()));
+      throw std::runtime_error(me() + ": cannot bind Gloo to " + bind_desc_ + ": " + short_gloo_message(e.what()) +
+                               no_free_port(e.what(), attr.hostname));
     }
     demote_device_threads(before);
     // Gloo describes the device as "tcp, pci=, iface=lo, speed=-1, addr=[127.0.0.2]".
@@ -814,6 +827,33 @@ class GlooCommunicator : public Communicator {
       device_ip_ = bind_desc_;
       if (i != std::string::npos) bind_desc_ += " (" + d.substr(i + 6, d.find(',', i) - i - 6) + ")";
     }
+  }
+
+  // The IPv4 loopback address of a chosen interface (lo: 127.0.0.1); "" for any other interface.
+  static std::string loopback_ipv4_of(const InterfaceChoice& choice) {
+    try {
+      const std::string ip = interface_choice_ipv4(choice);
+      return is_ipv4_loopback(ip) ? ip : "";
+    } catch (const std::exception&) {
+      return "";  // no IPv4 address: Gloo picks the interface's address itself
+    }
+  }
+
+  std::string spread_over_local_ranks(const std::string& base) const {
+    try {
+      return loopback_address_for_local_rank(base, info_.local_rank);
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(me() + ": " + e.what());
+    }
+  }
+
+  // The hint an error gets when this rank's address ran out of ports (comm/loopback_spread.h).
+  std::string no_free_port(const std::string& error, const std::string& ip) const {
+    std::ifstream range_file("/proc/sys/net/ipv4/ip_local_port_range");
+    std::string range;
+    std::getline(range_file, range);
+    const bool user_wrote_loopback = !iface_.empty() && is_ip_literal(iface_.value) && is_ipv4_loopback(iface_.value);
+    return no_free_port_hint(error, ip, range, user_wrote_loopback);
   }
 
   static std::set<long> thread_ids() {
@@ -949,7 +989,7 @@ class GlooCommunicator : public Communicator {
     try {
       gate_.reset(new PairGate(device_ip_, info_.rank, info_.size, with_lane_ ? 2 : 1));
     } catch (const std::exception& e) {
-      throw std::runtime_error(me() + ": " + e.what());
+      throw std::runtime_error(me() + ": " + e.what() + no_free_port(e.what(), device_ip_));
     }
     gates_.assign(info_.size, "");
   }
@@ -989,7 +1029,7 @@ class GlooCommunicator : public Communicator {
     } catch (const std::exception& e) {
       context_.reset();
       throw std::runtime_error(me() + ": gloo could not hand its authenticated connections to Gloo (bound to " +
-                               bind_desc_ + "): " + short_gloo_message(e.what()));
+                               bind_desc_ + "): " + short_gloo_message(e.what()) + no_free_port(e.what(), device_ip_));
     }
     if (with_lane_) {
       try {
@@ -1000,7 +1040,7 @@ class GlooCommunicator : public Communicator {
         lane_.reset();
         throw std::runtime_error(me() + ": gloo could not connect its sync-mode pairs to its " +
                                  std::to_string(info_.size - 1) + " peer(s) (bound to " + bind_desc_ +
-                                 "): " + short_gloo_message(e.what()));
+                                 "): " + short_gloo_message(e.what()) + no_free_port(e.what(), device_ip_));
       }
     }
     if (gate_->dropped()) std::fprintf(stderr, "%s: %s\n", me().c_str(), gate_->dropped_summary().c_str());

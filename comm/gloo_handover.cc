@@ -70,6 +70,15 @@ std::string text(const sockaddr_storage& ss) {
   return "[" + std::string(ip) + "]:" + std::to_string(ntohs(a->sin6_port));
 }
 
+// Closes an accepted connection with a reset (SO_LINGER 0) instead of a FIN, so that it leaves no
+// TIME_WAIT socket holding the listener's port for a minute: a rank that accepts 2(W-1) pairs
+// would otherwise hold that many ports of its address after the connect (comm/loopback_spread.h).
+void close_with_reset(int fd) {
+  const linger no_linger = {1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &no_linger, sizeof no_linger);
+  ::close(fd);
+}
+
 // Gloo's accept() on the expected listener: take connections until the doorbell's, closing every
 // other one as a stranger; then the authenticated socket stands in for the doorbell.
 int accept_doorbell(int listen_fd, sockaddr* addr, socklen_t* len, const Expected& e) {
@@ -88,7 +97,7 @@ int accept_doorbell(int listen_fd, sockaddr* addr, socklen_t* len, const Expecte
       if (errno == EINTR || errno == EAGAIN || errno == ECONNABORTED) continue;
       return -1;
     }
-    ::close(c);
+    close_with_reset(c);
     if (same_address(from, e.doorbell)) break;
     if (e.stranger) e.stranger(text(from));
   }

@@ -28,6 +28,7 @@
 
 #include "comm/gloo_handover.h"
 #include "comm/pair_gate.h"
+#include "comm/socket_io.h"
 
 namespace {
 
@@ -63,6 +64,11 @@ std::vector<char> fake_peer(int family, bool this_side_connects) {
 int ring_doorbell(const sockaddr_storage& listener, sockaddr_storage* from) {
   const int fd = ::socket(listener.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) throw std::runtime_error(std::string("doorbell socket: ") + std::strerror(errno));
+  if (!socket_io::bind_source_address(fd, listener)) {  // from this rank's own address, as its pairs
+    const int err = errno;
+    ::close(fd);
+    throw std::runtime_error(std::string("doorbell bind: ") + std::strerror(err));
+  }
   const socklen_t len = listener.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&listener), len) != 0 && errno != EINPROGRESS) {
     const int err = errno;

@@ -131,10 +131,9 @@ PairGate::PairGate(const std::string& ip, int rank, int size, int meshes) : rank
     if (listen_fd_ >= 0) ::close(listen_fd_);
     throw std::runtime_error("cannot open its Gloo gate on " + ip + ": " + std::strerror(err));
   }
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len);
-  address_ = sockaddr_text(ss);
+  socklen_t len = sizeof own_;
+  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&own_), &len);
+  address_ = sockaddr_text(own_);
 }
 
 PairGate::~PairGate() {
@@ -200,6 +199,9 @@ void PairGate::connect_all(const std::string& secret, const std::vector<std::str
   auto connect_client = [&](Conn* c) {
     c->fd = ::socket(peer_addr[c->peer].ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->fd < 0) throw std::runtime_error(std::string("gloo gate: socket: ") + std::strerror(errno));
+    if (own_.ss_family == peer_addr[c->peer].ss_family && !socket_io::bind_source_address(c->fd, own_))
+      throw std::runtime_error("gloo gate: cannot bind a connection to rank " + std::to_string(c->peer) + " to " +
+                               sockaddr_text(own_) + ": " + std::strerror(errno));
     const int r = ::connect(c->fd, reinterpret_cast<sockaddr*>(&peer_addr[c->peer]), peer_len[c->peer]);
     c->stage = (r == 0 || errno == EINPROGRESS) ? Conn::Stage::kConnecting : Conn::Stage::kClosed;
     c->in.clear();

@@ -17,6 +17,9 @@
 //
 // Everything runs in one poll() loop over non-blocking sockets with one deadline for the whole
 // mesh: when it passes, the error names every peer whose connection never completed.
+// A rank's connections to other gates leave from its gate's address (bound without a port,
+// comm/socket_io.h bind_source_address), so on one host each rank's ports are its own
+// (comm/loopback_spread.h).
 // Costs: one listening socket per rank, one key of ~25 bytes per rank, M * W(W-1)/2 connections of
 // 104 handshake bytes, 4 HMACs per connection.
 #pragma once
@@ -83,6 +86,7 @@ class PairGate {
   int rank_, size_, meshes_;
   std::string secret_;
   int listen_fd_ = -1;
+  sockaddr_storage own_{};  // the gate's address: this rank's connections to other gates leave from its IP
   std::string address_;
   std::vector<std::string> gates_;
   std::vector<std::vector<int>> sockets_;  // [mesh][peer], -1 until done

@@ -159,4 +159,18 @@ AddrList resolve_host_port(const std::string& addr, const std::string& what) {
   return AddrList(res, freeaddrinfo);
 }
 
+bool bind_source_address(int fd, const sockaddr_storage& own) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);  // a hint: without it, bind takes a port
+  sockaddr_storage a = own;
+  socklen_t len = sizeof(sockaddr_in6);
+  if (a.ss_family == AF_INET) {
+    reinterpret_cast<sockaddr_in*>(&a)->sin_port = 0;
+    len = sizeof(sockaddr_in);
+  } else {
+    reinterpret_cast<sockaddr_in6*>(&a)->sin6_port = 0;
+  }
+  return ::bind(fd, reinterpret_cast<const sockaddr*>(&a), len) == 0;
+}
+
 }  // namespace socket_io

@@ -3,6 +3,7 @@
 // poll() bounded by a deadline, so no call can hang past it.
 #pragma once
 #include <netdb.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstddef>
@@ -46,6 +47,12 @@ IoResult recv_frame(int fd, std::string* body, uint32_t max_len, Clock::time_poi
 std::string io_text(IoResult r);
 // Opens a connected, non-blocking, TCP_NODELAY socket to one address; -1 and *why on failure.
 int connect_once(const addrinfo* ai, Clock::time_point deadline, std::string* why);
+
+// Binds fd, a socket about to connect, to the IP address of `own` (its port ignored) without
+// taking a port yet (IP_BIND_ADDRESS_NO_PORT): connect() then picks the port, and may share one
+// among connections to different peers. The connection leaves from this rank's own address
+// (comm/loopback_spread.h), so its port is counted there. False with errno set on failure.
+bool bind_source_address(int fd, const sockaddr_storage& own);
 
 using AddrList = std::unique_ptr<addrinfo, decltype(&freeaddrinfo)>;
 // Resolves "host:port" ("[v6]:port" too) for a TCP connect. Throws std::runtime_error

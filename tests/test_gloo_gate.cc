@@ -27,6 +27,7 @@
 #include "comm/store_protocol.h"
 #include "tests/fault_harness.h"
 #include "tests/go_file.h"
+#include "tests/proc_listeners.h"
 #include "tests/test_util.h"
 
 using namespace faultharness;
@@ -215,9 +216,9 @@ TEST(PairGate, AWrongSecretNeverConnects) {
 
 // ---- End to end. ----
 
-// A process running as `nobody` (when the test runs as root) that connects to every port the test
-// writes to it ("<port>\n") on 127.0.0.1, writes junk on every other connection and holds them all;
-// it reports each connection it made ("<port>\n") and exits when its input closes.
+// A process running as `nobody` (when the test runs as root) that connects to every IPv4 address
+// the test writes to it ("<ip>:<port>\n"), writes junk on every other connection and holds them
+// all; it reports each connection it made ("<ip>:<port>\n") and exits when its input closes.
 class Stranger {
  public:
   Stranger() {
@@ -236,18 +237,18 @@ class Stranger {
     fcntl(in_, F_SETFL, O_NONBLOCK);
   }
   ~Stranger() { stop(); }
-  void attack(int port) {
-    if (!sent_.insert(port).second) return;
-    const std::string line = std::to_string(port) + "\n";
+  void attack(const std::string& address) {
+    if (!sent_.insert(address).second) return;
+    const std::string line = address + "\n";
     (void)!::write(out_, line.data(), line.size());
   }
-  // The ports it has connected to so far.
-  const std::set<int>& connected() {
+  // The addresses it has connected to so far.
+  const std::set<std::string>& connected() {
     char buf[256];
     for (ssize_t n; (n = ::read(in_, buf, sizeof buf)) > 0;) {
       partial_.append(buf, size_t(n));
       for (size_t nl; (nl = partial_.find('\n')) != std::string::npos; partial_.erase(0, nl + 1))
-        connected_.insert(std::atoi(partial_.c_str()));
+        connected_.insert(partial_.substr(0, nl));
     }
     return connected_;
   }
@@ -274,11 +275,13 @@ class Stranger {
     for (ssize_t n; (n = ::read(in, buf, sizeof buf)) > 0;) {
       partial.append(buf, size_t(n));
       for (size_t nl; (nl = partial.find('\n')) != std::string::npos; partial.erase(0, nl + 1)) {
-        const int port = std::atoi(partial.c_str());
+        const std::string address = partial.substr(0, nl);
+        const size_t colon = address.rfind(':');
         sockaddr_in a{};
         a.sin_family = AF_INET;
-        a.sin_port = htons(uint16_t(port));
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(uint16_t(std::atoi(address.c_str() + colon + 1)));
+        if (colon == std::string::npos || inet_pton(AF_INET, address.substr(0, colon).c_str(), &a.sin_addr) != 1)
+          continue;
         const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
         if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
           ::close(fd);
@@ -289,7 +292,7 @@ class Stranger {
           (void)!::send(fd, junk.data(), junk.size(), MSG_NOSIGNAL);
         }
         held.push_back(fd);
-        const std::string line = std::to_string(port) + "\n";
+        const std::string line = address + "\n";
         (void)!::write(out, line.data(), line.size());
       }
     }
@@ -297,36 +300,18 @@ class Stranger {
   }
   pid_t pid_ = -1;
   int out_ = -1, in_ = -1;
-  std::set<int> sent_, connected_;
+  std::set<std::string> sent_, connected_;
   std::string partial_;
 };
 
-// The TCP ports the processes `pids` listen on (their socket inodes matched against
-// /proc/<pid>/net/tcp's LISTEN lines).
-std::set<int> listening_ports(const std::vector<pid_t>& pids) {
-  std::set<int> ports;
-  for (pid_t pid : pids) {
-    const std::string proc = "/proc/" + std::to_string(pid);
-    std::set<std::string> inodes;
-    if (DIR* d = ::opendir((proc + "/fd").c_str())) {
-      while (dirent* e = ::readdir(d)) {
-        char link[128];
-        const ssize_t n = ::readlink((proc + "/fd/" + e->d_name).c_str(), link, sizeof link - 1);
-        if (n > 9 && std::strncmp(link, "socket:[", 8) == 0) inodes.insert(std::string(link + 8, size_t(n) - 9));
-      }
-      ::closedir(d);
-    }
-    std::istringstream tcp(read_file(proc + "/net/tcp"));
-    std::string line;
-    std::getline(tcp, line);  // header
-    while (std::getline(tcp, line)) {
-      std::istringstream f(line);
-      std::string sl, local, remote, st, queues, tr, retr, uid, timeout, inode;
-      f >> sl >> local >> remote >> st >> queues >> tr >> retr >> uid >> timeout >> inode;
-      if (st == "0A" && inodes.count(inode)) ports.insert(int(std::strtol(local.c_str() + 9, nullptr, 16)));
-    }
-  }
-  return ports;
+// The IPv4 addresses ("ip:port") the processes `pids` listen on (tests/proc_listeners.h): each
+// rank's gate and Gloo's short-lived pair listeners, every rank on its own loopback address.
+std::set<std::string> listening_addresses(const std::vector<pid_t>& pids) {
+  std::set<std::string> out;
+  for (pid_t pid : pids)
+    for (const proclisteners::TcpListener& l : proclisteners::tcp_listeners_of(pid))
+      if (!l.v6) out.insert(l.address());
+  return out;
 }
 
 std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {
@@ -386,7 +371,7 @@ TEST_F(GlooGate, StrangerAsNobodyCannotTakeAPair) {
   const auto t0 = Clock::now();
   bool released = false;
   while (attacked.running() && secs_since(t0) < 300) {
-    for (int port : listening_ports(pids_of(rank_pids(marker_)))) stranger.attack(port);
+    for (const std::string& address : listening_addresses(pids_of(rank_pids(marker_)))) stranger.attack(address);
     if (!released && stranger.connected().size() >= 3) released = testutil::touch_file(dir_ + "/go");
     ::usleep(1000);
   }

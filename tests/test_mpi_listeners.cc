@@ -1,11 +1,9 @@
 // test_mpi_listeners: which sockets an `./launch --mpi --network-interface lo` job listens on
-// (MpiListeners). Each process's listening tcp sockets are its socket inodes (/proc/PID/fd) found
-// in /proc/PID/net/tcp and tcp6 in state LISTEN. No rank may listen on the wildcard address
+// (MpiListeners), read from /proc as anyone can (tests/proc_listeners.h). No rank may listen on the wildcard address
 // (0.0.0.0 or ::): a one-host job runs Open MPI's self,vader BTLs, which open no socket. mpirun's
 // own out-of-band listener cannot be pinned in Open MPI 4.1.4 (docs/deploy.md, "Open MPI's
 // listening sockets"): it is allowed one wildcard socket per family and no more, and they are
 // printed.
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,61 +16,15 @@
 #include <vector>
 
 #include "tests/fault_harness.h"
+#include "tests/proc_listeners.h"
 #include "tests/test_util.h"
 
 namespace {
 
 using namespace faultharness;
 
-struct Listener {
-  bool v6 = false;
-  std::string addr;  // as /proc/net/tcp writes it: hex, network order in 32-bit words
-  unsigned port = 0;
-  bool wildcard() const { return addr.find_first_not_of('0') == std::string::npos; }
-  bool loopback() const {
-    return v6 ? addr == "00000000000000000000000001000000" : addr.size() == 8 && addr.substr(6) == "7F";
-  }
-  std::string shown() const { return std::string(v6 ? "tcp6 " : "tcp ") + addr + ":" + std::to_string(port); }
-};
-
-std::set<std::string> socket_inodes(pid_t pid) {
-  std::set<std::string> out;
-  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return out;
-  while (dirent* e = ::readdir(d)) {
-    char buf[128];
-    const ssize_t n = ::readlink((dir + "/" + e->d_name).c_str(), buf, sizeof buf - 1);
-    if (n <= 0) continue;
-    const std::string target(buf, size_t(n));
-    if (target.rfind("socket:[", 0) == 0) out.insert(target.substr(8, target.size() - 9));
-  }
-  ::closedir(d);
-  return out;
-}
-
-// pid's listening tcp sockets.
-std::vector<Listener> listeners_of(pid_t pid) {
-  std::vector<Listener> out;
-  const std::set<std::string> inodes = socket_inodes(pid);
-  for (bool v6 : {false, true}) {
-    std::istringstream table(read_file("/proc/" + std::to_string(pid) + "/net/tcp" + (v6 ? "6" : "")));
-    std::string line;
-    std::getline(table, line);  // header
-    while (std::getline(table, line)) {
-      std::istringstream f(line);
-      std::string slot, local, remote, state, queues, timer, retr, uid, timeout, inode;
-      f >> slot >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >> inode;
-      if (state != "0A" || !inodes.count(inode)) continue;
-      Listener l;
-      l.v6 = v6;
-      l.addr = local.substr(0, local.find(':'));
-      l.port = unsigned(std::stoul(local.substr(local.find(':') + 1), nullptr, 16));
-      out.push_back(l);
-    }
-  }
-  return out;
-}
+using proclisteners::tcp_listeners_of;
+using proclisteners::TcpListener;
 
 class MpiListeners : public ::testing::Test {
  protected:
@@ -113,13 +65,17 @@ TEST_F(MpiListeners, NoRankListensOnTheWildcardAddressAndMpirunOnlyOnItsOutOfBan
     ranks += is_rank;
     mpiruns += is_mpirun;
     int wild4 = 0, wild6 = 0;
-    for (const Listener& l : listeners_of(p)) {
+    for (const TcpListener& l : tcp_listeners_of(p)) {
       std::cerr << "[ sample ] " << (is_rank ? "rank" : "mpirun") << " pid " << p << " listens on " << l.shown()
                 << "\n";
-      if (is_rank) EXPECT_TRUE(l.loopback()) << "rank pid " << p << " listens on " << l.shown();
+      if (is_rank) {
+        EXPECT_TRUE(l.loopback()) << "rank pid " << p << " listens on " << l.shown();
+      }
       wild4 += !l.v6 && l.wildcard();
       wild6 += l.v6 && l.wildcard();
-      if (!l.wildcard()) EXPECT_TRUE(l.loopback()) << "pid " << p << " listens on " << l.shown();
+      if (!l.wildcard()) {
+        EXPECT_TRUE(l.loopback()) << "pid " << p << " listens on " << l.shown();
+      }
     }
     if (is_mpirun) {  // its out-of-band channel: one wildcard socket per family (docs/deploy.md)
       EXPECT_LE(wild4, 1) << "mpirun pid " << p;

@@ -1,0 +1,145 @@
+// Tests of each local rank's own loopback address (comm/loopback_spread): the rule (local rank r
+// binds base + 256 r), the hint an error gets when an address has no free port, and end to end:
+// a 4-rank --gloo job whose ranks each listen on their own address, and, in a private network
+// namespace whose ephemeral range is 64 ports, a 32-rank job that starts (issue 26 case 2 in
+// small: a 256-rank job on 127.0.0.1 alone held every port of the default range) while the same
+// job on one address the user wrote out fails, naming the address and the range.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "comm/loopback_spread.h"
+#include "tests/fault_harness.h"
+#include "tests/go_file.h"
+#include "tests/proc_listeners.h"
+#include "tests/skip_policy.h"
+#include "tests/test_util.h"
+
+using namespace faultharness;
+
+namespace {
+
+// ---- The rule. ----
+
+TEST(LoopbackSpread, LocalRankRBindsBasePlus256R) {
+  EXPECT_EQ(loopback_address_for_local_rank("127.0.0.1", 0), "127.0.0.1");
+  EXPECT_EQ(loopback_address_for_local_rank("127.0.0.1", 1), "127.0.1.1");
+  EXPECT_EQ(loopback_address_for_local_rank("127.0.0.1", 255), "127.0.255.1");
+  EXPECT_EQ(loopback_address_for_local_rank("127.0.0.1", 256), "127.1.0.1");
+  EXPECT_EQ(loopback_address_for_local_rank("127.0.0.1", 65535), "127.255.255.1");
+  EXPECT_EQ(loopback_address_for_local_rank("127.0.0.3", 2), "127.0.2.3") << "a fake host keeps its last byte";
+  EXPECT_EQ(loopback_address_for_local_rank("127.0.0.1", -1), "127.0.0.1") << "an unknown local rank counts as 0";
+}
+
+TEST(LoopbackSpread, OtherAddressesStayAsTheyAre) {
+  EXPECT_EQ(loopback_address_for_local_rank("10.1.2.3", 5), "10.1.2.3");
+  EXPECT_EQ(loopback_address_for_local_rank("::1", 5), "::1");
+  EXPECT_EQ(loopback_address_for_local_rank("hpc01", 5), "hpc01");
+  EXPECT_EQ(loopback_address_for_local_rank("127.0.0", 5), "127.0.0");
+  EXPECT_TRUE(is_ipv4_loopback("127.200.3.4"));
+  EXPECT_FALSE(is_ipv4_loopback("128.0.0.1"));
+  EXPECT_FALSE(is_ipv4_loopback("::1"));
+  EXPECT_FALSE(is_ipv4_loopback("127.0.0.1 "));
+}
+
+TEST(LoopbackSpread, LeavingTheLoopbackNetworkIsRefused) {
+  try {
+    loopback_address_for_local_rank("127.0.0.1", 65536);
+    FAIL() << "127.0.0.1 + 256 x 65536 is 128.0.0.1";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "local rank 65536's loopback address (127.0.0.1 + 256 x 65536) leaves 127.0.0.0/8");
+  }
+  EXPECT_THROW(loopback_address_for_local_rank("127.255.255.9", 1), std::invalid_argument);
+}
+
+TEST(LoopbackSpread, NoFreePortHintNamesTheAddressTheRangeAndTheWayOut) {
+  EXPECT_EQ(no_free_port_hint("bind: Address already in use", "127.0.3.1", "32768\t60999\n", false),
+            " (no free port on 127.0.3.1: the ephemeral ports, net.ipv4.ip_local_port_range 32768 60999, are all "
+            "held)");
+  EXPECT_EQ(no_free_port_hint("doorbell connect: Cannot assign requested address", "127.0.0.1", "40000 40063", true),
+            " (no free port on 127.0.0.1: the ephemeral ports, net.ipv4.ip_local_port_range 40000 40063, are all "
+            "held; every rank on this host shares 127.0.0.1: --network-interface lo gives each its own loopback "
+            "address)");
+  EXPECT_EQ(no_free_port_hint("bind: Address already in use", "10.0.0.1", "", true),
+            " (no free port on 10.0.0.1: the ephemeral ports, net.ipv4.ip_local_port_range unknown, are all held)")
+      << "only a loopback address can be spread";
+  EXPECT_EQ(no_free_port_hint("Connection refused", "127.0.0.1", "40000 40063", true), "");
+}
+
+// ---- End to end. ----
+
+class LoopbackSpreadJob : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
+    marker_ = unique_marker();
+    dir_ = testutil::make_temp_dir("loopback-spread-" + marker_);
+  }
+  void TearDown() override {
+    kill_procs_with(marker_);
+    testutil::run("rm -rf '" + dir_ + "'");
+    EXPECT_GE(wait_no_procs(marker_, 30), 0) << "processes survived teardown";
+  }
+  std::string marker_, dir_;
+};
+
+// While rank 3 waits for a go file before it starts, ranks 0-2 have opened their gates (before
+// their hello): each rank's every IPv4 listener is on its own address, 127.0.r.1.
+TEST_F(LoopbackSpreadJob, EachLocalRankListensOnItsOwnLoopbackAddress) {
+  const std::string wait = "if [ \"$BARESGD_RANK\" = 3 ]; then " + testutil::sh_wait_for(dir_ + "/go") + "fi; ";
+  Proc job({abs_path(testutil::launch_bin()), "-np", "4", "--gloo", "/bin/sh", "-c", wait + "exec \"$0\" \"$@\"",
+            abs_path(testutil::train_bin()), "--data-dir", abs_path("data"), "--max-steps", "1", "--batch-size", "8",
+            "--log-interval", "1", "--dump-params", dir_ + "/" + marker_ + ".bin"});
+  std::map<int, std::set<std::string>> listening;  // rank -> its IPv4 listening addresses
+  const auto t0 = Clock::now();
+  while (job.running() && secs_since(t0) < 120 && listening.size() < 3) {
+    for (const auto& [rank, pid] : rank_pids(marker_))
+      for (const proclisteners::TcpListener& l : proclisteners::tcp_listeners_of(pid))
+        if (!l.v6 && rank < 3) listening[rank].insert(l.ip);
+    ::usleep(2000);
+  }
+  ASSERT_TRUE(testutil::touch_file(dir_ + "/go"));
+  EXPECT_EQ(job.code(300), 0) << job.err();
+  ASSERT_EQ(listening.size(), 3u) << job.err();
+  for (const auto& [rank, ips] : listening)
+    EXPECT_EQ(ips, std::set<std::string>{"127.0." + std::to_string(rank) + ".1"}) << "rank " << rank;
+  EXPECT_TRUE(contains(job.out(), "[3]<stdout>:Train Epoch: 1")) << job.out();
+}
+
+// Runs a 32-rank --gloo job (`flags` for ./train) in a private network namespace whose ephemeral range
+// is the 64 ports 40000-40063.
+testutil::RunResult run_with_64_ports(const std::string& dir, const std::string& marker, const std::string& flags) {
+  testutil::write_file(dir + "/job.sh",
+                       "set -u\n"
+                       "ip link set lo up || exit 97\n"
+                       "sysctl -q -w net.ipv4.ip_local_port_range='40000 40063' || exit 98\n"
+                       "exec " +
+                           abs_path(testutil::launch_bin()) + " -np 32 --gloo " + abs_path(testutil::train_bin()) +
+                           " --data-dir " + abs_path("data") + " --max-steps 1 --batch-size 8 --start-timeout 60 " +
+                           flags + " --metrics " + dir + "/" + marker + ".jsonl\n");
+  return testutil::run("unshare --net sh " + dir + "/job.sh", 300);
+}
+
+// Before: 16 ranks on 127.0.0.1 in these 64 ports failed in 0.2 s ("bind: Address already in
+// use"); 256 ranks did with the default 28,232. Now each rank's ports are its own.
+TEST_F(LoopbackSpreadJob, ThirtyTwoRanksStartWithSixtyFourEphemeralPorts) {
+  if (testutil::run("unshare --net true").status != 0)
+    BARESGD_SKIP("cannot create a network namespace (unshare --net)");
+  const testutil::RunResult spread = run_with_64_ports(dir_, marker_, "");
+  EXPECT_EQ(spread.status, 0) << spread.err;
+  EXPECT_TRUE(contains(spread.err, "world_size=32 backend=gloo")) << spread.err;
+
+  const testutil::RunResult shared = run_with_64_ports(dir_, marker_, "--network-interface 127.0.0.1");
+  EXPECT_NE(shared.status, 0) << "32 ranks on one address the user wrote out, 64 ports: " << shared.err;
+  EXPECT_TRUE(contains(shared.err,
+                       "(no free port on 127.0.0.1: the ephemeral ports, net.ipv4.ip_local_port_range 40000 40063, "
+                       "are all held; every rank on this host shares 127.0.0.1: --network-interface lo gives each "
+                       "its own loopback address)"))
+      << shared.err;
+}
+
+}  // namespace
