@@ -7,7 +7,7 @@
 #   BENCH_BUILD_ONLY=1 bash bench/run_bench.sh   only build the two bench programs (exit 1 if one
 #                                           does not compile; the suite runs this, tests/test_bench_build.cc)
 # Environment: BENCH_REPS=N, BENCH_QUICK=1, BENCH_WORLDS="1 2 4", BENCH_OUT=dir (default
-# bench/results/run-<date>), BENCH_SKIP="torch kernels comm train netns report store" (any subset),
+# bench/results/run-<date>), BENCH_SKIP="torch kernels comm train netns report store startup" (any subset),
 # BENCH_NETNS_DELAYS="0 1" (the namespace link's added delay in whole ms, one set of netns rows each).
 # Writes BENCH_OUT/{machine.txt,train/*.log,kernels*.log,comm/*.log}, then bench/report.py prints the
 # table and writes BENCH_OUT/report.json and bench/results/latest.json (+ latest.txt).
@@ -477,9 +477,16 @@ if ! skip store; then
   bash bench/store_load_bench.sh "$OUT/store" > /dev/null || note "FAILED: bench/store_load_bench.sh"
 fi
 
+# ---- 3e. a real start-up of 2 to 256 ranks on this machine, Gloo and MPI (bench/startup_bench.sh) ----
+if ! skip startup; then
+  note "start-up rows (bench/startup_bench.sh)"
+  wait_quiet
+  bash bench/startup_bench.sh "$OUT/startup" > /dev/null || note "FAILED: bench/startup_bench.sh"
+fi
+
 # ---- 4. the table and JSON ----
 "$PY" bench/report.py "$OUT" --json bench/results/latest.json --text bench/results/latest.txt
-for extra in report store; do
+for extra in report store startup; do
   if [[ -f $OUT/$extra/table.txt ]]; then
     echo
     cat "$OUT/$extra/table.txt"

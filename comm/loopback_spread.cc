@@ -35,8 +35,8 @@ std::string loopback_address_for_local_rank(const std::string& base, int local_r
   if (!parse_ipv4(base, &a) || (a >> 24) != 127 || local_rank <= 0) return base;
   const uint64_t spread = uint64_t(a) + (uint64_t(local_rank) << 8);
   if ((spread >> 24) != 127)
-    throw std::invalid_argument("local rank " + std::to_string(local_rank) + "'s loopback address (" + base + " + 256 x " +
-                                std::to_string(local_rank) + ") leaves 127.0.0.0/8");
+    throw std::invalid_argument("local rank " + std::to_string(local_rank) + "'s loopback address (" + base +
+                                " + 256 x " + std::to_string(local_rank) + ") leaves 127.0.0.0/8");
   return ipv4_text(uint32_t(spread));
 }
 

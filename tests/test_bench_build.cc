@@ -9,6 +9,7 @@
 #include <regex>
 #include <string>
 
+#include "tests/skip_policy.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -60,6 +61,24 @@ TEST(BenchPrograms, StoreRowsRunWithFewFakeRanks) {
   ASSERT_EQ(requests.size(), 3u) << r.out << r.err;
   EXPECT_GE(requests["per-key32"], 32 * 31 + 2 * 32);  // a get per peer at least, and the add and set
   EXPECT_LT(requests["gather32"], requests["per-key32"]);
+  testutil::run("rm -rf '" + out + "'");
+}
+
+// The start-up rows' driver on small jobs: every row a real ./launch job whose every rank took
+// its one step (the seconds are `make bench`'s business).
+TEST(BenchPrograms, StartupRowsRunSmallJobsOfBothBackends) {
+  if (!testutil::have_mnist()) BARESGD_SKIP("needs data/MNIST (make data)");
+  const std::string src = testutil::env_or("BARESGD_SRC", ".");
+  const std::string out = testutil::make_temp_dir("bench-startup");
+  auto r = testutil::run(
+      "cd '" + src + "' && BENCH_STARTUP_GLOO='2 4' BENCH_STARTUP_MPI=2 bash bench/startup_bench.sh '" + out + "'",
+      600);
+  EXPECT_EQ(r.status, 0) << r.err;
+  const std::regex row(R"(\n(gloo|mpi) +([0-9]+) +[0-9.]+ +([0-9]+) ok)");
+  std::map<std::string, int> stepped;
+  for (std::sregex_iterator it(r.out.begin(), r.out.end(), row), end; it != end; ++it)
+    stepped[(*it)[1].str() + (*it)[2].str()] = std::stoi((*it)[3]);
+  EXPECT_EQ(stepped, (std::map<std::string, int>{{"gloo2", 2}, {"gloo4", 4}, {"mpi2", 2}})) << r.out << r.err;
   testutil::run("rm -rf '" + out + "'");
 }
 

@@ -984,15 +984,20 @@ TEST(GlooProcesses, ClosedFormsThroughLauncherStore) {
 }
 
 TEST(GlooProcesses, BindsTheGivenLoopbackAddresses) {
-  // Ranks 0, 1, 2 bind 127.0.0.2, .3, .4. Gloo's lower rank of each pair accepts on its bound
-  // address and the higher rank connects to it, so ranks 0 and 1 must show accepted sockets on
-  // their own address and rank 2 connections to .2 and .3 (its own is never dialled).
+  // Three one-rank "hosts": ranks 0, 1, 2 (each local rank 0 of 1) bind 127.0.0.2, .3, .4. Gloo's
+  // lower rank of each pair accepts on its bound address and the higher rank connects to it, so
+  // ranks 0 and 1 must show accepted sockets on their own address and rank 2 connections to .2
+  // and .3 (its own is never dialled).
   commtest::TempDir dir("bind");
   auto specs = gloo_world(3, {"--rendezvous-dir", dir.path(), "--script", "info"});
   for (int r = 0; r < 3; ++r) {
     auto& env = specs[r].env;
-    env.erase(std::find(env.begin(), env.end(), "BARESGD_HOST_ADDR=127.0.0.1"));
+    const std::vector<std::string> one_host = {"BARESGD_HOST_ADDR=127.0.0.1", "BARESGD_LOCAL_SIZE=3",
+                                               "BARESGD_LOCAL_RANK=" + std::to_string(r)};
+    for (const std::string& value : one_host) env.erase(std::find(env.begin(), env.end(), value));
     env.push_back("BARESGD_HOST_ADDR=127.0.0." + std::to_string(r + 2));
+    env.push_back("BARESGD_LOCAL_RANK=0");
+    env.push_back("BARESGD_LOCAL_SIZE=1");
   }
   auto run = commtest::run_processes(specs, 60);
   ASSERT_FALSE(run.timed_out) << run.describe();
