@@ -1,9 +1,9 @@
-// Tests of each local rank's own loopback address (comm/loopback_spread): the rule (local rank r
-// binds base + 256 r), the hint an error gets when an address has no free port, and end to end:
-// a 4-rank --gloo job whose ranks each listen on their own address, and, in a private network
-// namespace whose ephemeral range is 64 ports, a 32-rank job that starts (issue 26 case 2 in
-// small: a 256-rank job on 127.0.0.1 alone held every port of the default range) while the same
-// job on one address the user wrote out fails, naming the address and the range.
+// Tests of the ports a host's Gloo ranks hold (comm/loopback_spread, comm/gloo_handover): the rule
+// (local rank r binds base + 256 r), the hint an error gets when an address has no free port, and
+// end to end: a 4-rank --gloo job whose ranks each listen on their own address, and, in a private
+// network namespace whose ephemeral range is 64 ports, 32 ranks that start, 16 that start on one
+// written-out address, and 32 on it that fail naming the address and the range (issue 26 case 2
+// in small: 256 ranks on 127.0.0.1 used to hold every port of the default range).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -110,36 +110,42 @@ TEST_F(LoopbackSpreadJob, EachLocalRankListensOnItsOwnLoopbackAddress) {
   EXPECT_TRUE(contains(job.out(), "[3]<stdout>:Train Epoch: 1")) << job.out();
 }
 
-// Runs a 32-rank --gloo job (`flags` for ./train) in a private network namespace whose ephemeral range
-// is the 64 ports 40000-40063.
-testutil::RunResult run_with_64_ports(const std::string& dir, const std::string& marker, const std::string& flags) {
+// Runs a `ranks`-rank --gloo job (`flags` for ./train) in a private network namespace whose
+// ephemeral range is the 64 ports 40000-40063.
+testutil::RunResult run_with_64_ports(const std::string& dir, int ranks, const std::string& flags) {
   testutil::write_file(dir + "/job.sh",
                        "set -u\n"
                        "ip link set lo up || exit 97\n"
                        "sysctl -q -w net.ipv4.ip_local_port_range='40000 40063' || exit 98\n"
                        "exec " +
-                           abs_path(testutil::launch_bin()) + " -np 32 --gloo " + abs_path(testutil::train_bin()) +
-                           " --data-dir " + abs_path("data") + " --max-steps 1 --batch-size 8 --start-timeout 60 " +
-                           flags + " --metrics " + dir + "/" + marker + ".jsonl\n");
+                           abs_path(testutil::launch_bin()) + " -np " + std::to_string(ranks) + " --gloo " +
+                           abs_path(testutil::train_bin()) + " --data-dir " + abs_path("data") +
+                           " --max-steps 1 --batch-size 8 --start-timeout 60 " + flags + "\n");
   return testutil::run("unshare --net sh " + dir + "/job.sh", 300);
 }
 
 // Before: 16 ranks on 127.0.0.1 in these 64 ports failed in 0.2 s ("bind: Address already in
-// use"); 256 ranks did with the default 28,232. Now each rank's ports are its own.
+// use"), as 256 ranks did in the default 28,232: every passive hand-over left a TIME_WAIT socket on
+// its pair listener's port. Now the doorbells close with a reset (16 ranks on one written-out
+// address start), and each rank's ports are its own (32 ranks start; on one address they fail,
+// and the error names the address, the range and the way out).
 TEST_F(LoopbackSpreadJob, ThirtyTwoRanksStartWithSixtyFourEphemeralPorts) {
   if (testutil::run("unshare --net true").status != 0)
     BARESGD_SKIP("cannot create a network namespace (unshare --net)");
-  const testutil::RunResult spread = run_with_64_ports(dir_, marker_, "");
+  const testutil::RunResult spread = run_with_64_ports(dir_, 32, "");
   EXPECT_EQ(spread.status, 0) << spread.err;
   EXPECT_TRUE(contains(spread.err, "world_size=32 backend=gloo")) << spread.err;
 
-  const testutil::RunResult shared = run_with_64_ports(dir_, marker_, "--network-interface 127.0.0.1");
-  EXPECT_NE(shared.status, 0) << "32 ranks on one address the user wrote out, 64 ports: " << shared.err;
-  EXPECT_TRUE(contains(shared.err,
+  const testutil::RunResult shared16 = run_with_64_ports(dir_, 16, "--network-interface 127.0.0.1");
+  EXPECT_EQ(shared16.status, 0) << "16 ranks on one address, no TIME_WAIT left by the hand-overs: " << shared16.err;
+
+  const testutil::RunResult shared32 = run_with_64_ports(dir_, 32, "--network-interface 127.0.0.1");
+  EXPECT_NE(shared32.status, 0) << "32 ranks on one address the user wrote out, 64 ports: " << shared32.err;
+  EXPECT_TRUE(contains(shared32.err,
                        "(no free port on 127.0.0.1: the ephemeral ports, net.ipv4.ip_local_port_range 40000 40063, "
                        "are all held; every rank on this host shares 127.0.0.1: --network-interface lo gives each "
                        "its own loopback address)"))
-      << shared.err;
+      << shared32.err;
 }
 
 }  // namespace
