@@ -2,13 +2,15 @@
 // take are counted per rank, not for the whole host.
 //
 // Why: Linux gives a socket bound to port 0 (every Gloo pair listener, every rank's gate) a port
-// that no other socket holds on the same address, and the connecting end of every TCP connection
-// holds one too. On one address, 127.0.0.1, the dialing ends of two full meshes of W ranks are
-// W(W-1) connections: at W = 256, 65,280, more than the ephemeral range (net.ipv4.
-// ip_local_port_range, 32768-60999 by default: 28,232 ports), and the next listener's bind fails
-// with "Address already in use". The whole of 127.0.0.0/8 is on the loopback interface, so every
-// local rank can have an address of its own: a rank then holds at most its gate, one pair
-// listener at a time and the 2(W-1) dialing ends of its own pairs on it.
+// that no other socket holds on the same address, a socket in TIME_WAIT included, and the ports
+// come from one range (net.ipv4.ip_local_port_range, 32768-60999 by default: 28,232). With every
+// rank of a host on 127.0.0.1, whatever one rank holds is taken from all the others: at W = 256
+// the TIME_WAIT sockets the pair hand-overs left (one per pair and mesh, W(W-1) = 65,280; they
+// now close with a reset, comm/gloo_handover.cc) used up the range, and the next pair listener
+// failed with "Address already in use". The whole of 127.0.0.0/8 is on the loopback interface, so
+// every local rank can have an address of its own: its gate, its pair listeners and the dialing
+// ends of its own connections (bound there without a port, comm/socket_io.h) live on it, a rank's
+// ports are counted on its own address, and `ss -tn` shows which local ranks a connection joins.
 //
 // The rule: local rank r binds base + 256 r when base is an IPv4 loopback address. Rank 0 keeps
 // base (127.0.0.1), then 127.0.1.1, 127.0.2.1, ..., 127.0.255.1, 127.1.0.1, ... The last byte
