@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <ctime>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -161,7 +162,13 @@ TEST_P(StopSignalsSlurm, RecipeRequeuesAtTheTimeLimitAndEndsBitIdentical) {
   ASSERT_FALSE(ckpts.empty()) << read_file(d + "/out.txt");
   EXPECT_EQ(ckpts.rbegin()->first, kStopStep) << read_file(d + "/out.txt");
 
-  // 4. Past the requeue delay, with the time limit back: the run continues to its end.
+  // 4. Past the requeue delay, with the time limit back: the run continues to its end. Slurm
+  // revokes the old run's credential at the requeue and refuses a launch whose credential is from
+  // the same second ("Killing non-startable batch JobId=1: Job credential revoked": the job then
+  // fails). A real requeue waits two minutes; this test starts the job at once, so it first waits
+  // for the clock to pass the second in which it saw the job pending.
+  const time_t pending_seen = ::time(nullptr);
+  while (::time(nullptr) <= pending_seen) ::usleep(20 * 1000);
   RunResult again = slurm("scontrol update JobId=" + job + " StartTime=now TimeLimit=10");
   ASSERT_EQ(again.status, 0) << again.err;
   ASSERT_TRUE(wait_job_state(job, "COMPLETED", 600)) << job_state(job) << "\n" << read_file(d + "/out.txt");
