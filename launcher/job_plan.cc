@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "comm/interface_choice.h"
+#include "comm/loopback_spread.h"
 #include "comm/slurm_scontrol.h"
 #include "launcher/env.h"
 #include "launcher/fdio.h"
@@ -190,7 +191,7 @@ int resolve_hosts(JobPlan* plan, std::string* first_remote_routable) {
       hi.local = is_local_host_name(h.name, me);
       if (!hi.local) {
         hi.addr = plan->srun_steps ? node_addrs.at(h.name) : resolve_ipv4(ssh_config_hostname(plan->ssh, h.name));
-        if (!is_loopback_ipv4(hi.addr)) {
+        if (!is_ipv4_loopback(hi.addr)) {
           plan->all_loopback = false;
           if (first_remote_routable->empty()) *first_remote_routable = hi.addr;
         }

@@ -1,4 +1,4 @@
-// netaddr: IPv4 resolution, loopback checks, route source address and interface addresses.
+// netaddr: IPv4 resolution, address checks, route source address and interface addresses.
 #include "launcher/netaddr.h"
 #include "src/shown_text.h"
 
@@ -17,12 +17,6 @@
 bool is_ipv4_literal(const std::string& s) {
   struct in_addr a;
   return inet_pton(AF_INET, s.c_str(), &a) == 1;
-}
-
-bool is_loopback_ipv4(const std::string& addr) {
-  struct in_addr a;
-  if (inet_pton(AF_INET, addr.c_str(), &a) != 1) return false;
-  return (ntohl(a.s_addr) >> 24) == 127;
 }
 
 bool is_connectable_ipv4(const std::string& addr) {

@@ -1,5 +1,6 @@
-// netaddr: IPv4 address helpers for ./launch — resolving a host name, loopback tests, the local
-// address that routes to a peer (connected UDP socket, no packet sent) and an interface's address.
+// netaddr: IPv4 address helpers for ./launch — resolving a host name, the local address that
+// routes to a peer (connected UDP socket, no packet sent) and an interface's address. Whether an
+// address is loopback: comm/loopback_spread.h, is_ipv4_loopback (the trainer's test too).
 #pragma once
 #include <string>
 
@@ -7,7 +8,6 @@
 // Throws std::runtime_error naming the host.
 std::string resolve_ipv4(const std::string& host);
 bool is_ipv4_literal(const std::string& s);
-bool is_loopback_ipv4(const std::string& addr);  // 127.0.0.0/8
 // False for addresses no peer can connect to: 0.0.0.0/8 (INADDR_ANY), 255.255.255.255, multicast
 // 224.0.0.0/4 and reserved 240.0.0.0/4.
 bool is_connectable_ipv4(const std::string& addr);
