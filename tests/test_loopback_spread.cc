@@ -15,6 +15,7 @@
 #include "comm/loopback_spread.h"
 #include "tests/fault_harness.h"
 #include "tests/go_file.h"
+#include "tests/marked_job_test.h"
 #include "tests/proc_listeners.h"
 #include "tests/skip_policy.h"
 #include "tests/test_util.h"
@@ -72,28 +73,34 @@ TEST(LoopbackSpread, NoFreePortHintNamesTheAddressTheRangeAndTheWayOut) {
 
 // ---- End to end. ----
 
-class LoopbackSpreadJob : public ::testing::Test {
+// A real job's test (tests/marked_job_test.h: marker, scratch directory, teardown by marker).
+class LoopbackSpreadJob : public MarkedJobTest {
  protected:
   void SetUp() override {
     ASSERT_TRUE(testutil::have_mnist()) << "run `make data` first";
-    marker_ = unique_marker();
-    dir_ = testutil::make_temp_dir("loopback-spread-" + marker_);
+    MarkedJobTest::SetUp();
   }
-  void TearDown() override {
-    kill_procs_with(marker_);
-    testutil::run("rm -rf '" + dir_ + "'");
-    EXPECT_GE(wait_no_procs(marker_, 30), 0) << "processes survived teardown";
+  // Runs a `ranks`-rank --gloo job (`flags` for ./train) in a private network namespace whose
+  // ephemeral range is the 64 ports 40000-40063.
+  testutil::RunResult run_with_64_ports(int ranks, const std::string& flags) const {
+    testutil::write_file(dir_ + "/job.sh",
+                         "set -u\n"
+                         "ip link set lo up || exit 97\n"
+                         "sysctl -q -w net.ipv4.ip_local_port_range='40000 40063' || exit 98\n"
+                         "exec " +
+                             launch_ + " -np " + std::to_string(ranks) + " --gloo " + train_ + " --data-dir " +
+                             abs_path("data") + " --max-steps 1 --batch-size 8 --start-timeout 60 " + flags + "\n");
+    return testutil::run("unshare --net sh " + dir_ + "/job.sh", 300);
   }
-  std::string marker_, dir_;
 };
 
 // While rank 3 waits for a go file before it starts, ranks 0-2 have opened their gates (before
 // their hello): each rank's every IPv4 listener is on its own address, 127.0.r.1.
 TEST_F(LoopbackSpreadJob, EachLocalRankListensOnItsOwnLoopbackAddress) {
   const std::string wait = "if [ \"$BARESGD_RANK\" = 3 ]; then " + testutil::sh_wait_for(dir_ + "/go") + "fi; ";
-  Proc job({abs_path(testutil::launch_bin()), "-np", "4", "--gloo", "/bin/sh", "-c", wait + "exec \"$0\" \"$@\"",
-            abs_path(testutil::train_bin()), "--data-dir", abs_path("data"), "--max-steps", "1", "--batch-size", "8",
-            "--log-interval", "1", "--dump-params", dir_ + "/" + marker_ + ".bin"});
+  Proc job({launch_, "-np", "4", "--gloo", "/bin/sh", "-c", wait + "exec \"$0\" \"$@\"", train_, "--data-dir",
+            abs_path("data"), "--max-steps", "1", "--batch-size", "8", "--log-interval", "1", "--dump-params",
+            dir_ + "/params.bin"});
   std::map<int, std::set<std::string>> listening;  // rank -> its IPv4 listening addresses
   const auto t0 = Clock::now();
   while (job.running() && secs_since(t0) < 120 && listening.size() < 3) {
@@ -110,20 +117,6 @@ TEST_F(LoopbackSpreadJob, EachLocalRankListensOnItsOwnLoopbackAddress) {
   EXPECT_TRUE(contains(job.out(), "[3]<stdout>:Train Epoch: 1")) << job.out();
 }
 
-// Runs a `ranks`-rank --gloo job (`flags` for ./train) in a private network namespace whose
-// ephemeral range is the 64 ports 40000-40063.
-testutil::RunResult run_with_64_ports(const std::string& dir, int ranks, const std::string& flags) {
-  testutil::write_file(dir + "/job.sh",
-                       "set -u\n"
-                       "ip link set lo up || exit 97\n"
-                       "sysctl -q -w net.ipv4.ip_local_port_range='40000 40063' || exit 98\n"
-                       "exec " +
-                           abs_path(testutil::launch_bin()) + " -np " + std::to_string(ranks) + " --gloo " +
-                           abs_path(testutil::train_bin()) + " --data-dir " + abs_path("data") +
-                           " --max-steps 1 --batch-size 8 --start-timeout 60 " + flags + "\n");
-  return testutil::run("unshare --net sh " + dir + "/job.sh", 300);
-}
-
 // Before: 16 ranks on 127.0.0.1 in these 64 ports failed in 0.2 s ("bind: Address already in
 // use"), as 256 ranks did in the default 28,232: every passive hand-over left a TIME_WAIT socket on
 // its pair listener's port. Now the doorbells close with a reset (16 ranks on one written-out
@@ -132,14 +125,14 @@ testutil::RunResult run_with_64_ports(const std::string& dir, int ranks, const s
 TEST_F(LoopbackSpreadJob, ThirtyTwoRanksStartWithSixtyFourEphemeralPorts) {
   if (testutil::run("unshare --net true").status != 0)
     BARESGD_SKIP("cannot create a network namespace (unshare --net)");
-  const testutil::RunResult spread = run_with_64_ports(dir_, 32, "");
+  const testutil::RunResult spread = run_with_64_ports(32, "");
   EXPECT_EQ(spread.status, 0) << spread.err;
   EXPECT_TRUE(contains(spread.err, "world_size=32 backend=gloo")) << spread.err;
 
-  const testutil::RunResult shared16 = run_with_64_ports(dir_, 16, "--network-interface 127.0.0.1");
+  const testutil::RunResult shared16 = run_with_64_ports(16, "--network-interface 127.0.0.1");
   EXPECT_EQ(shared16.status, 0) << "16 ranks on one address, no TIME_WAIT left by the hand-overs: " << shared16.err;
 
-  const testutil::RunResult shared32 = run_with_64_ports(dir_, 32, "--network-interface 127.0.0.1");
+  const testutil::RunResult shared32 = run_with_64_ports(32, "--network-interface 127.0.0.1");
   EXPECT_NE(shared32.status, 0) << "32 ranks on one address the user wrote out, 64 ports: " << shared32.err;
   EXPECT_TRUE(contains(shared32.err,
                        "(no free port on 127.0.0.1: the ephemeral ports, net.ipv4.ip_local_port_range 40000 40063, "
